@@ -1,0 +1,92 @@
+"""The channel contract: what every platform adapter does, and nothing more.
+
+A channel turns each platform event into one normalized inbound `StoredMessage` and hands it to
+its `ChannelEvents` (in practice the runtime's team of agents), and posts replies back in the
+platform's own terms: in the thread or reply chain the inbound message belongs to, split under
+the platform's length limit, waiting out rate limits.
+
+Normalization, shared by every adapter:
+- `conversation_id` is stable and documented per platform (`slack:TEAM:CHANNEL[:THREAD_TS]`,
+  `telegram:CHAT_ID[:TOPIC_ID]`, `discord:GUILD:CHANNEL[:THREAD]`, `local:NAME`).
+- `id` is derived from the platform's own message id (so a redelivery is the same turn) and
+  `metadata.message_id` is the platform id itself.
+- `metadata.mentions` holds the platform ids and names the message mentions (`U123BOT`,
+  `@support_bot`, a snowflake); `metadata.reply_to_participant_id` the platform id of the author
+  of the message it replies to. The runtime matches both against each agent's aliases, which
+  include the channel's `identity` ids.
+- The bot's own messages are never delivered; other bots only when `allow_bots` is set.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from threadline.history.model import StoredMessage
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """The bot's own ids on a platform, filled in when the channel starts."""
+
+    user_id: str
+    username: str | None = None
+    display_name: str | None = None
+    extra_ids: tuple[str, ...] = field(default=())
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Every string a mention of this bot may resolve to, for agents' alias lists."""
+        names = [self.user_id, self.username, self.display_name, *self.extra_ids]
+        return tuple(dict.fromkeys(n for n in names if n))
+
+
+class ChannelEvents(Protocol):
+    """Receives normalized events from a channel (implemented by the runtime)."""
+
+    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        """A new inbound message; the receiver decides who answers and calls `send_reply`."""
+        ...
+
+    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
+        """A user edited a message; `message_id` is the stored id the channel derived."""
+        ...
+
+    async def on_delete(self, conversation_id: str, message_id: str) -> None:
+        """A user deleted a message; `message_id` is the stored id the channel derived."""
+        ...
+
+
+class Channel(ABC):
+    """One connection to one platform (one bot token)."""
+
+    channel_type: ClassVar[str]
+    max_message_chars: ClassVar[int]
+
+    def __init__(self, *, name: str, allow_bots: bool = False) -> None:
+        self.name = name
+        self.allow_bots = allow_bots
+        self.identity: BotIdentity | None = None
+
+    @abstractmethod
+    async def start(self, events: ChannelEvents) -> None:
+        """Connect, learn `identity`, and begin delivering events; returns once ready."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop taking events and close connections; safe to call twice."""
+
+    @abstractmethod
+    async def send_reply(
+        self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
+    ) -> list[str]:
+        """Post `text` where `inbound` was said (thread, topic, reply); returns platform ids.
+
+        Long text is split under `max_message_chars`; rate limits are waited out; a permanent
+        failure raises `ChannelPermanentError` naming the conversation.
+        """
+
+    async def check(self) -> list[str]:
+        """Start-up problems that would make the bot silent (privacy mode, intents)."""
+        return []

@@ -1,0 +1,67 @@
+"""Everything Threadline raises on purpose, as one tree so callers know what to catch.
+
+    ThreadlineError
+    ├── ConfigError                 a setting is missing or wrong (names the file/key and the fix)
+    ├── InvalidMessageError         a message field has a wrong value (names the field and value)
+    ├── StoreError                  the conversation store could not do what was asked
+    │   ├── StoreUnavailableError   the database is down, locked past the timeout or read-only
+    │   └── SearchQueryError        a search query was rejected (says why)
+    ├── TokenizerUnavailableError   the offline tokenizer files are missing
+    ├── ModelError                  the LLM could not produce a reply
+    │   └── ModelUnavailableError   the provider stayed overloaded/rate limited past the retries
+    └── ChannelError                a platform call failed
+        ├── ChannelAuthError        a token, signature or secret was rejected
+        └── ChannelPermanentError   retrying cannot help (channel gone, bot removed, too long)
+
+Every message says which conversation, channel or setting was involved and what to do.
+"""
+
+from __future__ import annotations
+
+
+class ThreadlineError(Exception):
+    """Base of every error Threadline raises on purpose."""
+
+
+class ConfigError(ThreadlineError):
+    """A configuration value is missing or invalid."""
+
+
+class InvalidMessageError(ThreadlineError, ValueError):
+    """A message or participant was built with a wrong value; the text names the field."""
+
+
+class StoreError(ThreadlineError):
+    """The conversation store failed to carry out an operation."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached, is locked past the timeout, or is read-only."""
+
+
+class SearchQueryError(StoreError):
+    """A search query cannot be run (for example it is longer than the allowed size)."""
+
+
+class TokenizerUnavailableError(ThreadlineError):
+    """The tokenizer's bundled encoding files are missing; nothing is downloaded instead."""
+
+
+class ModelError(ThreadlineError):
+    """The language model did not produce a usable reply."""
+
+
+class ModelUnavailableError(ModelError):
+    """The model provider stayed rate limited or overloaded after every retry."""
+
+
+class ChannelError(ThreadlineError):
+    """A chat platform call failed."""
+
+
+class ChannelAuthError(ChannelError):
+    """A platform token, request signature or webhook secret was rejected."""
+
+
+class ChannelPermanentError(ChannelError):
+    """A platform call failed in a way that retrying cannot fix."""

@@ -1,0 +1,263 @@
+"""Search shared by every store: questions into safe queries, ranked hits into context windows.
+
+People and models ask questions, not keywords. A query is tokenized, stop words are dropped,
+the remaining terms are OR-ed (each quoted, so no user or model text ever acts as FTS5 or
+tsquery syntax) and ranked by BM25, so a turn holding most of the words comes first while one
+holding some is still found. Quoted phrases count extra. Text without spaces (Chinese, Japanese,
+Korean) is matched by character trigrams instead of words.
+
+Each store compiles a `SearchQuery` into its own dialect; the window merging, token capping and
+the text a model reads live here, once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+from threadline.errors import SearchQueryError
+from threadline.history.model import StoredMessage
+from threadline.history.store import SearchWindow
+
+MAX_QUERY_CHARS = 4000
+MAX_TERMS = 24
+MAX_TRIGRAMS = 40
+
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset({
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can", "could", "couldn", "d", "did", "didn", "do", "does", "doesn", "doing",
+    "don", "down", "during", "each", "few", "for", "from", "further", "had", "hadn", "has",
+    "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself",
+    "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "ll", "m",
+    "ma", "me", "mightn", "more", "most", "mustn", "my", "myself", "needn", "no", "nor", "not",
+    "now", "o", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves",
+    "out", "over", "own", "re", "s", "same", "shan", "she", "should", "shouldn", "so", "some",
+    "such", "t", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "ve",
+    "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while",
+    "who", "whom", "why", "will", "with", "won", "wouldn", "y", "you", "your", "yours",
+    "yourself", "yourselves", "tell", "told", "say", "said", "know", "remember", "anyone",
+    "someone", "something", "get", "got", "ever",
+})
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_PHRASE = re.compile(r'"([^"]+)"')
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A question reduced to safe search terms.
+
+    `terms` are lower-cased words (stop words gone), `phrases` the quoted phrases as word
+    tuples, `trigrams` three-character pieces of text written without spaces.
+    """
+
+    terms: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    trigrams: tuple[str, ...]
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.terms or self.phrases or self.trigrams)
+
+    @classmethod
+    def parse(cls, text: str, *, stop_words: frozenset[str] = ENGLISH_STOP_WORDS) -> SearchQuery:
+        if not isinstance(text, str):
+            raise SearchQueryError(f"a search query must be text, got {type(text).__name__}")
+        if len(text) > MAX_QUERY_CHARS:
+            raise SearchQueryError(
+                f"the search query is {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}. "
+                "Ask with a few key words or one question."
+            )
+        text = text.replace("\x00", " ")
+        quoted = (tuple(w.lower() for w in _WORD.findall(p)) for p in _PHRASE.findall(text))
+        phrases = tuple(phrase for phrase in quoted if len(phrase) > 1)
+        trigrams = [run[i : i + 3] for run in _CJK.findall(text)
+                    for i in range(max(len(run) - 2, 0))]
+        spaced = _CJK.sub(" ", text)
+        all_words = [w.lower() for w in _WORD.findall(spaced)]
+        kept = [w for w in all_words if w not in stop_words] or all_words
+        terms = tuple(dict.fromkeys(kept))[:MAX_TERMS]
+        return cls(terms=terms, phrases=phrases[:4],
+                   trigrams=tuple(dict.fromkeys(trigrams))[:MAX_TRIGRAMS])
+
+
+def _fts5_string(text: str) -> str:
+    """One FTS5 string literal: every character literal, quotes doubled."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def fts5_word_match(query: SearchQuery, conversation_key: str) -> str | None:
+    """The FTS5 MATCH expression for the word index, scoped to one conversation.
+
+    The conversation key is an indexed FTS column, AND-ed with the OR-ed terms: measured at
+    1,000,000 rows this is 4 ms p50 where filtering by conversation outside MATCH is 154 ms.
+    """
+    alternatives = [_fts5_string(" ".join(p)) for p in query.phrases]
+    alternatives += [_fts5_string(t) for t in query.terms]
+    if not alternatives:
+        return None
+    scope = f"conv_key : {_fts5_string(conversation_key)}"
+    return f"{scope} AND {{content participant_name}} : ({' OR '.join(alternatives)})"
+
+
+def fts5_trigram_match(query: SearchQuery, conversation_key: str) -> str | None:
+    """The FTS5 MATCH expression for the trigram index (text written without spaces)."""
+    if not query.trigrams:
+        return None
+    alternatives = " OR ".join(_fts5_string(t) for t in query.trigrams)
+    return f"conv_key : {_fts5_string(conversation_key)} AND content : ({alternatives})"
+
+
+def websearch_text(query: SearchQuery) -> str | None:
+    """Input for PostgreSQL's `websearch_to_tsquery`, which never raises on any text.
+
+    Terms are plain words (the tokenizer already removed every operator character), joined
+    with its `or` keyword; phrases are quoted, which it reads as a phrase.
+    """
+    parts = [f'"{" ".join(p)}"' for p in query.phrases] + list(query.terms)
+    return " or ".join(parts) if parts else None
+
+
+def conversation_key(conversation_id: str) -> str:
+    """A single-token stand-in for a conversation id inside a full-text index.
+
+    Ids such as `slack:T1:C2` would be split into several tokens, and a phrase match on them
+    would also match the thread `slack:T1:C2:1700.1`; a hex digest is one exact token.
+    """
+    return "c" + hashlib.blake2b(conversation_id.encode(), digest_size=12).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+def stem_words(text: str) -> list[str]:
+    """Lower-cased, stemmed words of a text, as the in-memory store indexes them."""
+    stemmer = _stemmer()
+    return [stemmer.stemWord(w.lower()) for w in _WORD.findall(text)]
+
+
+def bm25_rank(
+    query: SearchQuery, documents: Sequence[StoredMessage], *, limit: int
+) -> list[StoredMessage]:
+    """BM25 over a handful of documents, for stores without a full-text index of their own."""
+    stemmer = _stemmer()
+    terms = [stemmer.stemWord(t) for t in query.terms]
+    phrases = [" ".join(stemmer.stemWord(w) for w in p) for p in query.phrases]
+    if not terms and not phrases and not query.trigrams:
+        return []
+    tokenized = []
+    for doc in documents:
+        words = stem_words(doc.content) + stem_words(doc.participant.display_name)
+        tokenized.append((doc, Counter(words), " ".join(words)))
+    average_length = sum(sum(c.values()) for _, c, _ in tokenized) / max(len(tokenized), 1)
+    frequency = Counter(t for _, c, _ in tokenized for t in set(c) if t in terms)
+    scored: list[tuple[float, int, StoredMessage]] = []
+    for position, (doc, counts, joined) in enumerate(tokenized):
+        length = sum(counts.values()) or 1
+        score = 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if tf:
+                df = frequency[term]
+                idf = math.log(1 + (len(tokenized) - df + 0.5) / (df + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average_length))
+        score += sum(2.0 for p in phrases if p in joined)
+        score += sum(1.0 for t in query.trigrams if t in doc.content)
+        if score > 0:
+            scored.append((score, position, doc))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [doc for _, _, doc in scored[:limit]]
+
+
+def cap_by_tokens(messages: Iterable[StoredMessage], token_cap: int) -> list[StoredMessage]:
+    """The leading messages whose stored token counts fit the cap (the first always does)."""
+    kept: list[StoredMessage] = []
+    used = 0
+    for message in messages:
+        cost = message.token_count or 0
+        if kept and used + cost > token_cap:
+            break
+        kept.append(message)
+        used += cost
+    return kept
+
+
+def merge_windows(
+    hits: Sequence[StoredMessage],
+    neighbours: Sequence[StoredMessage],
+    *,
+    context: int,
+    token_cap: int,
+) -> list[SearchWindow]:
+    """Group hits and their neighbouring turns into windows, best hit first, under a token cap.
+
+    `neighbours` holds every turn that may stand around a hit, in conversation order. Each hit
+    takes `context` turns each side; windows that touch or overlap become one. Windows are
+    added in the order of their best hit until the cap, and each is shown in conversation order.
+    """
+    ordered = sorted({m.id: m for m in [*hits, *neighbours]}.values(),
+                     key=lambda m: m.sequence or 0)
+    position = {m.id: i for i, m in enumerate(ordered)}
+    spans: list[list[int]] = []
+    for hit in sorted(hits, key=lambda m: m.sequence or 0):
+        start = max(position[hit.id] - context, 0)
+        end = min(position[hit.id] + context, len(ordered) - 1)
+        if spans and (start <= spans[-1][1] or _consecutive(ordered[spans[-1][1]], ordered[start])):
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    rank = {hit.id: i for i, hit in enumerate(hits)}
+    windows = []
+    for start, end in spans:
+        members = ordered[start : end + 1]
+        hit_ids = tuple(m.id for m in members if m.id in rank)
+        windows.append((min(rank[i] for i in hit_ids), SearchWindow(hit_ids, tuple(members))))
+    windows.sort(key=lambda item: item[0])
+    kept: list[SearchWindow] = []
+    used = 0
+    for _, window in windows:
+        if kept and used + window.token_count > token_cap:
+            trimmed = _trim_to_hits(window, token_cap - used)
+            if trimmed is None:
+                continue
+            window = trimmed
+        kept.append(window)
+        used += window.token_count
+    return kept
+
+
+def _consecutive(earlier: StoredMessage, later: StoredMessage) -> bool:
+    return earlier.sequence is not None and later.sequence == earlier.sequence + 1
+
+
+def _trim_to_hits(window: SearchWindow, room: int) -> SearchWindow | None:
+    """The hits of a window without their context, if that fits the room left."""
+    hits_only = tuple(m for m in window.messages if m.id in window.hit_ids)
+    trimmed = SearchWindow(window.hit_ids, hits_only)
+    return trimmed if trimmed.token_count <= room else None
+
+
+def format_turn(message: StoredMessage) -> str:
+    """One turn as a model reads it in search results: when (absolute), who, what."""
+    who = message.participant.display_name
+    if message.participant.kind == "agent":
+        who = f"{who} (agent)"
+    when = message.timestamp.strftime("%Y-%m-%d %H:%M %Z").strip()
+    return f"[{when}] {who}: {message.content}"
+
+
+def format_windows(windows: Sequence[SearchWindow]) -> str:
+    """Search windows as plain text; windows are separated by a line of dashes."""
+    return "\n---\n".join("\n".join(format_turn(m) for m in w.messages) for w in windows)

@@ -1,0 +1,188 @@
+"""The SQL schema of the conversation store and the mapping between rows and messages.
+
+The tables are declared once here with SQLAlchemy; the Alembic migrations create them (and the
+full-text indexes, which differ per database), and both SQL backends read rows through
+`row_to_message`. Timestamps are integer microseconds since the epoch (UTC): exact, sortable and
+the same on every database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from threadline.history.model import (
+    MessageMetadata,
+    Participant,
+    StoredMessage,
+    ToolExchange,
+)
+from threadline.history.search import conversation_key
+
+metadata = MetaData()
+
+messages = Table(
+    "threadline_messages",
+    metadata,
+    Column("row_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("id", String(255), nullable=False, unique=True),
+    Column("conversation_id", String(512), nullable=False),
+    Column("conv_key", String(32), nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("participant_kind", String(16), nullable=False),
+    Column("participant_id", String(255), nullable=False),
+    Column("participant_name", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("ts_us", BigInteger, nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("channel_type", String(64), nullable=False),
+    Column("channel_name", Text),
+    Column("channel_id", String(255)),
+    Column("thread_id", String(255)),
+    Column("message_id", String(255)),
+    Column("mentions", Text, nullable=False, default=""),
+    Column("is_summary", Boolean, nullable=False, default=False),
+    Column("has_cjk", Boolean, nullable=False, default=False),
+    Column("tool_json", Text),
+    Column("extra_json", Text),
+    Column("token_count", Integer, nullable=False),
+    UniqueConstraint("conversation_id", "sequence", name="uq_threadline_messages_seq"),
+    UniqueConstraint("conversation_id", "message_id", name="uq_threadline_messages_platform_id"),
+    Index("ix_threadline_messages_summary", "conversation_id", "is_summary", "sequence"),
+)
+
+conversations = Table(
+    "threadline_conversations",
+    metadata,
+    Column("conversation_id", String(512), primary_key=True),
+    Column("last_sequence", BigInteger, nullable=False),
+    Column("message_count", BigInteger, nullable=False),
+    Column("last_activity_us", BigInteger, nullable=False),
+    Index("ix_threadline_conversations_activity", "last_activity_us"),
+)
+
+# Row order of SELECT_COLUMNS, shared by every query that reads messages.
+SELECT_COLUMNS: tuple[str, ...] = (
+    "id", "conversation_id", "sequence", "participant_kind", "participant_id",
+    "participant_name", "content", "ts_us", "scope", "channel_type", "channel_name",
+    "channel_id", "thread_id", "message_id", "mentions", "is_summary", "tool_json",
+    "extra_json", "token_count",
+)
+SELECT_LIST = ", ".join(SELECT_COLUMNS)
+SELECT_LIST_M = ", ".join(f"m.{column}" for column in SELECT_COLUMNS)
+
+_MENTION_SEPARATOR = "\x1f"
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_micros(moment: datetime) -> int:
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+def has_cjk(content: str) -> bool:
+    """Whether a text holds characters written without spaces, for the trigram index."""
+    return bool(_CJK.search(content))
+
+
+def message_to_row(message: StoredMessage, *, sequence: int, token_count: int) -> dict[str, Any]:
+    """The column values of one message about to be inserted."""
+    meta = message.metadata
+    extra: dict[str, Any] = {}
+    if meta.summary_of is not None:
+        extra["summary_of"] = list(meta.summary_of)
+    if meta.reply_to_message_id is not None:
+        extra["reply_to_message_id"] = meta.reply_to_message_id
+    if meta.reply_to_participant_id is not None:
+        extra["reply_to_participant_id"] = meta.reply_to_participant_id
+    if meta.extra:
+        extra["extra"] = dict(meta.extra)
+    tools = [exchange.as_dict() for exchange in message.tool_exchanges]
+    return {
+        "id": message.id,
+        "conversation_id": message.conversation_id,
+        "conv_key": conversation_key(message.conversation_id),
+        "sequence": sequence,
+        "participant_kind": message.participant.kind,
+        "participant_id": message.participant.id,
+        "participant_name": message.participant.display_name,
+        "content": message.content,
+        "ts_us": to_micros(message.timestamp),
+        "scope": message.scope,
+        "channel_type": meta.channel_type,
+        "channel_name": meta.channel_name,
+        "channel_id": meta.channel_id,
+        "thread_id": meta.thread_id,
+        "message_id": meta.message_id,
+        "mentions": _MENTION_SEPARATOR.join(meta.mentions),
+        "is_summary": meta.is_summary,
+        "has_cjk": has_cjk(message.content),
+        "tool_json": json.dumps(tools, sort_keys=True, ensure_ascii=False) if tools else None,
+        "extra_json": json.dumps(extra, sort_keys=True, ensure_ascii=False, default=str)
+        if extra else None,
+        "token_count": token_count,
+    }
+
+
+def row_to_message(
+    row: Sequence[Any], participants: dict[tuple[str, str, str], Participant]
+) -> StoredMessage:
+    """A message from a row in SELECT_COLUMNS order; `participants` caches repeated speakers."""
+    (id_, conversation_id, sequence, kind, participant_id, name, content, ts_us, scope,
+     channel_type, channel_name, channel_id, thread_id, message_id, mentions, is_summary,
+     tool_json, extra_json, token_count) = row
+    key = (kind, participant_id, name)
+    participant = participants.get(key)
+    if participant is None:
+        participant = participants[key] = Participant(kind=kind, id=participant_id,
+                                                      display_name=name)
+    extra = json.loads(extra_json) if extra_json else {}
+    summary_of = extra.get("summary_of")
+    meta = MessageMetadata(
+        channel_type=channel_type,
+        channel_name=channel_name,
+        channel_id=channel_id,
+        thread_id=thread_id,
+        message_id=message_id,
+        mentions=tuple(mentions.split(_MENTION_SEPARATOR)) if mentions else (),
+        is_summary=bool(is_summary),
+        summary_of=(summary_of[0], summary_of[1]) if summary_of else None,
+        reply_to_message_id=extra.get("reply_to_message_id"),
+        reply_to_participant_id=extra.get("reply_to_participant_id"),
+        extra=extra.get("extra", {}),
+    )
+    tools = tuple(ToolExchange.from_dict(t) for t in json.loads(tool_json)) if tool_json else ()
+    return StoredMessage(
+        id=id_,
+        conversation_id=conversation_id,
+        participant=participant,
+        content=content,
+        timestamp=from_micros(ts_us),
+        scope=scope,
+        metadata=meta,
+        tool_exchanges=tools,
+        sequence=sequence,
+        token_count=token_count,
+    )

@@ -1,0 +1,129 @@
+"""The `ConversationStore` protocol: what every store must do, and what it need not.
+
+A store keeps every turn of every conversation, shared by every agent in it. It must:
+- append idempotently: the same `id`, or the same (conversation, platform `message_id`), is
+  stored once, and `append` returns False for the duplicate;
+- order each conversation by a per-conversation sequence allocated inside the write, never by
+  a clock (two turns with the same timestamp keep their order of arrival);
+- search inside one conversation only, without letting query text act as query syntax;
+- count each turn's tokens once, at append, and return the count with the turn.
+
+A store need not: keep summaries in `get` results (they come back only when asked for), keep a
+dense sequence (duplicates and deletions leave gaps; sequences only ever increase), or be
+shared between processes (only the SQL store is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from threadline.history.model import Scope, StoredMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationInfo:
+    """One conversation as an operator sees it in a listing."""
+
+    conversation_id: str
+    message_count: int
+    last_activity: datetime
+    last_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchWindow:
+    """A run of consecutive turns around one or more search hits, in conversation order."""
+
+    hit_ids: tuple[str, ...]
+    messages: tuple[StoredMessage, ...]
+
+    @property
+    def token_count(self) -> int:
+        return sum(m.token_count or 0 for m in self.messages)
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """Async storage of conversation turns; see the module docstring for the contract."""
+
+    async def append(self, message: StoredMessage) -> bool:
+        """Store one turn; True if stored, False if it was a duplicate delivery."""
+        ...
+
+    async def append_many(self, messages: Sequence[StoredMessage]) -> list[bool]:
+        """Store several turns in one transaction, in order; one flag per turn as `append`."""
+        ...
+
+    async def get(
+        self,
+        conversation_id: str,
+        *,
+        scope: Scope | None = None,
+        since: datetime | None = None,
+        before: datetime | None = None,
+        limit: int | None = None,
+        participant_ids: Iterable[str] | None = None,
+        after_sequence: int | None = None,
+        include_summaries: bool = False,
+    ) -> list[StoredMessage]:
+        """Turns oldest first; with `limit`, the most recent `limit` of them."""
+        ...
+
+    async def get_by_ids(self, conversation_id: str, ids: Iterable[str]) -> list[StoredMessage]:
+        """The turns with these ids inside this conversation, in conversation order."""
+        ...
+
+    async def search(
+        self, conversation_id: str, query: str, *, limit: int = 10, token_cap: int = 2000
+    ) -> list[StoredMessage]:
+        """Best-ranked turns of one conversation for a question or keywords, capped by tokens."""
+        ...
+
+    async def search_context(
+        self,
+        conversation_id: str,
+        query: str,
+        *,
+        limit: int = 5,
+        context: int = 1,
+        token_cap: int = 2000,
+    ) -> list[SearchWindow]:
+        """Search hits with `context` neighbouring turns each side, overlaps merged."""
+        ...
+
+    async def latest_summary(self, conversation_id: str) -> StoredMessage | None:
+        """The newest stored rolling summary of this conversation, if any."""
+        ...
+
+    async def edit_message(self, conversation_id: str, message_id: str, content: str) -> bool:
+        """Replace a turn's text (a platform edit); True if the turn exists here."""
+        ...
+
+    async def delete_messages(self, conversation_id: str, ids: Iterable[str]) -> int:
+        """Delete turns by id inside this conversation only; returns how many went."""
+        ...
+
+    async def list_conversations(self, *, limit: int = 100) -> list[ConversationInfo]:
+        """Conversations, most recently active first."""
+        ...
+
+    async def count(self, conversation_id: str | None = None) -> int:
+        """Number of stored turns (summaries included), in one conversation or in all."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads; the store is unusable afterwards."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -1,0 +1,1 @@
+"""Threadline interceptors."""
