@@ -1,0 +1,64 @@
+"""The model provider interface: one request in, one response out, provider-neutral.
+
+The agent loop speaks only this; `AnthropicProvider` (the default, the SDK's own
+`AsyncAnthropic`), the offline model and any OpenAI-compatible provider implement it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from threadline.history.model import ToolCall
+from threadline.history.prompt import PromptMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: a name, what it is for, and a JSON schema of its input."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a provider needs for one call.
+
+    `messages` are the assembled prompt plus this run's earlier tool rounds (assistant turns
+    carrying `tool_exchanges`); system messages among them are joined into the system prompt.
+    """
+
+    model: str
+    system: str
+    messages: Sequence[PromptMessage]
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """The model's answer: text, the tools it wants run (if any), why it stopped, what it cost."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str = "end_turn"
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    model: str = ""
+
+
+@runtime_checkable
+class ModelProvider(Protocol):
+    """Turns a `ModelRequest` into a `ModelResponse`; raises `ModelError` subclasses on failure."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...

@@ -1,0 +1,79 @@
+"""Converters from prompt messages to provider shapes (Anthropic Messages, OpenAI chat).
+
+Both are deterministic byte for byte for the same input (sorted JSON), so a provider's prompt
+cache sees the same prefix on every turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from threadline.history.prompt import PromptMessage
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """System text apart, then user/assistant turns with tool_use and tool_result blocks.
+
+    An assistant turn with tool exchanges becomes the assistant's text and tool_use blocks,
+    followed by a user turn of the matching tool_result blocks; consecutive same-role turns are
+    merged, so roles alternate as the Messages API requires.
+    """
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in messages:
+        if message.role == "system":
+            continue
+        blocks: list[dict[str, Any]] = []
+        if message.content:
+            blocks.append({"type": "text", "text": message.content})
+        if message.role == "assistant" and message.tool_exchanges:
+            blocks += [
+                {"type": "tool_use", "id": e.call.id, "name": e.call.name,
+                 "input": json.loads(_json(dict(e.call.input)))}
+                for e in message.tool_exchanges
+            ]
+            add("assistant", blocks)
+            add("user", [
+                {"type": "tool_result", "tool_use_id": e.call.id, "content": e.result.content,
+                 "is_error": e.result.is_error}
+                for e in message.tool_exchanges
+            ])
+        elif blocks:
+            add(message.role, blocks)
+    return system, turns
+
+
+def to_openai(messages: Sequence[PromptMessage]) -> list[dict[str, Any]]:
+    """OpenAI chat messages: tool calls as `tool_calls`, each result as a `tool` message."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_exchanges:
+            converted.append({
+                "role": "assistant",
+                "content": message.content or None,
+                "tool_calls": [
+                    {"id": e.call.id, "type": "function",
+                     "function": {"name": e.call.name, "arguments": _json(dict(e.call.input))}}
+                    for e in message.tool_exchanges
+                ],
+            })
+            converted += [
+                {"role": "tool", "tool_call_id": e.call.id, "content": e.result.content}
+                for e in message.tool_exchanges
+            ]
+        else:
+            converted.append({"role": message.role, "content": message.content})
+    return converted

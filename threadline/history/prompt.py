@@ -1,0 +1,47 @@
+"""What the assembler hands an agent: provider-neutral prompt messages and their figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from threadline.history.model import ToolExchange
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """One prompt turn from an agent's point of view.
+
+    Readable as attributes or as a mapping (`m.role`, `m["content"]`). `tool_exchanges` appear
+    only on the agent's own assistant turns: each is a call and its result, kept together.
+    """
+
+    role: Role
+    content: str
+    tool_exchanges: tuple[ToolExchange, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in ("role", "content", "tool_exchanges"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def keys(self) -> Iterator[str]:
+        yield from ("role", "content")
+
+
+@dataclass(slots=True)
+class AssembledPrompt:
+    """The assembled prompt and an account of what was done to build it."""
+
+    messages: list[PromptMessage]
+    token_count: int
+    included_ids: list[str] = field(default_factory=list)
+    dropped_for_budget_ids: list[str] = field(default_factory=list)
+    filtered_ids: list[str] = field(default_factory=list)
+    recalled_ids: list[str] = field(default_factory=list)
+    summary_used: bool = False
+    summary_created: bool = False
+    notes: list[str] = field(default_factory=list)
