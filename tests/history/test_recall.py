@@ -1,0 +1,99 @@
+"""Automatic recall and the conversation_search tool: facts reach the prompt, scoped by closure."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.history.transcripts import ANN, BOB, CAROL, SUPPORT, Transcript
+from threadline.history import InMemoryConversationStore, SqlConversationStore
+from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.recall import RECALL_HEADER
+from threadline.history.search_tool import make_conversation_search_tool
+from threadline.history.store import ConversationStore
+
+
+async def channel_with_old_fact(store: ConversationStore) -> Transcript:
+    t = Transcript()
+    t.say(CAROL, "FYI my cat is called Miso and she hates the vet")  # addressed to nobody
+    for i in range(200):
+        t.say(BOB if i % 2 else ANN, f"small talk {i} about the weather and lunch plans")
+    t.say(SUPPORT, "Hello Carol, how can I help?")
+    t.say(CAROL, "@support what is my cat called?", mentions=("support",))
+    await t.store_in(store)
+    return t
+
+
+async def test_recall_brings_a_fact_from_200_turns_ago(store: ConversationStore) -> None:
+    t = await channel_with_old_fact(store)
+    on = await assemble_prompt(store, t.conversation_id, "support", "Support",
+                               AssemblerOptions(max_turns_to_load=50))
+    assert t.turns[0].id in on.recalled_ids
+    block = next(m for m in on.messages if m.content.startswith(RECALL_HEADER))
+    assert "[2024-03-01 09:00 UTC] Carol: FYI my cat is called Miso" in block.content
+    assert on.token_count <= 3000
+    off = await assemble_prompt(store, t.conversation_id, "support", "Support",
+                                AssemblerOptions(max_turns_to_load=50, recall=False))
+    assert not off.recalled_ids
+    assert all("Miso" not in m.content for m in off.messages)
+
+
+async def test_recall_block_is_identical_across_assemblies(store: ConversationStore) -> None:
+    t = await channel_with_old_fact(store)
+    first = await assemble_prompt(store, t.conversation_id, "support", "Support")
+    second = await assemble_prompt(store, t.conversation_id, "support", "Support")
+    assert first.messages == second.messages
+    assert first.recalled_ids == second.recalled_ids
+
+
+async def test_recall_never_repeats_a_turn_already_in_the_prompt() -> None:
+    store = InMemoryConversationStore()
+    t = Transcript()
+    t.say(ANN, "@support my order number is 4412", mentions=("support",))
+    t.say(ANN, "@support what was my order number?", mentions=("support",))
+    await t.store_in(store)
+    prompt = await assemble_prompt(store, t.conversation_id, "support", "Support")
+    assert prompt.recalled_ids == []
+    assert sum("4412" in m.content for m in prompt.messages) == 1
+
+
+async def test_search_tool_is_scoped_by_closure(store: ConversationStore) -> None:
+    mine = Transcript("slack:T1:C1")
+    mine.say(ANN, "our launch date is in May")
+    theirs = Transcript("slack:T1:C2")
+    theirs.say(BOB, "the secret launch code is 0000")
+    await mine.store_in(store)
+    await theirs.store_in(store)
+    tool = make_conversation_search_tool(store, "slack:T1:C1")
+    assert tool.name == "conversation_search"
+    assert tool.input_schema["required"] == ["query"]
+    found = await tool.run({"query": "launch"})
+    assert "May" in found and "0000" not in found
+    for sneaky in ({"query": "launch", "conversation_id": "slack:T1:C2"},
+                   {"query": "launch", "conversationId": "slack:T1:C2"},
+                   {"query": "launch", "channel": "C2"}):
+        answer = await tool.run(sneaky)
+        assert answer.startswith("error:") and "0000" not in answer
+    assert "0000" not in await tool.run({"query": "secret launch code 0000 slack:T1:C2"})
+
+
+@pytest.mark.parametrize("bad", [{}, {"query": ""}, {"query": 5}, {"query": "x", "limit": 0},
+                                 {"query": "x", "limit": "5"}, {"query": "x" * 10_000}])
+async def test_search_tool_explains_bad_input(bad: dict[str, object]) -> None:
+    tool = make_conversation_search_tool(InMemoryConversationStore(), "c1")
+    assert (await tool.run(bad)).startswith("error:")  # type: ignore[arg-type]
+
+
+async def test_search_tool_output_names_who_and_when(sqlite_url: str) -> None:
+    async with SqlConversationStore(sqlite_url) as store:
+        t = Transcript()
+        t.say(ANN, "hello")
+        t.say(BOB, "I named my dog Rex")
+        t.say(ANN, "cute")
+        await t.store_in(store)
+        tool = make_conversation_search_tool(store, t.conversation_id)
+        answer = await tool.run({"query": "What did Bob name his dog?", "limit": 1})
+        assert answer.splitlines() == [
+            "[2024-03-01 09:00 UTC] Ann: hello",
+            "[2024-03-01 09:01 UTC] Bob: I named my dog Rex",
+            "[2024-03-01 09:02 UTC] Ann: cute",
+        ]

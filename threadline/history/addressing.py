@@ -1,0 +1,95 @@
+"""Who a turn is addressed to: the one place that decides whether an agent is being spoken to.
+
+Used by the prompt assembler (addressed-only filtering) and by the team of agents (who answers).
+Mentions are compared case-insensitively after normalizing platform markup: `<@U123>`,
+`<@!123>`, `@name` and `name` all become `u123` / `123` / `name`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from threadline.history.model import StoredMessage
+
+_MARKUP = re.compile(r"^<[@#][!&]?([^>|]+)(?:\|[^>]*)?>$")
+_TEXT_MENTION = re.compile(r"(?:<@[!&]?([\w.-]+)(?:\|[^>]*)?>|(?<![\w@])@([\w.-]+))")
+
+
+def normalize_mention(raw: str) -> str:
+    """One mention as a comparable key: markup and a leading @ removed, lower-cased."""
+    text = raw.strip()
+    match = _MARKUP.match(text)
+    if match:
+        text = match.group(1)
+    return text.lstrip("@").strip().lower()
+
+
+def mentions_in_text(text: str) -> list[str]:
+    """Normalized mentions written in a text (`<@U1>`, `<@!1>`, `@name`), in order, once each."""
+    found = (a or b for a, b in _TEXT_MENTION.findall(text))
+    return list(dict.fromkeys(normalize_mention(m) for m in found))
+
+
+@dataclass(frozen=True, slots=True)
+class Addressee:
+    """An agent as mentions can name it: its id plus every alias (platform ids, names)."""
+
+    agent_id: str
+    aliases: frozenset[str]
+
+    @classmethod
+    def of(cls, agent_id: str, aliases: Iterable[str] = ()) -> Addressee:
+        keys = {normalize_mention(agent_id), *(normalize_mention(a) for a in aliases)}
+        return cls(agent_id=agent_id, aliases=frozenset(k for k in keys if k))
+
+    def wrote(self, message: StoredMessage) -> bool:
+        return message.participant.kind == "agent" and message.participant.id == self.agent_id
+
+    def is_mentioned(self, message: StoredMessage) -> bool:
+        """Mentioned in the metadata the channel resolved, or by `@alias` in the text."""
+        if any(normalize_mention(m) in self.aliases for m in message.metadata.mentions):
+            return True
+        return any(m in self.aliases for m in mentions_in_text(message.content))
+
+    def is_replied_to(self, message: StoredMessage) -> bool:
+        replied = message.metadata.reply_to_participant_id
+        return replied is not None and normalize_mention(replied) in self.aliases
+
+    def is_addressed(self, message: StoredMessage, *, own_message_ids: frozenset[str]) -> bool:
+        """Whether this turn concerns the agent: written by it, to it, in a DM, or in reply.
+
+        `own_message_ids` are the platform ids of the agent's own turns, so a reply in a thread
+        the agent started counts as addressed to it.
+        """
+        return (
+            self.wrote(message)
+            or message.scope == "dm"
+            or self.is_mentioned(message)
+            or self.is_replied_to(message)
+            or (message.metadata.thread_id is not None
+                and message.metadata.thread_id in own_message_ids)
+            or (message.metadata.reply_to_message_id is not None
+                and message.metadata.reply_to_message_id in own_message_ids)
+        )
+
+
+def addressed_turns(
+    turns: Iterable[StoredMessage], addressee: Addressee
+) -> tuple[list[StoredMessage], list[StoredMessage]]:
+    """Split turns into (kept, filtered out) for one agent; system turns are always kept."""
+    turns = list(turns)
+    own = frozenset(
+        m.metadata.message_id for m in turns if addressee.wrote(m) and m.metadata.message_id
+    )
+    kept: list[StoredMessage] = []
+    dropped: list[StoredMessage] = []
+    for message in turns:
+        if message.participant.kind == "system" or addressee.is_addressed(
+            message, own_message_ids=own
+        ):
+            kept.append(message)
+        else:
+            dropped.append(message)
+    return kept, dropped

@@ -1,0 +1,87 @@
+"""The `conversation_search` tool: a model searches the conversation it is in, and only that one.
+
+The conversation id is captured by the closure when the tool is made for a turn; nothing in the
+model's input can name another conversation (such keys are refused, with a reason the model can
+act on). Results are hits with their neighbouring turns, token-capped, each line saying who
+spoke and when (an absolute date, so "yesterday" in a turn still means something).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.errors import SearchQueryError
+from threadline.history.search import format_windows
+from threadline.history.store import ConversationStore
+
+SEARCH_TOOL_NAME = "conversation_search"
+MAX_LIMIT = 20
+
+_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string",
+                  "description": "A question or key words about what was said earlier."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 5,
+                  "description": "How many matching turns to show."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSearchTool:
+    """A tool bound to one conversation: name, description, JSON input schema and handler."""
+
+    run: Callable[[dict[str, Any]], Awaitable[str]]
+    name: str = SEARCH_TOOL_NAME
+    description: str = (
+        "Search earlier messages of this conversation (older than what you can see). Ask with a "
+        "question or key words; results show who said what and when, with the turns around it."
+    )
+    input_schema: dict[str, Any] = field(default_factory=lambda: dict(_INPUT_SCHEMA))
+
+
+def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
+    """The query and limit from a model's input; raises ValueError with a reason for the model."""
+    if not isinstance(raw, Mapping):
+        raise ValueError("input must be an object with a 'query' string")
+    unknown = sorted(set(raw) - {"query", "limit"})
+    if unknown:
+        raise ValueError(
+            f"unknown input {', '.join(unknown)}: conversation_search only searches the "
+            "current conversation and takes just 'query' and 'limit'"
+        )
+    query = raw.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("'query' must be a non-empty string")
+    limit = raw.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"'limit' must be a whole number from 1 to {MAX_LIMIT}")
+    return query, limit
+
+
+def make_conversation_search_tool(
+    store: ConversationStore,
+    conversation_id: str,
+    *,
+    token_cap: int = 1500,
+    context: int = 1,
+) -> ConversationSearchTool:
+    """The search tool for one conversation; the id lives only in this closure."""
+
+    async def run(input: dict[str, Any]) -> str:
+        try:
+            query, limit = read_search_input(input)
+            windows = await store.search_context(conversation_id, query, limit=limit,
+                                                 context=context, token_cap=token_cap)
+        except (ValueError, SearchQueryError) as exc:
+            return f"error: {exc}"
+        if not windows:
+            return "No earlier messages match that. Try other key words."
+        return format_windows(windows)
+
+    return ConversationSearchTool(run=run)
