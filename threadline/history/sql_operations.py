@@ -1,17 +1,20 @@
-"""Every SQL operation of the conversation store, written once against a sync SQLAlchemy connection.
+"""Every SQL operation of the conversation store, written once against a `SqlRunner`.
 
-The SQLite backend runs these in its own threads (one hop per operation, not one per statement
-as aiosqlite would); the PostgreSQL backend runs them through `AsyncConnection.run_sync` on
-asyncpg. Parameters are always bound (`:name`), never formatted into the SQL.
+The SQLite backend runs these in its own threads on the plain `sqlite3` driver, which takes our
+`:name` parameters as written (SQLAlchemy's per-statement compile, cache-key and result setup
+cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend runs them through
+`AsyncConnection.run_sync` on asyncpg. Parameters are always bound, never formatted into SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
@@ -32,7 +35,58 @@ from threadline.history.sql_schema import (
 )
 from threadline.history.store import ConversationInfo
 
-_INSERT = text(
+Params = Mapping[str, Any]
+
+
+class SqlRunner(Protocol):
+    """Runs one statement with `:name` parameters inside the caller's transaction."""
+
+    @property
+    def dialect(self) -> str: ...
+
+    def rows(self, sql: str, params: Params) -> list[Sequence[Any]]: ...
+
+    def rowcount(self, sql: str, params: Params) -> int: ...
+
+
+class SqliteRunner:
+    """A `SqlRunner` on a raw `sqlite3` connection (which caches prepared statements itself)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
+        return self.connection.execute(sql, params).fetchall()
+
+    def rowcount(self, sql: str, params: Params) -> int:
+        return self.connection.execute(sql, params).rowcount
+
+
+@lru_cache(maxsize=512)
+def _clause(sql: str) -> TextClause:
+    return text(sql)
+
+
+class AlchemyRunner:
+    """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    @property
+    def dialect(self) -> str:
+        return self.connection.dialect.name
+
+    def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
+        return list(self.connection.execute(_clause(sql), dict(params)).all())
+
+    def rowcount(self, sql: str, params: Params) -> int:
+        return int(self.connection.execute(_clause(sql), dict(params)).rowcount)
+
+
+_INSERT = (
     "INSERT INTO threadline_messages (id, conversation_id, conv_key, sequence, participant_kind, "
     "participant_id, participant_name, content, ts_us, scope, channel_type, channel_name, "
     "channel_id, thread_id, message_id, mentions, is_summary, has_cjk, tool_json, extra_json, "
@@ -40,6 +94,19 @@ _INSERT = text(
     ":participant_id, :participant_name, :content, :ts_us, :scope, :channel_type, :channel_name, "
     ":channel_id, :thread_id, :message_id, :mentions, :is_summary, :has_cjk, :tool_json, "
     ":extra_json, :token_count) ON CONFLICT DO NOTHING"
+)
+# Creates the conversation row or touches it, returning its last sequence. On PostgreSQL the
+# DO UPDATE also row-locks it until commit, so sequences follow commit order across processes.
+_CLAIM_CONVERSATION = (
+    "INSERT INTO threadline_conversations (conversation_id, last_sequence, message_count, "
+    "last_activity_us) VALUES (:cid, 0, 0, :ts) ON CONFLICT (conversation_id) DO UPDATE "
+    "SET last_sequence = threadline_conversations.last_sequence RETURNING last_sequence"
+)
+_RECORD_CONVERSATION = (
+    "UPDATE threadline_conversations SET last_sequence = :last, "
+    "message_count = message_count + :n, "
+    "last_activity_us = CASE WHEN last_activity_us > :ts THEN last_activity_us ELSE :ts END "
+    "WHERE conversation_id = :cid"
 )
 
 
@@ -49,62 +116,41 @@ def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
 
 
 def write_batch(
-    conn: Connection, messages: Sequence[StoredMessage], token_counts: Sequence[int]
+    conn: SqlRunner, messages: Sequence[StoredMessage], token_counts: Sequence[int]
 ) -> list[bool]:
     """Insert turns in one transaction, allocating each conversation's next sequences.
 
-    The conversation rows are locked first (in a fixed order, so two workers never deadlock),
+    The conversation rows are claimed first (in a fixed order, so two workers never deadlock),
     which makes the sequence the order of commit across every process on the database.
     """
-    conversation_ids = sorted({m.conversation_id for m in messages})
     first_seen: dict[str, int] = {}
     for message in messages:
         first_seen.setdefault(message.conversation_id, to_micros(message.timestamp))
-    conn.execute(
-        text("INSERT INTO threadline_conversations (conversation_id, last_sequence, "
-             "message_count, last_activity_us) VALUES (:cid, 0, 0, :ts) "
-             "ON CONFLICT (conversation_id) DO NOTHING"),
-        [{"cid": cid, "ts": first_seen[cid]} for cid in conversation_ids],
-    )
-    lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
-    last: dict[str, int] = {}
-    for cid in conversation_ids:
-        last[cid] = conn.execute(
-            text("SELECT last_sequence FROM threadline_conversations "
-                 f"WHERE conversation_id = :cid{lock}"),
-            {"cid": cid},
-        ).scalar_one()
+    last = {
+        cid: int(conn.rows(_CLAIM_CONVERSATION, {"cid": cid, "ts": first_seen[cid]})[0][0])
+        for cid in sorted(first_seen)
+    }
     flags: list[bool] = []
-    added: dict[str, int] = dict.fromkeys(conversation_ids, 0)
+    added: dict[str, int] = dict.fromkeys(last, 0)
     activity: dict[str, int] = {}
     for message, tokens in zip(messages, token_counts, strict=True):
-        sequence = last[message.conversation_id] + 1
-        inserted = conn.execute(
-            _INSERT, message_to_row(message, sequence=sequence, token_count=tokens)
-        ).rowcount == 1
+        cid = message.conversation_id
+        row = message_to_row(message, sequence=last[cid] + 1, token_count=tokens)
+        inserted = conn.rowcount(_INSERT, row) == 1
         flags.append(inserted)
         if inserted:
-            last[message.conversation_id] = sequence
-            added[message.conversation_id] += 1
-            ts = to_micros(message.timestamp)
-            activity[message.conversation_id] = max(activity.get(message.conversation_id, ts), ts)
-    updates = [
-        {"cid": cid, "last": last[cid], "n": added[cid], "ts": activity[cid]}
-        for cid in conversation_ids if added[cid]
-    ]
-    if updates:
-        conn.execute(
-            text("UPDATE threadline_conversations SET last_sequence = :last, "
-                 "message_count = message_count + :n, "
-                 "last_activity_us = CASE WHEN last_activity_us > :ts THEN last_activity_us "
-                 "ELSE :ts END WHERE conversation_id = :cid"),
-            updates,
-        )
+            last[cid] += 1
+            added[cid] += 1
+            activity[cid] = max(activity.get(cid, row["ts_us"]), row["ts_us"])
+    for cid, count in added.items():
+        if count:
+            conn.rowcount(_RECORD_CONVERSATION,
+                          {"cid": cid, "last": last[cid], "n": count, "ts": activity[cid]})
     return flags
 
 
 def select_turns(
-    conn: Connection,
+    conn: SqlRunner,
     conversation_id: str,
     *,
     scope: Scope | None,
@@ -140,39 +186,39 @@ def select_turns(
         params.update({f"p{i}": pid for i, pid in enumerate(participant_ids)})
     sql = f"SELECT {SELECT_LIST} FROM threadline_messages WHERE {' AND '.join(where)} "
     if limit is None:
-        rows = conn.execute(text(sql + "ORDER BY sequence"), params).all()
+        rows = conn.rows(sql + "ORDER BY sequence", params)
         return _messages(rows)
     params["limit"] = max(limit, 0)
-    rows = conn.execute(text(sql + "ORDER BY sequence DESC LIMIT :limit"), params).all()
+    rows = conn.rows(sql + "ORDER BY sequence DESC LIMIT :limit", params)
     return _messages(rows[::-1])
 
 
 def select_by_ids(
-    conn: Connection, conversation_id: str, ids: Sequence[str]
+    conn: SqlRunner, conversation_id: str, ids: Sequence[str]
 ) -> list[StoredMessage]:
     if not ids:
         return []
     names = ", ".join(f":i{n}" for n in range(len(ids)))
     params: dict[str, Any] = {f"i{n}": value for n, value in enumerate(ids)}
     params["cid"] = conversation_id
-    rows = conn.execute(
-        text(f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
-             f"AND id IN ({names}) ORDER BY sequence"), params,
-    ).all()
+    rows = conn.rows(
+        f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
+        f"AND id IN ({names}) ORDER BY sequence", params,
+    )
     return _messages(rows)
 
 
 def search_hits(
-    conn: Connection, conversation_id: str, query: SearchQuery, *, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int
 ) -> list[StoredMessage]:
     """Best-ranked searchable turns of one conversation (no summaries), best first."""
-    if conn.dialect.name == "sqlite":
+    if conn.dialect == "sqlite":
         return _search_sqlite(conn, conversation_id, query, limit)
     return _search_postgres(conn, conversation_id, query, limit)
 
 
 def _search_sqlite(
-    conn: Connection, conversation_id: str, query: SearchQuery, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int
 ) -> list[StoredMessage]:
     key = conversation_key(conversation_id)
     word_match = fts5_word_match(query, key)
@@ -186,13 +232,13 @@ def _search_sqlite(
     ):
         if match is None:
             continue
-        rows = conn.execute(
-            text(f"SELECT bm25({table}, {weights}) AS rank, {SELECT_LIST_M} "
-                 f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
-                 f"WHERE {table} MATCH :match AND m.conversation_id = :cid "
-                 "ORDER BY rank LIMIT :limit"),
+        rows = conn.rows(
+            f"SELECT bm25({table}, {weights}) AS rank, {SELECT_LIST_M} "
+            f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
+            f"WHERE {table} MATCH :match AND m.conversation_id = :cid "
+            "ORDER BY rank LIMIT :limit",
             {"match": match, "cid": conversation_id, "limit": limit},
-        ).all()
+        )
         ranked.extend((row[0], row[1:]) for row in rows)
     ranked.sort(key=lambda item: item[0])
     best: dict[str, Sequence[Any]] = {}
@@ -202,35 +248,35 @@ def _search_sqlite(
 
 
 def _search_postgres(
-    conn: Connection, conversation_id: str, query: SearchQuery, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int
 ) -> list[StoredMessage]:
     rows: list[Sequence[Any]] = []
     words = websearch_text(query)
     if words is not None:
-        rows = list(conn.execute(
-            text(f"SELECT {SELECT_LIST} FROM threadline_messages, "
-                 "websearch_to_tsquery('english', :q) AS q "
-                 "WHERE conversation_id = :cid AND search_vector @@ q "
-                 "ORDER BY ts_rank_cd(search_vector, q) DESC, sequence DESC LIMIT :limit"),
+        rows = conn.rows(
+            f"SELECT {SELECT_LIST} FROM threadline_messages, "
+            "websearch_to_tsquery('english', :q) AS q "
+            "WHERE conversation_id = :cid AND search_vector @@ q "
+            "ORDER BY ts_rank_cd(search_vector, q) DESC, sequence DESC LIMIT :limit",
             {"q": words, "cid": conversation_id, "limit": limit},
-        ).all())
+        )
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                     for t in query.trigrams]
         found = {row[0] for row in rows}
-        extra = conn.execute(
-            text(f"SELECT {SELECT_LIST_M} FROM threadline_messages m WHERE conversation_id = :cid "
-                 "AND is_summary = false AND content LIKE ANY(:patterns) "
-                 "ORDER BY (SELECT count(*) FROM unnest(CAST(:patterns AS text[])) p "
-                 "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit"),
+        extra = conn.rows(
+            f"SELECT {SELECT_LIST_M} FROM threadline_messages m WHERE conversation_id = :cid "
+            "AND is_summary = false AND content LIKE ANY(:patterns) "
+            "ORDER BY (SELECT count(*) FROM unnest(CAST(:patterns AS text[])) p "
+            "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit",
             {"cid": conversation_id, "patterns": patterns, "limit": limit},
-        ).all()
+        )
         rows.extend(row for row in extra if row[0] not in found)
     return _messages(rows[:limit])
 
 
 def select_neighbours(
-    conn: Connection, conversation_id: str, sequences: Sequence[int], context: int
+    conn: SqlRunner, conversation_id: str, sequences: Sequence[int], context: int
 ) -> list[StoredMessage]:
     """Up to `context` non-summary turns before and after each given sequence, in one query."""
     if not sequences or context <= 0:
@@ -243,67 +289,65 @@ def select_neighbours(
         params[f"s{n}"] = sequence
         parts.append(f"SELECT * FROM ({base}< :s{n} ORDER BY sequence DESC LIMIT :k) AS b{n}")
         parts.append(f"SELECT * FROM ({base}> :s{n} ORDER BY sequence LIMIT :k) AS a{n}")
-    rows = conn.execute(text(" UNION ALL ".join(parts)), params).all()
+    rows = conn.rows(" UNION ALL ".join(parts), params)
     return _messages(rows)
 
 
-def select_latest_summary(conn: Connection, conversation_id: str) -> StoredMessage | None:
-    rows = conn.execute(
-        text(f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
-             "AND is_summary = true ORDER BY sequence DESC LIMIT 1"),
+def select_latest_summary(conn: SqlRunner, conversation_id: str) -> StoredMessage | None:
+    rows = conn.rows(
+        f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
+        "AND is_summary = true ORDER BY sequence DESC LIMIT 1",
         {"cid": conversation_id},
-    ).all()
+    )
     return _messages(rows)[0] if rows else None
 
 
 def update_content(
-    conn: Connection, conversation_id: str, message_id: str, content: str, token_count: int
+    conn: SqlRunner, conversation_id: str, message_id: str, content: str, token_count: int
 ) -> bool:
-    result = conn.execute(
-        text("UPDATE threadline_messages SET content = :content, token_count = :tokens, "
-             "has_cjk = :cjk WHERE conversation_id = :cid AND id = :id"),
+    return conn.rowcount(
+        "UPDATE threadline_messages SET content = :content, token_count = :tokens, "
+        "has_cjk = :cjk WHERE conversation_id = :cid AND id = :id",
         {"content": content, "tokens": token_count, "cid": conversation_id, "id": message_id,
          "cjk": has_cjk(content)},
-    )
-    return result.rowcount == 1
+    ) == 1
 
 
-def delete_turns(conn: Connection, conversation_id: str, ids: Sequence[str]) -> int:
+def delete_turns(conn: SqlRunner, conversation_id: str, ids: Sequence[str]) -> int:
     if not ids:
         return 0
     names = ", ".join(f":i{n}" for n in range(len(ids)))
     params: dict[str, Any] = {f"i{n}": value for n, value in enumerate(ids)}
     params["cid"] = conversation_id
-    deleted = conn.execute(
-        text(f"DELETE FROM threadline_messages WHERE conversation_id = :cid AND id IN ({names})"),
+    deleted = conn.rowcount(
+        f"DELETE FROM threadline_messages WHERE conversation_id = :cid AND id IN ({names})",
         params,
-    ).rowcount
+    )
     if deleted:
-        conn.execute(
-            text("UPDATE threadline_conversations SET message_count = message_count - :n "
-                 "WHERE conversation_id = :cid"),
+        conn.rowcount(
+            "UPDATE threadline_conversations SET message_count = message_count - :n "
+            "WHERE conversation_id = :cid",
             {"n": deleted, "cid": conversation_id},
         )
-    return int(deleted)
+    return deleted
 
 
-def select_conversations(conn: Connection, limit: int) -> list[ConversationInfo]:
-    rows = conn.execute(
-        text("SELECT conversation_id, message_count, last_activity_us, last_sequence "
-             "FROM threadline_conversations ORDER BY last_activity_us DESC LIMIT :limit"),
+def select_conversations(conn: SqlRunner, limit: int) -> list[ConversationInfo]:
+    rows = conn.rows(
+        "SELECT conversation_id, message_count, last_activity_us, last_sequence "
+        "FROM threadline_conversations ORDER BY last_activity_us DESC LIMIT :limit",
         {"limit": limit},
-    ).all()
+    )
     return [ConversationInfo(r[0], int(r[1]), from_micros(r[2]), int(r[3])) for r in rows]
 
 
-def count_turns(conn: Connection, conversation_id: str | None) -> int:
+def count_turns(conn: SqlRunner, conversation_id: str | None) -> int:
     if conversation_id is None:
-        value = conn.execute(
-            text("SELECT coalesce(sum(message_count), 0) FROM threadline_conversations")
-        ).scalar_one()
+        rows = conn.rows(
+            "SELECT coalesce(sum(message_count), 0) FROM threadline_conversations", {})
     else:
-        value = conn.execute(
-            text("SELECT count(*) FROM threadline_messages WHERE conversation_id = :cid"),
+        rows = conn.rows(
+            "SELECT count(*) FROM threadline_messages WHERE conversation_id = :cid",
             {"cid": conversation_id},
-        ).scalar_one()
-    return int(value)
+        )
+    return int(rows[0][0])

@@ -18,23 +18,27 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlencode
 
 import structlog
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool
 
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import sql_operations as ops
@@ -48,7 +52,7 @@ T = TypeVar("T")
 
 MAX_BATCH = 500
 # Failures that mean "the database is not there right now", as opposed to a bug in a query.
-_UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError)
+_UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError, sqlite3.OperationalError)
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Turns waiting for the next group commit, their token counts, and who awaits the result.
 _AppendRequest = tuple[Sequence[StoredMessage], list[int], "asyncio.Future[list[bool]]"]
@@ -66,61 +70,85 @@ def upgrade_schema(connection: Connection) -> None:
     command.upgrade(_alembic_config(connection), "head")
 
 
+@lru_cache(maxsize=1)
+def head_revision() -> str | None:
+    """The newest packaged migration, which a current database is stamped with."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
+    return fn(ops.AlchemyRunner(connection), *args)
+
+
 class _SqliteBackend:
-    """Runs operations on the standard sqlite3 driver: one writer thread, a few reader threads."""
+    """Runs operations on the standard sqlite3 driver: one writer thread, a few reader threads.
+
+    Each thread keeps one raw connection; a write is a single hop to the writer thread that
+    runs BEGIN IMMEDIATE, the statements and COMMIT. SQLAlchemy is used only for migrations.
+    """
 
     def __init__(self, url: URL, *, busy_timeout: float, readers: int) -> None:
         self.url = url.set(drivername="sqlite")
         self.busy_timeout = busy_timeout
         database = self.url.database or ""
-        self.path = None if database in ("", ":memory:") else Path(database)
-        if self.path is None:
+        # `sqlite:///file:PATH?mode=ro&uri=true` (SQLAlchemy's URI form) opens read-only.
+        self.uri = self.url.query.get("uri") == "true"
+        path = database.removeprefix("file:") if self.uri else database
+        if path in ("", ":memory:") or self.url.query.get("mode") == "memory":
             raise StoreError(
                 "SqlConversationStore needs a SQLite file (for example "
                 "'sqlite+aiosqlite:///threadline.db'); for memory only, use "
                 "InMemoryConversationStore"
             )
+        self.path = Path(path)
+        options = {k: v for k, v in self.url.query.items() if k != "uri"}
+        self.target = f"file:{path}?{urlencode(options)}" if self.uri else path
+        self.read_only = options.get("mode") == "ro"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="threadline-sqlite-writer")
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="threadline-sqlite-reader")
-        self._write_engine = self._engine(writer=True, pool_size=1)
-        self._read_engine = self._engine(writer=False, pool_size=readers)
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._opened_lock = threading.Lock()
 
-    def _engine(self, *, writer: bool, pool_size: int) -> Engine:
-        options: dict[str, Any] = {"connect_args": {"check_same_thread": False,
-                                                    "timeout": self.busy_timeout}}
-        if writer:
-            options["poolclass"] = StaticPool
-        else:
-            options.update(pool_size=pool_size, max_overflow=0)
-        engine = create_engine(self.url, **options)
-        timeout_ms = int(self.busy_timeout * 1000)
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.target, uri=self.uri, timeout=self.busy_timeout,
+                                     isolation_level=None, check_same_thread=False,
+                                     cached_statements=256)
+        connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        with self._opened_lock:
+            self._opened.append(connection)
+        return connection
 
-        @event.listens_for(engine, "connect")
-        def _configure(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
-            cursor = dbapi_connection.cursor()
-            cursor.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-            if writer:
-                cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _begin(connection: Connection) -> None:
-            # Writers take the write lock up front so a busy database fails at BEGIN, inside
-            # busy_timeout, instead of deadlocking on a lock upgrade half-way through.
-            connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
-
-        return engine
+    def _runner(self) -> ops.SqliteRunner:
+        runner: ops.SqliteRunner | None = getattr(self._local, "runner", None)
+        if runner is None:
+            runner = self._local.runner = ops.SqliteRunner(self._connect())
+        return runner
 
     def _in_write(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._write_engine.begin() as connection:
-            return fn(connection, *args)
+        runner = self._runner()
+        # Writers take the write lock up front so a busy database fails at BEGIN, inside
+        # busy_timeout, instead of deadlocking on a lock upgrade half-way through.
+        runner.connection.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(runner, *args)
+        except BaseException:
+            runner.connection.rollback()
+            raise
+        runner.connection.execute("COMMIT")
+        return result
 
     def _in_read(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._read_engine.connect() as connection:
-            return fn(connection, *args)
+        runner = self._runner()
+        runner.connection.execute("BEGIN")  # one snapshot for every statement of the read
+        try:
+            return fn(runner, *args)
+        finally:
+            runner.connection.rollback()
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -131,36 +159,55 @@ class _SqliteBackend:
         return await loop.run_in_executor(self._readers, partial(self._in_read, fn, *args))
 
     async def migrate(self) -> None:
-        assert self.path is not None
         if not self.path.parent.exists():
             raise StoreUnavailableError(
                 f"the folder {str(self.path.parent)!r} for the SQLite database does not exist; "
                 "create it or point the store URL elsewhere"
             )
-        await self.write(self._migrate_locked)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer, self._migrate_locked)
 
-    def _migrate_locked(self, connection: Connection) -> None:
-        # Two processes starting on a new file must not both create the schema: the write
-        # transaction (BEGIN IMMEDIATE) already serializes them, the lock file covers the
-        # moment before the database file exists.
-        lock_path = f"{self.path}.migrate-lock"
+    def _schema_is_current(self) -> bool:
         try:
-            lock = open(lock_path, "a")  # noqa: SIM115 - held for the whole migration
-        except OSError:
-            lock = None
-        try:
-            if lock is not None:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            upgrade_schema(connection)
-        finally:
-            if lock is not None:
-                lock.close()
+            rows = self._runner().rows("SELECT version_num FROM threadline_alembic_version", {})
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return False
+            raise
+        return [row[0] for row in rows] == [head_revision()]
+
+    def _migrate_locked(self) -> None:
+        if self._schema_is_current():
+            return  # the usual start: no write lock, and a read-only database opens fine
+        if self.read_only:
+            raise StoreUnavailableError(
+                f"the SQLite database {str(self.path)!r} is opened read-only (mode=ro) and its "
+                "schema is missing or older than this Threadline; open it once read-write"
+            )
+        # Two processes starting on a new file must not both create the schema: the lock file
+        # covers the moment before the database exists, BEGIN IMMEDIATE the rest.
+        with open(f"{self.path}.migrate-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._runner().connection.execute("PRAGMA journal_mode = WAL")
+            engine = create_engine("sqlite://", creator=self._connect, poolclass=NullPool)
+
+            @event.listens_for(engine, "begin")
+            def _begin(connection: Connection) -> None:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+            try:
+                with engine.begin() as connection:
+                    upgrade_schema(connection)
+            finally:
+                engine.dispose()
 
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
-        self._write_engine.dispose()
-        self._read_engine.dispose()
+        with self._opened_lock:
+            for connection in self._opened:
+                connection.close()
+            self._opened.clear()
 
 
 class _PostgresBackend:
@@ -183,11 +230,11 @@ class _PostgresBackend:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.begin() as connection:
-            return await connection.run_sync(fn, *args)
+            return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.connect() as connection:
-            return await connection.run_sync(fn, *args)
+            return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def migrate(self) -> None:
         async with self._engine.begin() as connection:
@@ -230,6 +277,7 @@ class SqlConversationStore:
                 "or postgresql+asyncpg://USER@HOST/DB"
             )
         self._ready: asyncio.Task[None] | None = None
+        self._schema_ready = False
         self._pending: list[_AppendRequest] = []
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
@@ -263,12 +311,15 @@ class SqlConversationStore:
             return await runner(fn, *args)
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, action) from exc
-        except DBAPIError as exc:
+        except (DBAPIError, sqlite3.Error) as exc:
             raise StoreError(
-                f"conversation store {self._describe()} could not {action}: {exc.orig}"
+                f"conversation store {self._describe()} could not {action}: "
+                f"{getattr(exc, 'orig', exc)}"
             ) from exc
 
     async def _ensure_ready(self) -> None:
+        if self._schema_ready:
+            return  # the common case, without a shield future per call
         if self._ready is None:
             self._ready = asyncio.ensure_future(self._migrate())
         try:
@@ -283,6 +334,7 @@ class SqlConversationStore:
             await self._backend.migrate()
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, "open or upgrade its schema") from exc
+        self._schema_ready = True
         log.info("store.ready", url=self._describe())
 
     # -- writes -------------------------------------------------------------------------
@@ -397,7 +449,7 @@ class SqlConversationStore:
 
     @staticmethod
     def _search_windows(
-        connection: Connection, conversation_id: str, query: SearchQuery, limit: int,
+        connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
         context: int, token_cap: int,
     ) -> list[SearchWindow]:
         hits = ops.search_hits(connection, conversation_id, query, limit=limit)
