@@ -1,0 +1,369 @@
+"""An agent: one LLM persona answering turns of a shared conversation, with tools.
+
+    support = Agent(name="support", system_prompt="You help customers.", tools=[lookup_order],
+                    conversation_history=SqlConversationStore("sqlite+aiosqlite:///threadline.db"))
+    result = await support.invoke(inbound_message)
+
+One turn, top to bottom: capture (always first: stores the inbound turn) -> the agent's own
+interceptors -> `assemble_prompt` from the store -> model call -> the tools it asked for ->
+model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run, or
+`timeout` seconds have passed -> an `AgentResult` whose outbound turn capture then stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+
+from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
+from threadline.agents.tools import Tool, function_tool, to_tool_spec
+from threadline.errors import ConfigError, StoreError
+from threadline.history.addressing import mentions_in_text
+from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.memory import InMemoryConversationStore
+from threadline.history.model import (
+    MessageMetadata,
+    Participant,
+    StoredMessage,
+    ToolCall,
+    ToolExchange,
+    ToolResult,
+)
+from threadline.history.processors import Processor
+from threadline.history.projection import merge_roles, project_turn
+from threadline.history.prompt import AssembledPrompt, PromptMessage
+from threadline.history.search_tool import make_conversation_search_tool
+from threadline.history.store import ConversationStore
+from threadline.history.summary import Summarizer
+from threadline.interceptors.base import Interceptor, TurnContext, run_chain
+from threadline.interceptors.capture import CaptureInterceptor, DurableWriter, writer_for
+
+log = structlog.get_logger("threadline.agent")
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+# A name people can type as "@name" and every platform's mention parser keeps whole.
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
+UNFINISHED_REPLY = {
+    "max_tool_rounds": "I could not finish this: I reached my limit of tool steps for one turn.",
+    "timeout": "I could not finish this in time. Please try again or ask something smaller.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFigures:
+    """What the assembled prompt held: the numbers behind what the agent knew this turn."""
+
+    token_count: int
+    included: int
+    dropped_for_budget: int
+    filtered: int
+    recalled: int
+    summary_used: bool
+    summary_created: bool
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, prompt: AssembledPrompt, *notes: str) -> PromptFigures:
+        return cls(
+            token_count=prompt.token_count, included=len(prompt.included_ids),
+            dropped_for_budget=len(prompt.dropped_for_budget_ids),
+            filtered=len(prompt.filtered_ids), recalled=len(prompt.recalled_ids),
+            summary_used=prompt.summary_used, summary_created=prompt.summary_created,
+            notes=(*prompt.notes, *notes),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """One agent turn: the reply, its tool activity, what it cost, and the turn to store.
+
+    `outbound` is None when there is nothing to say (an empty reply, or a turn an interceptor
+    dropped). `stop_reason` is the model's (`end_turn`, `max_tokens`, ...) or ours:
+    `max_tool_rounds`, `timeout`, `rate_limited`, `error`. `latency` is in seconds.
+    """
+
+    agent_name: str
+    conversation_id: str
+    output: str
+    outbound: StoredMessage | None
+    tool_exchanges: tuple[ToolExchange, ...] = ()
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    latency: float = 0.0
+    prompt: PromptFigures | None = None
+    stop_reason: str = "end_turn"
+    model_calls: int = 0
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one turn has gathered so far (kept outside the timeout so a timeout keeps it)."""
+
+    text: str = ""
+    exchanges: list[ToolExchange] = field(default_factory=list)
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    calls: int = 0
+    figures: PromptFigures | None = None
+
+    def add(self, response: ModelResponse) -> None:
+        self.calls += 1
+        if response.text:
+            self.text = response.text
+        u, r = self.usage, response.usage
+        self.usage = ModelUsage(
+            input_tokens=u.input_tokens + r.input_tokens,
+            output_tokens=u.output_tokens + r.output_tokens,
+            cache_read_input_tokens=u.cache_read_input_tokens + r.cache_read_input_tokens,
+            cache_creation_input_tokens=(u.cache_creation_input_tokens
+                                         + r.cache_creation_input_tokens),
+        )
+
+
+def _as_tool(candidate: Any, agent_name: str) -> Tool:
+    if all(hasattr(candidate, a) for a in ("name", "description", "input_schema", "run")):
+        return candidate
+    if inspect.iscoroutinefunction(candidate):
+        return function_tool(candidate)
+    raise ConfigError(
+        f"agent {agent_name!r}: tool {candidate!r} is neither a tool (.name, .description, "
+        ".input_schema, async .run) nor an async function; define it with 'async def'"
+    )
+
+
+def _default_provider() -> ModelProvider:
+    from threadline.agents.anthropic_provider import AnthropicProvider
+
+    provider: ModelProvider = AnthropicProvider()
+    return provider
+
+
+class Agent:
+    """An LLM persona with a name, a system prompt, tools and a shared conversation store."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        system_prompt: str = "",
+        model: str = DEFAULT_MODEL,
+        tools: Iterable[Any] = (),
+        conversation_history: ConversationStore | None = None,
+        description: str = "",
+        assembler_options: AssemblerOptions | None = None,
+        aliases: Iterable[str] = (),
+        processors: Sequence[Processor] = (),
+        interceptors: Sequence[Interceptor] = (),
+        provider: ModelProvider | None = None,
+        max_tool_rounds: int = 5,
+        timeout: float = 60.0,
+        summarizer: Summarizer | None = None,
+        max_tokens: int = 1024,
+        outbox_path: str | Path | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not _AGENT_NAME.match(name):
+            raise ConfigError(
+                f"agent name {name!r} is not usable: people address agents as '@name', so use "
+                "1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+            )
+        if max_tool_rounds < 0 or timeout <= 0:
+            raise ConfigError(
+                f"agent {name!r}: max_tool_rounds must be >= 0 and timeout > 0 "
+                f"(got {max_tool_rounds} and {timeout})"
+            )
+        self.name = name
+        self.system_prompt = system_prompt
+        self.model = model
+        self.description = description
+        self.aliases = tuple(aliases)
+        self.store: ConversationStore = conversation_history or InMemoryConversationStore()
+        self.tools = tuple(_as_tool(t, name) for t in tools)
+        names = [t.name for t in self.tools]
+        clash = sorted({n for n in names if names.count(n) > 1 or n == "conversation_search"})
+        if clash:
+            raise ConfigError(
+                f"agent {name!r}: tool names must be unique and 'conversation_search' is built "
+                f"in; rename {', '.join(clash)}"
+            )
+        options = assembler_options or AssemblerOptions()
+        self.assembler_options = replace(
+            options, agent_aliases=(*options.agent_aliases, *self.aliases),
+            processors=(*options.processors, *processors),
+        )
+        self.interceptors = tuple(interceptors)
+        self.provider = provider if provider is not None else _default_provider()
+        self.max_tool_rounds = max_tool_rounds
+        self.timeout = timeout
+        self.summarizer = summarizer
+        self.max_tokens = max_tokens
+        self.participant = Participant(kind="agent", id=name, display_name=name)
+        self._outbox_path = outbox_path
+        self._writer: DurableWriter | None = None
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, model={self.model!r})"
+
+    @property
+    def writer(self) -> DurableWriter:
+        """The store's durable writer (shared by every agent on the store); started on first use."""
+        if self._writer is None:
+            self._writer = writer_for(self.store, self._outbox_path)
+            self._writer.start()
+        return self._writer
+
+    async def invoke(
+        self,
+        message: StoredMessage,
+        *,
+        aliases: Sequence[str] = (),
+        inbound_recorded: bool = False,
+    ) -> AgentResult:
+        """Answer one inbound turn; see the module docstring for the path it takes."""
+        context = TurnContext(
+            agent=self, inbound=message, conversation_id=message.conversation_id,
+            store=self.store,
+            log=log.bind(conversation_id=message.conversation_id, agent=self.name),
+            inbound_recorded=inbound_recorded, aliases=tuple(aliases),
+        )
+        chain = (CaptureInterceptor(self.writer), *self.interceptors)
+        return await run_chain(chain, context, self._turn)
+
+    def reply_result(
+        self, context: TurnContext, text: str, *, stop_reason: str, latency: float = 0.0
+    ) -> AgentResult:
+        """A result with a fixed reply (for interceptors that answer instead of the model)."""
+        return AgentResult(
+            agent_name=self.name, conversation_id=context.conversation_id, output=text,
+            outbound=self._outbound(context.inbound, text, ()) if text else None,
+            latency=latency, stop_reason=stop_reason,
+        )
+
+    async def close(self) -> None:
+        """Stop the store writer's background replay (what is left stays in the outbox)."""
+        if self._writer is not None:
+            await self._writer.close()
+
+    # -- one turn --------------------------------------------------------------------------
+
+    async def _turn(self, context: TurnContext) -> AgentResult:
+        started = time.perf_counter()
+        run = _Run()
+        deadline = asyncio.timeout(self.timeout)
+        try:
+            async with deadline:
+                messages = await self._prompt(context, run)
+                stop_reason = await self._loop(context, messages, run)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            stop_reason = "timeout"
+            context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
+                                tool_exchanges=len(run.exchanges))
+        text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
+        exchanges = tuple(run.exchanges)
+        return AgentResult(
+            agent_name=self.name, conversation_id=context.conversation_id, output=text,
+            outbound=self._outbound(context.inbound, text, exchanges)
+            if text or exchanges else None,
+            tool_exchanges=exchanges, usage=run.usage,
+            latency=time.perf_counter() - started, prompt=run.figures,
+            stop_reason=stop_reason, model_calls=run.calls,
+        )
+
+    async def _prompt(self, context: TurnContext, run: _Run) -> list[PromptMessage]:
+        options = self.assembler_options
+        if context.aliases:
+            options = replace(options, agent_aliases=(*options.agent_aliases, *context.aliases))
+        inbound_turn = project_turn(context.inbound, self.name, tool_trace=options.tool_trace)
+        try:
+            prompt = await assemble_prompt(context.store, context.conversation_id, self.name,
+                                           self.name, options, self.summarizer)
+        except StoreError as exc:
+            # The reply matters more than the history: answer the turn on its own.
+            context.log.warning("agent.history_unavailable", error=str(exc))
+            note = "history unavailable; answered from the inbound turn alone"
+            run.figures = PromptFigures(token_count=0, included=0, dropped_for_budget=0,
+                                        filtered=0, recalled=0, summary_used=False,
+                                        summary_created=False, notes=(note,))
+            return merge_roles([inbound_turn])
+        if context.inbound.id in prompt.included_ids:
+            run.figures = PromptFigures.of(prompt)
+            return prompt.messages
+        # Capture could not store the turn yet (it waits in the outbox): the model must still
+        # see the turn it is answering.
+        run.figures = PromptFigures.of(prompt, "inbound turn not yet in the store; appended")
+        return merge_roles([*prompt.messages, inbound_turn])
+
+    async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
+        # The search tool's `run` is a field holding a closure; it has the Tool shape.
+        search = cast(Tool, make_conversation_search_tool(context.store, context.conversation_id))
+        tools: list[Tool] = [*self.tools, search]
+        by_name = {t.name: t for t in tools}
+        specs = [to_tool_spec(t) for t in tools]
+        history = list(messages)
+        for round_number in range(self.max_tool_rounds + 1):
+            response = await self.provider.complete(ModelRequest(
+                model=self.model, system=self.system_prompt, messages=history, tools=specs,
+                max_tokens=self.max_tokens,
+            ))
+            run.add(response)
+            if not response.tool_calls:
+                return response.stop_reason or "end_turn"
+            if round_number == self.max_tool_rounds:
+                # These last calls are not run, so they are not stored: a call without its
+                # result would break every later request.
+                context.log.warning("agent.max_tool_rounds", max_tool_rounds=self.max_tool_rounds,
+                                    unrun=[c.name for c in response.tool_calls])
+                return "max_tool_rounds"
+            exchanges = await asyncio.gather(
+                *(self._run_tool(context, call, by_name) for call in response.tool_calls))
+            run.exchanges.extend(exchanges)
+            history.append(PromptMessage("assistant", response.text, tuple(exchanges)))
+        raise AssertionError("unreachable: the loop returns on its last round")
+
+    async def _run_tool(
+        self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool]
+    ) -> ToolExchange:
+        tool = by_name.get(call.name)
+        if tool is None:
+            content = (f"Error: there is no tool named {call.name!r}; available tools: "
+                       f"{', '.join(sorted(by_name))}.")
+            is_error = True
+        else:
+            try:
+                content = await tool.run(dict(call.input))
+                is_error = False
+            except Exception as exc:
+                # A failing tool is news for the model (it can apologise or try another way),
+                # not a reason to lose the whole turn.
+                context.log.warning("agent.tool_failed", tool=call.name, error=repr(exc))
+                content = f"Error: the tool {call.name} failed: {type(exc).__name__}: {exc}"
+                is_error = True
+        return ToolExchange(call=call, result=ToolResult(
+            tool_call_id=call.id, content=str(content), is_error=is_error))
+
+    def _outbound(
+        self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...]
+    ) -> StoredMessage:
+        """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
+        source = inbound.metadata
+        return StoredMessage(
+            conversation_id=inbound.conversation_id,
+            participant=self.participant,
+            content=text,
+            scope=inbound.scope,
+            metadata=MessageMetadata(
+                channel_type=source.channel_type, channel_name=source.channel_name,
+                channel_id=source.channel_id, thread_id=source.thread_id,
+                mentions=tuple(mentions_in_text(text)),
+                reply_to_message_id=source.message_id,
+                reply_to_participant_id=inbound.participant.id,
+            ),
+            tool_exchanges=exchanges,
+        )
