@@ -1,0 +1,91 @@
+"""Prompt caching: breakpoints on the stable prefix, and the same request is the same bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
+from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.agents.llm import ModelRequest, ToolSpec
+from threadline.history.model import ToolCall, ToolExchange, ToolResult
+from threadline.history.prompt import PromptMessage
+
+fake = fake_anthropic_fixture()
+
+PERSONA = "You are Ada, the support agent of a small shop. " * 40
+SUMMARY = PromptMessage("system", "Summary: Ana ordered mug A-1042 on 1 May; prefers email.")
+SEARCH = ToolSpec("conversation_search", "Search this conversation.", {
+    "type": "object", "properties": {"query": {"type": "string"},
+                                     "limit": {"type": "integer", "default": 5}},
+    "required": ["query"]})
+ORDERS = ToolSpec("lookup_order", "Look up an order.", {
+    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]})
+
+
+def request(*turns: PromptMessage, tools: tuple[ToolSpec, ...] = (SEARCH, ORDERS)) -> ModelRequest:
+    return ModelRequest(model="claude-test", system=PERSONA, tools=tools,
+                        messages=[SUMMARY, *turns])
+
+
+def marked_paths(body: dict[str, Any]) -> list[str]:
+    paths = [f"tools[{i}]" for i, t in enumerate(body.get("tools", [])) if "cache_control" in t]
+    paths += [f"system[{i}]" for i, b in enumerate(body.get("system", [])) if "cache_control" in b]
+    for m, message in enumerate(body["messages"]):
+        paths += [f"messages[{m}][{b}]" for b, block in enumerate(message["content"])
+                  if "cache_control" in block]
+    return paths
+
+
+async def test_breakpoints_sit_on_the_last_tool_the_system_prompt_and_the_newest_turn(
+    fake: FakeAnthropic,
+) -> None:
+    provider = AnthropicProvider(fake.client())
+    call = ToolCall("toolu_1", "lookup_order", {"order_id": "A-1042"})
+    await provider.complete(request(
+        PromptMessage("user", "Where is my mug?"),
+        PromptMessage("assistant", "Checking.", tool_exchanges=(
+            ToolExchange(call, ToolResult("toolu_1", "shipped")),)),
+    ))
+
+    body = fake.bodies[0]
+    assert marked_paths(body) == ["tools[1]", "system[0]", "system[1]", "messages[2][0]"]
+    assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+async def test_identical_inputs_send_identical_bytes(fake: FakeAnthropic) -> None:
+    first = AnthropicProvider(fake.client())
+    second = AnthropicProvider(fake.client())
+    shuffled = ToolSpec("lookup_order", "Look up an order.", {
+        "required": ["order_id"], "properties": {"order_id": {"type": "string"}},
+        "type": "object"})
+    turn = PromptMessage("user", "Where is my mug? 🙂")
+
+    await first.complete(request(turn))
+    await first.complete(request(turn))
+    await second.complete(request(turn, tools=(SEARCH, shuffled)))
+
+    raws = {r.raw for r in fake.requests}
+    assert len(fake.requests) == 3 and len(raws) == 1
+
+
+async def test_the_next_turn_reads_the_cached_prefix(fake: FakeAnthropic) -> None:
+    provider = AnthropicProvider(fake.client())
+    question = PromptMessage("user", "Where is my mug?")
+
+    first = await provider.complete(request(question))
+    second = await provider.complete(request(
+        question, PromptMessage("assistant", "It shipped."), PromptMessage("user", "Thanks!")))
+
+    assert first.usage.cache_read_input_tokens == 0
+    assert first.usage.cache_creation_input_tokens > 500
+    # Everything up to the first turn was cached by the first call and is read back.
+    assert second.usage.cache_read_input_tokens >= first.usage.cache_creation_input_tokens
+    assert second.usage.cache_creation_input_tokens < first.usage.cache_creation_input_tokens / 10
+
+
+async def test_caching_can_be_turned_off(fake: FakeAnthropic) -> None:
+    provider = AnthropicProvider(fake.client(), prompt_caching=False)
+    await provider.complete(request(PromptMessage("user", "hi")))
+    assert marked_paths(fake.bodies[0]) == []
+    assert b"cache_control" not in fake.requests[0].raw

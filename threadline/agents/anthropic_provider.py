@@ -1,0 +1,212 @@
+"""The default model provider: Anthropic's Messages API through the official `AsyncAnthropic` SDK.
+
+Requests are rendered byte for byte deterministically (the converters sort tool input, tool
+schemas are sorted here) with prompt-cache breakpoints on the stable prefix, in the API's cache
+order: the last tool, the agent's system prompt, the assembled system text (the summary), and
+the last block of the newest turn, so the next turn or tool round reads the conversation so far
+from the cache. Four is the API's maximum.
+
+Failures become Threadline errors that say what happened and what to do: still rate limited,
+overloaded or unreachable after the SDK's own retries (which honour `retry-after`), or past
+the total timeout -> `ModelUnavailableError`; a rejected request or key, or a reply that cannot
+be read -> `ModelError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx2
+import structlog
+from anthropic import (
+    APIConnectionError,
+    APIStatusError,
+    AsyncAnthropic,
+    AuthenticationError,
+    PermissionDeniedError,
+)
+
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
+from threadline.errors import ModelError, ModelUnavailableError
+from threadline.history.convert import to_anthropic
+from threadline.history.model import ToolCall
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MAX_RETRIES = 4
+DEFAULT_TIMEOUT = 120.0
+_EPHEMERAL = {"type": "ephemeral"}
+# Error types the API uses for "not now" (as HTTP statuses or as a stream's error event).
+_UNAVAILABLE_TYPES = frozenset({"rate_limit_error", "overloaded_error", "api_error"})
+
+
+class AnthropicProvider:
+    """A `ModelProvider` backed by Anthropic's Messages API.
+
+    `client` defaults to the SDK's own `AsyncAnthropic()`, so `ANTHROPIC_API_KEY` and
+    `ANTHROPIC_BASE_URL` work as users expect. `max_retries` is how often the SDK retries
+    429/529/5xx and connection failures with backoff (None keeps a given client's own setting;
+    a default client gets 4). `timeout` bounds one whole `complete` call in seconds, retries
+    included. `stream` reads replies as server-sent events (no server-side limit on long
+    replies); turn it off for gateways that do not pass streams through.
+    """
+
+    def __init__(
+        self,
+        client: AsyncAnthropic | None = None,
+        *,
+        max_retries: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        prompt_caching: bool = True,
+        stream: bool = True,
+    ) -> None:
+        if client is None:
+            client = AsyncAnthropic(max_retries=DEFAULT_MAX_RETRIES if max_retries is None
+                                    else max_retries, timeout=timeout)
+        elif max_retries is not None:
+            client = client.with_options(max_retries=max_retries)
+        self._client = client
+        self._timeout = timeout
+        self._prompt_caching = prompt_caching
+        self._stream = stream
+
+    def render(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API parameters for a request; the same request renders the same bytes."""
+        assembled_system, messages = to_anthropic(request.messages)
+        system: list[dict[str, Any]] = [{"type": "text", "text": part}
+                  for part in (request.system, assembled_system) if part]
+        tools = [_tool_param(spec) for spec in request.tools]
+        if self._prompt_caching:
+            for blocks in (tools[-1:], system, _last_blocks(messages)):
+                for block in blocks:
+                    block["cache_control"] = dict(_EPHEMERAL)
+        params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
+                                  "messages": messages}
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = tools
+        return params
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        params = self.render(request)
+        bound = log.bind(model=request.model)
+        try:
+            async with asyncio.timeout(self._timeout):
+                message = await self._send(params)
+            response = _response(message)
+        except TimeoutError as exc:
+            bound.warning("model_timeout", timeout=self._timeout)
+            raise ModelUnavailableError(
+                f"Anthropic model {request.model!r} gave no complete reply within "
+                f"{self._timeout:g} s (retries included). The API may be slow or overloaded: "
+                "try again later, or raise the provider's timeout."
+            ) from exc
+        except ModelError:
+            raise
+        except Exception as exc:  # only SDK calls and reading their result are inside the try
+            failure = self._failure(request.model, exc)
+            bound.warning("model_failed", error=str(failure))
+            raise failure from exc
+        bound.debug("model_replied", stop_reason=response.stop_reason,
+                    input_tokens=response.usage.input_tokens,
+                    cache_read=response.usage.cache_read_input_tokens)
+        return response
+
+    async def _send(self, params: dict[str, Any]) -> Any:
+        if not self._stream:
+            return await self._client.messages.create(**params, timeout=self._timeout)
+        async with self._client.messages.stream(**params, timeout=self._timeout) as stream:
+            return await stream.get_final_message()
+
+    def _failure(self, model: str, exc: Exception) -> ModelError:
+        """The Threadline error for a failed call: unavailable (retry later) or not."""
+        retries = self._client.max_retries
+        if isinstance(exc, AuthenticationError | PermissionDeniedError):
+            return ModelError(
+                f"Anthropic rejected the credentials ({exc.status_code} {exc.type}: "
+                f"{exc.api_message}). Set ANTHROPIC_API_KEY to a valid key, or pass a "
+                "configured AsyncAnthropic client."
+            )
+        if isinstance(exc, APIStatusError):
+            detail = f"{exc.status_code} {exc.type or 'error'}: {exc.api_message or exc.message}"
+            if exc.status_code in (408, 409, 429) or exc.status_code >= 500 or (
+                    exc.type in _UNAVAILABLE_TYPES):
+                return ModelUnavailableError(
+                    f"Anthropic model {model!r} is unavailable ({detail}) after {retries} "
+                    "retries. Try again later; if it persists, raise max_retries or check the "
+                    "account's rate limits."
+                )
+            return ModelError(
+                f"Anthropic rejected the request for model {model!r} ({detail}). Check the "
+                "model name and the prompt that was sent; retrying will not help."
+            )
+        if isinstance(exc, APIConnectionError):
+            return ModelUnavailableError(
+                f"Anthropic could not be reached for model {model!r} ({exc.message}) after "
+                f"{retries} retries. Check the network and ANTHROPIC_BASE_URL, then try again."
+            )
+        if isinstance(exc, httpx2.TransportError):
+            return ModelUnavailableError(
+                f"the connection to Anthropic broke during the reply for model {model!r} "
+                f"({type(exc).__name__}: {_short(str(exc))}). Try again later."
+            )
+        # Anything else raised while reading the reply means it had a shape we cannot use.
+        return ModelError(
+            f"Anthropic returned a reply for model {model!r} that Threadline cannot read "
+            f"({type(exc).__name__}: {_short(str(exc))}). This is a provider or proxy "
+            "fault; try again, and report it if it persists."
+        )
+
+
+def _tool_param(spec: ToolSpec) -> dict[str, Any]:
+    # Sorted keys, so a schema built in any order renders the same bytes (cache hits).
+    schema = json.loads(json.dumps(spec.input_schema, sort_keys=True))
+    return {"name": spec.name, "description": spec.description, "input_schema": schema}
+
+
+def _last_blocks(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not messages or not messages[-1]["content"]:
+        return []
+    return [messages[-1]["content"][-1]]
+
+
+def _response(message: Any) -> ModelResponse:
+    """Our response from the SDK's message; a shape we do not know raises for `_failure`."""
+    if not isinstance(message.content, list):
+        raise TypeError(f"content is {type(message.content).__name__}, not a list of blocks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            if not isinstance(block.input, dict):
+                raise TypeError(f"tool_use {block.id} input is not an object: {block.input!r}")
+            calls.append(ToolCall(id=block.id, name=block.name, input=block.input))
+    if message.stop_reason is None:
+        # A stream that ended before its message_delta: the reply may be cut short.
+        raise ModelError(
+            f"Anthropic's reply stream for model {message.model!r} ended before the reply was "
+            "complete (no stop reason). Try again."
+        )
+    usage = message.usage
+    return ModelResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        stop_reason=message.stop_reason,
+        usage=ModelUsage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        ),
+        model=message.model,
+    )
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
