@@ -290,7 +290,9 @@ class SqlConversationStore:
         return self.url.render_as_string(hide_password=True)
 
     def _unavailable(self, exc: BaseException, action: str) -> StoreUnavailableError:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+        detail = str(getattr(exc, "orig", None) or exc).strip()
+        # A timeout carries no text; its type is the reason.
+        reason = detail.splitlines()[0][:300] if detail else f"{type(exc).__name__} (no reply)"
         lowered = reason.lower()
         if "locked" in lowered or "busy" in lowered:
             hint = "another process holds the database lock longer than the busy timeout"
@@ -322,10 +324,11 @@ class SqlConversationStore:
             return  # the common case, without a shield future per call
         if self._ready is None:
             self._ready = asyncio.ensure_future(self._migrate())
+        ready = self._ready  # concurrent callers share one attempt and all see its outcome
         try:
-            await asyncio.shield(self._ready)
+            await asyncio.shield(ready)
         except BaseException:
-            if self._ready.done():
+            if ready.done() and self._ready is ready:
                 self._ready = None  # let the next call try again once the database is back
             raise
 
@@ -457,9 +460,11 @@ class SqlConversationStore:
         neighbours = ops.select_neighbours(connection, conversation_id, sequences, context)
         return merge_windows(hits, neighbours, context=context, token_cap=token_cap)
 
-    async def latest_summary(self, conversation_id: str) -> StoredMessage | None:
+    async def latest_summary(
+        self, conversation_id: str, *, participant_id: str | None = None
+    ) -> StoredMessage | None:
         return await self._call("read the summary", False, ops.select_latest_summary,
-                                conversation_id)
+                                conversation_id, participant_id)
 
     async def list_conversations(self, *, limit: int = 100) -> list[ConversationInfo]:
         return await self._call("list conversations", False, ops.select_conversations, limit)
