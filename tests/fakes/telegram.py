@@ -1,0 +1,442 @@
+"""A fake Telegram Bot API server: real HTTP on 127.0.0.1, the Bot API's own wire format.
+
+It serves `/bot<TOKEN>/<method>` (JSON, form or multipart bodies, like the real one), answers
+`{"ok": true, "result": ...}` or `{"ok": false, "error_code": ..., "description": ...,
+"parameters": {...}}` with the matching HTTP status, and records every call in `calls`.
+Updates built with `message()` / `edit()` are handed out by `getUpdates` long polls (returning
+as soon as one is queued; an `offset` confirms earlier ones) or, once `setWebhook` was called,
+posted to the webhook with its secret header. `fail()` injects errors (429 with retry_after,
+409, 400, 403) into the next calls of a method.
+
+    async with FakeTelegram() as fake:
+        channel = TelegramChannel(name="tg", token=fake.token, base_url=fake.api_url)
+        await fake.deliver(fake.message(GROUP, ALICE, "@support_bot hi"))
+        [call] = await fake.wait_for_calls("sendMessage", 1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import socket
+import time
+from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+from aiohttp import web
+
+TOKEN = "123456:TEST-token_for_the_fake"
+MAX_TEXT = 4096
+
+
+@dataclass(frozen=True)
+class TgUser:
+    """A Telegram user (or bot account) as updates describe it."""
+
+    id: int
+    first_name: str
+    username: str | None = None
+    is_bot: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        user: dict[str, Any] = {"id": self.id, "is_bot": self.is_bot,
+                                "first_name": self.first_name}
+        if self.username:
+            user["username"] = self.username
+        return user
+
+
+@dataclass(frozen=True)
+class TgChat:
+    """A Telegram chat: `private`, `group`, `supergroup` (forum or not) or `channel`."""
+
+    id: int
+    type: str
+    title: str | None = None
+    first_name: str | None = None
+    is_forum: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        chat: dict[str, Any] = {"id": self.id, "type": self.type}
+        if self.title is not None:
+            chat["title"] = self.title
+        if self.first_name is not None:
+            chat["first_name"] = self.first_name
+        if self.is_forum:
+            chat["is_forum"] = True
+        return chat
+
+
+def private_chat(user: TgUser) -> TgChat:
+    """The private chat (DM) between the bot and `user`: its id is the user's id."""
+    return TgChat(user.id, "private", first_name=user.first_name)
+
+
+BOT = TgUser(4242, "Support", username="support_bot", is_bot=True)
+ALICE = TgUser(1001, "Alice", username="alice")
+BOB = TgUser(1002, "Bob")
+OTHER_BOT = TgUser(5005, "Other", username="other_bot", is_bot=True)
+GROUP = TgChat(-1001000000001, "supergroup", title="Support group")
+FORUM = TgChat(-1001000000002, "supergroup", title="Forum", is_forum=True)
+
+_MENTION = re.compile(r"(?<![\w@])@[A-Za-z][A-Za-z0-9_]{3,31}\b")
+_COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z][A-Za-z0-9_]{3,31})?\b")
+_JSON_FIELDS = {"reply_parameters", "allowed_updates", "entities", "reply_markup",
+                "link_preview_options"}
+_INT_FIELDS = {"offset", "limit", "timeout", "message_thread_id", "max_connections"}
+_BOOL_FIELDS = {"drop_pending_updates", "disable_notification", "protect_content"}
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _entity(text: str, start: int, end: int, kind: str) -> dict[str, Any]:
+    """An entity with Telegram's UTF-16 offsets for the Python slice text[start:end]."""
+    return {"type": kind, "offset": _utf16(text[:start]), "length": _utf16(text[start:end])}
+
+
+def _entities(text: str, text_mentions: Sequence[tuple[str, TgUser]]) -> list[dict[str, Any]]:
+    """The entities Telegram's servers find in plain text, plus explicit text mentions."""
+    found = [_entity(text, m.start(), m.end(), "mention") for m in _MENTION.finditer(text)]
+    found += [_entity(text, m.start(), m.end(), "bot_command") for m in _COMMAND.finditer(text)]
+    for shown, user in text_mentions:
+        start = text.index(shown)
+        found.append({**_entity(text, start, start + len(shown), "text_mention"),
+                      "user": user.as_dict()})
+    return sorted(found, key=lambda e: e["offset"])
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One Bot API request the fake received, with its decoded parameters and HTTP status."""
+
+    method: str
+    params: dict[str, Any]
+    status: int
+
+
+@dataclass
+class _Failure:
+    error_code: int
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def _coerce(name: str, value: str) -> Any:
+    """A form field as the Bot API reads it (form values of complex types are JSON)."""
+    if name in _JSON_FIELDS:
+        return json.loads(value)
+    if name in _INT_FIELDS:
+        return int(value)
+    if name in _BOOL_FIELDS:
+        return value.lower() in ("true", "1")
+    if name == "chat_id" and value.lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def unused_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a webhook server that needs a fixed port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class FakeTelegram:
+    """The fake Bot API server; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        token: str = TOKEN,
+        bot: TgUser = BOT,
+        can_read_all_group_messages: bool = False,
+        can_join_groups: bool = True,
+    ) -> None:
+        self.token = token
+        self.bot = bot
+        self.can_read_all_group_messages = can_read_all_group_messages
+        self.can_join_groups = can_join_groups
+        self.calls: list[ApiCall] = []
+        self.sent: list[dict[str, Any]] = []
+        self.webhook: dict[str, Any] | None = None
+        self._queue: list[dict[str, Any]] = []
+        self._new_update = asyncio.Event()
+        self._recorded = asyncio.Condition()
+        self._failures: dict[str, deque[_Failure]] = defaultdict(deque)
+        self._chats: dict[int, TgChat] = {}
+        self._messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self._message_ids: dict[int, itertools.count[int]] = defaultdict(
+            lambda: itertools.count(1))
+        self._update_ids = itertools.count(700_000_001)
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._closing = False
+        self.url = ""
+
+    # -- server lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._session = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing = True
+        self._new_update.set()  # release pending long polls at once
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        """The `base_url` for PTB (it appends the token)."""
+        return f"{self.url}/bot"
+
+    @property
+    def file_url(self) -> str:
+        """The `base_file_url` for PTB."""
+        return f"{self.url}/file/bot"
+
+    def channel_settings(self) -> dict[str, str]:
+        """The channel settings (token, base URLs) that point a Telegram channel here."""
+        return {"token": self.token, "base_url": self.api_url, "base_file_url": self.file_url}
+
+    # -- what the test sees ---------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for_calls(self, method: str, count: int) -> list[ApiCall]:
+        """The first `count` calls of `method`, waiting for them (fails after 5 s, not hangs)."""
+        async with asyncio.timeout(5.0), self._recorded:
+            await self._recorded.wait_for(lambda: len(self.calls_to(method)) >= count)
+        return self.calls_to(method)[:count]
+
+    def fail(
+        self,
+        method: str,
+        *,
+        error_code: int,
+        description: str,
+        retry_after: int | None = None,
+        migrate_to_chat_id: int | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` calls of `method` with this error instead."""
+        parameters: dict[str, Any] = {}
+        if retry_after is not None:
+            parameters["retry_after"] = retry_after
+        if migrate_to_chat_id is not None:
+            parameters["migrate_to_chat_id"] = migrate_to_chat_id
+        for _ in range(times):
+            self._failures[method].append(_Failure(error_code, description, parameters))
+
+    @property
+    def pending_updates(self) -> list[dict[str, Any]]:
+        """Updates not yet confirmed by a getUpdates offset."""
+        return list(self._queue)
+
+    # -- update builders -----------------------------------------------------------------
+
+    def message(
+        self,
+        chat: TgChat,
+        sender: TgUser,
+        text: str,
+        *,
+        reply_to: Mapping[str, Any] | None = None,
+        topic_id: int | None = None,
+        text_mentions: Sequence[tuple[str, TgUser]] = (),
+        sender_chat: TgChat | None = None,
+    ) -> dict[str, Any]:
+        """An update carrying a new text message, with the entities Telegram would attach.
+
+        `reply_to` is a message dict (from an earlier update's "message" or from `sent`).
+        `topic_id` makes it a forum topic message; without `reply_to` Telegram then makes it
+        a reply to the topic's creation notice, as here.
+        """
+        self._chats[chat.id] = chat
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids[chat.id]),
+            "from": sender.as_dict(),
+            "chat": chat.as_dict(),
+            "date": int(time.time()),
+            "text": text,
+        }
+        if sender_chat is not None:
+            message["sender_chat"] = sender_chat.as_dict()
+        entities = _entities(text, text_mentions)
+        if entities:
+            message["entities"] = entities
+        if topic_id is not None:
+            message["message_thread_id"] = topic_id
+            message["is_topic_message"] = True
+            if reply_to is None:
+                reply_to = {"message_id": topic_id, "from": ALICE.as_dict(),
+                            "chat": chat.as_dict(), "date": message["date"],
+                            "message_thread_id": topic_id, "is_topic_message": True,
+                            "forum_topic_created": {"name": "Topic", "icon_color": 7322096}}
+        if reply_to is not None:
+            message["reply_to_message"] = dict(reply_to)
+        self._messages[(chat.id, message["message_id"])] = message
+        return {"update_id": next(self._update_ids), "message": message}
+
+    def edit(self, update: Mapping[str, Any], text: str) -> dict[str, Any]:
+        """An `edited_message` update for the message carried by `update`."""
+        edited = {**update["message"], "text": text, "edit_date": int(time.time())}
+        edited.pop("entities", None)
+        if entities := _entities(text, ()):
+            edited["entities"] = entities
+        return {"update_id": next(self._update_ids), "edited_message": edited}
+
+    # -- delivering updates ---------------------------------------------------------------
+
+    async def deliver(self, update: Mapping[str, Any], *, times: int = 1) -> list[int]:
+        """Hand `update` to the bot `times` times (same update_id, as Telegram's redeliveries).
+
+        Queued for getUpdates, or posted to the webhook when one is set; returns the
+        webhook's HTTP statuses (empty when polling).
+        """
+        if self.webhook is None:
+            self._queue.extend(dict(update) for _ in range(times))
+            self._new_update.set()
+            self._new_update = asyncio.Event()
+            return []
+        secret = self.webhook.get("secret_token")
+        return [await self.post_webhook(update, secret=secret) for _ in range(times)]
+
+    async def post_webhook(self, update: Mapping[str, Any], *, secret: str | None) -> int:
+        """POST `update` to the registered webhook with this secret header (None: no header)."""
+        assert self.webhook is not None and self._session is not None, "no webhook is set"
+        headers = {"Content-Type": "application/json"}
+        if secret is not None:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = secret
+        async with self._session.post(self.webhook["url"], data=json.dumps(update),
+                                      headers=headers) as response:
+            return response.status
+
+    # -- the Bot API ----------------------------------------------------------------------
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = {k: _coerce(k, v) for k, v in request.query.items()}
+        if request.content_type == "application/json":
+            params.update(await request.json())
+        elif request.can_read_body:
+            form = await request.post()
+            params.update({k: _coerce(k, v) for k, v in form.items() if isinstance(v, str)})
+        return params
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        result: Any = None
+        if request.match_info["token"] != self.token:
+            failure: _Failure | None = _Failure(401, "Unauthorized")
+        elif self._failures[method]:
+            failure = self._failures[method].popleft()
+        else:
+            failure = None
+        if failure is None:
+            handler = getattr(self, f"_api_{method}", None)
+            result = await handler(params) if handler else _Failure(404, "Not Found")
+            failure = result if isinstance(result, _Failure) else None
+        status = failure.error_code if failure else 200
+        self.calls.append(ApiCall(method, params, status))
+        async with self._recorded:
+            self._recorded.notify_all()
+        if failure is not None:
+            body: dict[str, Any] = {"ok": False, "error_code": failure.error_code,
+                                    "description": failure.description}
+            if failure.parameters:
+                body["parameters"] = failure.parameters
+            return web.json_response(body, status=failure.error_code)
+        return web.json_response({"ok": True, "result": result})
+
+    async def _api_getMe(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {**self.bot.as_dict(), "can_join_groups": self.can_join_groups,
+                "can_read_all_group_messages": self.can_read_all_group_messages,
+                "supports_inline_queries": False}
+
+    async def _api_getUpdates(self, params: dict[str, Any]) -> list[dict[str, Any]] | _Failure:
+        if self.webhook is not None:
+            return _Failure(409, "Conflict: can't use getUpdates method while webhook is "
+                                 "active; use deleteWebhook to delete the webhook first")
+        offset = params.get("offset")
+        if offset:
+            self._queue = [u for u in self._queue if u["update_id"] >= offset]
+        if not self._queue and params.get("timeout") and not self._closing:
+            new_update = self._new_update
+            try:
+                async with asyncio.timeout(float(params["timeout"])):
+                    await new_update.wait()
+            except TimeoutError:
+                pass
+        return self._queue[: int(params.get("limit") or 100)]
+
+    async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        chat = self._chats.get(params.get("chat_id"))  # type: ignore[arg-type]
+        text = str(params.get("text", ""))
+        if chat is None:
+            return _Failure(400, "Bad Request: chat not found")
+        if not text.strip():
+            return _Failure(400, "Bad Request: message text is empty")
+        if len(text) > MAX_TEXT:
+            return _Failure(400, "Bad Request: message is too long")
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids[chat.id]),
+            "from": self.bot.as_dict(),
+            "chat": chat.as_dict(),
+            "date": int(time.time()),
+            "text": text,
+        }
+        if (thread := params.get("message_thread_id")) is not None:
+            message["message_thread_id"] = thread
+            message["is_topic_message"] = True
+        reply = (params.get("reply_parameters") or {}).get("message_id")
+        if (original := self._messages.get((chat.id, reply))) is not None:
+            message["reply_to_message"] = original
+        self._messages[(chat.id, message["message_id"])] = message
+        self.sent.append(message)
+        return message
+
+    async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
+        self.webhook = None
+        if params.get("drop_pending_updates"):
+            self._queue.clear()
+        return True
+
+    async def _api_setWebhook(self, params: dict[str, Any]) -> bool:
+        self.webhook = {"url": params["url"], "secret_token": params.get("secret_token")}
+        if params.get("drop_pending_updates"):
+            self._queue.clear()
+        return True
+
+    async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": self.webhook["url"] if self.webhook else "",
+                "has_custom_certificate": False, "pending_update_count": len(self._queue)}
+
+    async def _api_close(self, params: dict[str, Any]) -> bool:
+        return True
+
+    async def _api_logOut(self, params: dict[str, Any]) -> bool:
+        return True

@@ -1,0 +1,376 @@
+"""The Telegram channel: one bot token, driven through python-telegram-bot (PTB) v22.
+
+Updates arrive by long polling (default) or by webhook. In webhook mode PTB serves
+`webhook_listen:webhook_port/webhook_path` and registers `webhook_url` with Telegram together
+with `webhook_secret_token`; a request without that exact `X-Telegram-Bot-Api-Secret-Token`
+header is answered 403 and never reaches the events.
+
+What to know when running it:
+- Privacy mode (on by default, set with @BotFather /setprivacy): in groups the bot then sees
+  only commands, @mentions of it and replies to its messages. `check()` says so at start-up.
+- Nothing is persisted: PTB confirms the polling offset on `stop()`, so a restart does not
+  replay old updates; `drop_pending_updates=True` also discards what queued while stopped.
+  Updates delivered twice anyway (same `update_id`) produce one event.
+- Polling refuses to start while a webhook is registered for the token (another deployment may
+  be using it); a 409 Conflict while polling (a second poller on the token) is logged with
+  what to do and reported by `check()`.
+- Telegram sends bots no deletion events, so `on_delete` is never called; edits of text
+  messages call `on_edit`. Telegram does not deliver other bots' messages to bots at all, so
+  `allow_bots` only matters for messages a bot account sends through a self-hosted server.
+- Replies are plain text (no parse_mode), so nothing in a user's or model's text can break
+  them; they go to the inbound message's chat and forum topic and, outside private chats,
+  reply to it. `send_reply` ignores `agent_name`: a bot cannot post under another name.
+- 429s are waited out by PTB's `AIORateLimiter`, which also keeps to Telegram's documented
+  flood limits (30 messages/s, 20 per minute per group) unless `throttle=False`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import structlog
+from telegram import Message, ReplyParameters, Update
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.telegram_inbound import (
+    Sender,
+    conversation_id,
+    inbound_turn,
+    sender_of,
+    text_of,
+    turn_id,
+)
+from threadline.channels.telegram_updates import ConversationOrderedProcessor, RecentUpdateIds
+from threadline.channels.text import split_text
+from threadline.errors import (
+    ChannelAuthError,
+    ChannelError,
+    ChannelPermanentError,
+    ConfigError,
+    InvalidMessageError,
+)
+from threadline.history.model import StoredMessage
+
+log = structlog.get_logger("threadline.channels.telegram")
+
+Mode = Literal["polling", "webhook"]
+_ALLOWED_UPDATES = ["message", "edited_message"]
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+# At most this many updates are handled at once; one conversation's updates run in order.
+_MAX_CONCURRENT_UPDATES = 256
+_RATE_LIMIT_RETRIES = 5
+
+
+def _conversation_key(update: object) -> str | None:
+    if isinstance(update, Update) and update.effective_message is not None:
+        return conversation_id(update.effective_message)
+    return None
+
+
+class TelegramChannel(Channel):
+    """A Telegram bot as a Threadline channel (see the module docstring for operating notes)."""
+
+    channel_type = "telegram"
+    max_message_chars = 4096
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        token: str,
+        mode: Mode = "polling",
+        webhook_url: str | None = None,
+        webhook_path: str = "/telegram",
+        webhook_listen: str = "127.0.0.1",
+        webhook_port: int = 8443,
+        webhook_secret_token: str | None = None,
+        base_url: str | None = None,
+        base_file_url: str | None = None,
+        drop_pending_updates: bool = False,
+        throttle: bool = True,
+        allow_bots: bool = False,
+    ) -> None:
+        """Settings; `base_url`/`base_file_url` follow PTB: the token is appended, or replaces
+        `{token}` (e.g. `http://127.0.0.1:8081/bot` for a self-hosted Bot API server)."""
+        super().__init__(name=name, allow_bots=allow_bots)
+        where = f"telegram channel {name!r}"
+        if not token:
+            raise ConfigError(f"{where}: token is empty; set it to the token @BotFather gave.")
+        if mode not in ("polling", "webhook"):
+            raise ConfigError(f"{where}: mode must be 'polling' or 'webhook', got {mode!r}.")
+        if mode == "webhook":
+            if not webhook_url:
+                raise ConfigError(f"{where}: mode 'webhook' needs webhook_url, the public HTTPS "
+                                  "URL Telegram posts to (it is proxied to webhook_listen:port).")
+            if webhook_secret_token is None or not _SECRET_TOKEN.fullmatch(webhook_secret_token):
+                raise ConfigError(
+                    f"{where}: mode 'webhook' needs webhook_secret_token of 1-256 characters "
+                    "A-Z, a-z, 0-9, _ or - (for example secrets.token_urlsafe(32)), so forged "
+                    "updates are rejected."
+                )
+        self._token = token
+        self._mode: Mode = mode
+        self._webhook_url = webhook_url
+        self._webhook_path = webhook_path
+        self._webhook_listen = webhook_listen
+        self._webhook_port = webhook_port
+        self._webhook_secret_token = webhook_secret_token
+        self._base_url = base_url
+        self._base_file_url = base_file_url
+        self._drop_pending_updates = drop_pending_updates
+        self._throttle = throttle
+        self._application: Application | None = None
+        self._events: ChannelEvents | None = None
+        self._seen = RecentUpdateIds()
+        self._conflict: str | None = None
+        self._log = log.bind(channel=name)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _build_application(self) -> Application:
+        limits = {} if self._throttle else {"overall_max_rate": 0, "group_max_rate": 0}
+        builder = (
+            ApplicationBuilder()
+            .token(self._token)
+            .rate_limiter(AIORateLimiter(max_retries=_RATE_LIMIT_RETRIES, **limits))
+            .concurrent_updates(
+                ConversationOrderedProcessor(_MAX_CONCURRENT_UPDATES, _conversation_key)
+            )
+        )
+        if self._base_url:
+            builder = builder.base_url(self._base_url)
+        if self._base_file_url:
+            builder = builder.base_file_url(self._base_file_url)
+        application = builder.build()
+        application.add_handler(TypeHandler(Update, self._on_update))
+        return application
+
+    async def start(self, events: ChannelEvents) -> None:
+        if self._application is not None:
+            raise ChannelError(f"telegram channel {self.name!r} is already started; "
+                               "call stop() before starting it again.")
+        application = self._build_application()
+        try:
+            await application.initialize()  # calls getMe
+        except TelegramError as exc:
+            await application.bot.shutdown()  # the application itself never came up
+            raise self._failure(exc, action="connect to the Bot API") from exc
+        me = application.bot.bot
+        username = me.username or None
+        self.identity = BotIdentity(
+            user_id=str(me.id),
+            username=username,
+            display_name=me.first_name,
+            extra_ids=(f"@{username}",) if username else (),
+        )
+        self._events = events
+        self._conflict = None
+        await application.start()
+        try:
+            await self._start_updates(application)
+        except BaseException:
+            await application.stop()
+            await application.shutdown()
+            raise
+        self._application = application
+        self._log.info("telegram.started", mode=self._mode, bot=username)
+
+    async def _start_updates(self, application: Application) -> None:
+        updater = application.updater
+        assert updater is not None  # ApplicationBuilder always makes one
+        try:
+            if self._mode == "webhook":
+                await updater.start_webhook(
+                    listen=self._webhook_listen,
+                    port=self._webhook_port,
+                    url_path=self._webhook_path,
+                    webhook_url=self._webhook_url,
+                    secret_token=self._webhook_secret_token,
+                    allowed_updates=_ALLOWED_UPDATES,
+                    drop_pending_updates=self._drop_pending_updates,
+                )
+                return
+            webhook = await application.bot.get_webhook_info()
+            if webhook.url:
+                raise ChannelError(
+                    f"telegram channel {self.name!r}: a webhook is set for this bot token "
+                    f"({webhook.url}), so Telegram hands out no updates by polling and another "
+                    "deployment may be receiving them. Stop that deployment and delete the "
+                    "webhook (Bot API deleteWebhook), or run this channel with mode='webhook'."
+                )
+            await updater.start_polling(
+                allowed_updates=_ALLOWED_UPDATES,
+                drop_pending_updates=self._drop_pending_updates,
+                error_callback=self._on_polling_error,
+            )
+        except TelegramError as exc:
+            raise self._failure(exc, action=f"start receiving updates ({self._mode})") from exc
+
+    async def stop(self) -> None:
+        application, self._application = self._application, None
+        if application is None:
+            return
+        updater = application.updater
+        if updater is not None and updater.running:
+            await updater.stop()  # confirms the polling offset: no replay after a restart
+        if application.running:
+            await application.stop()  # waits for in-flight handlers
+        await application.shutdown()
+        self._log.info("telegram.stopped")
+
+    def _on_polling_error(self, exc: TelegramError) -> None:
+        """PTB's polling loop reports errors here and retries with backoff (up to 30 s)."""
+        if isinstance(exc, Conflict):
+            self._conflict = (
+                f"Telegram refused polling for telegram channel {self.name!r} with 409 Conflict "
+                f"({exc.message}): another process is polling with the same bot token, or a "
+                "webhook was set. Run one deployment per token, or delete the webhook."
+            )
+            self._log.error("telegram.polling_conflict", error=self._conflict)
+        else:
+            self._log.warning("telegram.polling_error", error=str(exc))
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        if not self._seen.add(update.update_id):
+            self._log.debug("telegram.duplicate_update", update_id=update.update_id)
+            return
+        try:
+            if update.message is not None:
+                await self._deliver_message(update.message)
+            elif update.edited_message is not None:
+                await self._deliver_edit(update.edited_message)
+        except Exception:
+            self._log.exception("telegram.update_failed", update_id=update.update_id)
+
+    def _accepted_sender(self, message: Message) -> Sender | None:
+        """The author, or None for the bot's own messages and other bots' unless `allow_bots`."""
+        sender = sender_of(message)
+        assert self.identity is not None
+        if sender is None or sender.id == self.identity.user_id:
+            return None
+        return sender if self.allow_bots or not sender.is_bot else None
+
+    async def _deliver_message(self, message: Message) -> None:
+        assert self._events is not None and self.identity is not None
+        sender = self._accepted_sender(message)
+        if sender is None:
+            return
+        turn = inbound_turn(message, sender=sender, bot=self.identity)
+        if turn is None:
+            return  # stickers, joins and other messages without text
+        await self._events.on_message(turn, self)
+
+    async def _deliver_edit(self, message: Message) -> None:
+        assert self._events is not None
+        text = text_of(message)
+        if text is None or self._accepted_sender(message) is None:
+            return
+        await self._events.on_edit(
+            conversation_id(message), turn_id(message.chat.id, message.message_id), text[0]
+        )
+
+    # -- outbound --------------------------------------------------------------------------
+
+    def _started(self, action: str) -> Application:
+        if self._application is None:
+            raise ChannelError(f"telegram channel {self.name!r} cannot {action} before start().")
+        return self._application
+
+    async def send_reply(
+        self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
+    ) -> list[str]:
+        bot = self._started("send a reply").bot
+        meta = inbound.metadata
+        if meta.channel_type != "telegram" or meta.channel_id is None:
+            raise InvalidMessageError(
+                f"telegram channel {self.name!r} cannot reply to {inbound.conversation_id}: "
+                f"metadata.channel_type is {meta.channel_type!r} with channel_id "
+                f"{meta.channel_id!r}; it needs a message this channel delivered."
+            )
+        reply_to = None
+        if inbound.scope != "dm" and meta.message_id is not None:
+            reply_to = ReplyParameters(
+                message_id=int(meta.message_id), allow_sending_without_reply=True
+            )
+        parts = split_text(text, self.max_message_chars)
+        posted: list[str] = []
+        for part in parts:
+            try:
+                sent = await bot.send_message(
+                    chat_id=int(meta.channel_id),
+                    text=part,
+                    message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
+                    reply_parameters=reply_to,
+                )
+            except TelegramError as exc:
+                error = self._failure(
+                    exc, action=f"post part {len(posted) + 1} of {len(parts)} of a reply",
+                    conversation=inbound.conversation_id,
+                )
+                self._log.error("telegram.reply_failed", conversation_id=inbound.conversation_id,
+                                error=str(error), posted=len(posted))
+                raise error from exc
+            posted.append(str(sent.message_id))
+        return posted
+
+    def _failure(
+        self, exc: TelegramError, *, action: str, conversation: str | None = None
+    ) -> ChannelError:
+        """Our error for a failed Bot API call: what failed, where, and what to do."""
+        where = f"telegram channel {self.name!r}" + (f", {conversation}" if conversation else "")
+        if isinstance(exc, InvalidToken):  # PTB's text for it quotes the token: leave it out
+            return ChannelAuthError(f"{where}: could not {action}: the bot token was rejected; "
+                                    "copy it again from @BotFather (setting token).")
+        what = f"{where}: could not {action}: {exc.message}"
+        if isinstance(exc, Forbidden):
+            return ChannelPermanentError(f"{what}. The bot was blocked, removed from the chat or "
+                                         "may not post there; not retrying.")
+        if isinstance(exc, ChatMigrated):
+            return ChannelPermanentError(
+                f"{what}. The group became supergroup {exc.new_chat_id}; its messages now "
+                f"arrive as conversation telegram:{exc.new_chat_id}; not retrying."
+            )
+        if isinstance(exc, BadRequest):
+            return ChannelPermanentError(f"{what}. Telegram rejected the request; not retrying.")
+        if isinstance(exc, RetryAfter):
+            return ChannelError(f"{what}. Still rate limited after {_RATE_LIMIT_RETRIES} waits; "
+                                "try again later.")
+        return ChannelError(f"{what}. Check that the Bot API is reachable and try again.")
+
+    # -- diagnostics -----------------------------------------------------------------------
+
+    async def check(self) -> list[str]:
+        bot = self._started("check its settings").bot
+        try:
+            me = await bot.get_me()
+        except TelegramError as exc:
+            raise self._failure(exc, action="read the bot's settings (getMe)") from exc
+        problems = []
+        if not me.can_read_all_group_messages:
+            problems.append(
+                f"Privacy mode is on for @{me.username} (telegram channel {self.name!r}): in "
+                "groups it sees only commands, @mentions of it and replies to its messages. To "
+                "let it read everything, send /setprivacy to @BotFather, choose Disable, then "
+                "remove the bot from each group and add it again."
+            )
+        if me.can_join_groups is False:
+            problems.append(
+                f"@{me.username} (telegram channel {self.name!r}) cannot be added to groups; "
+                "allow it with /setjoingroups at @BotFather."
+            )
+        if self._conflict:
+            problems.append(self._conflict)
+        return problems
