@@ -1,0 +1,411 @@
+"""A fake Slack on 127.0.0.1 for tests and benchmarks: Web API, signed events and Socket Mode.
+
+It speaks the wire protocol the real SDKs speak, so a channel under test uses slack_sdk and
+slack-bolt unchanged, pointed here through `api_base_url`:
+
+    async with FakeSlack() as fake:
+        channel = SlackChannel(bot_token=fake.bot_token, signing_secret=fake.signing_secret,
+                               api_base_url=fake.url, port=0)
+        await channel.start(events)
+        await fake.deliver_event(channel.events_url, fake.message_event("hi <@U0BOT>"))
+        [post] = await fake.wait_for_calls("chat.postMessage", 1)
+
+- Web API at `/api/<method>` (JSON, form or query parameters, as slack_sdk sends them):
+  `auth.test`, `chat.postMessage`, `users.info`, `conversations.info`, `apps.connections.open`.
+  Every call is recorded in `calls`; `fail(...)` makes the next calls of a method answer 429
+  with Retry-After or a Slack error code.
+- Events API: `deliver_event` POSTs an `event_callback` to the app signed with the signing
+  secret (or a wrong one), optionally with `X-Slack-Retry-Num`; `verify_url` sends the
+  `url_verification` challenge.
+- Socket Mode: `apps.connections.open` hands out a `ws://` URL; the fake says `hello` and
+  `send_socket_event` pushes an `events_api` envelope and waits for the client's ack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import ClientSession, WSMsgType, web
+
+from tests.channels.recording import RecordingEvents
+from threadline.channels.slack import SlackChannel
+from threadline.history import ConversationStore, SqlConversationStore
+
+DEFAULT_SCOPES = ("chat:write", "channels:history", "groups:history", "im:history",
+                  "mpim:history", "users:read", "channels:read")
+MAX_TEXT_CHARS = 40_000
+WAIT_SECONDS = 5.0  # waits fail after this rather than hang a test
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    """One Web API call as it crossed the wire."""
+
+    method: str
+    params: dict[str, Any]
+    token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What the app answered to one event delivery."""
+
+    event_id: str
+    status: int
+    body: str
+
+
+@dataclass(slots=True)
+class _Failure:
+    error: str
+    status: int
+    retry_after: int | None
+    remaining: int
+
+
+@dataclass(slots=True)
+class _Socket:
+    ws: web.WebSocketResponse
+    acks: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+
+
+class FakeSlack:
+    """A Slack workspace with one bot, served on 127.0.0.1 (port 0: `url` says where)."""
+
+    def __init__(
+        self,
+        *,
+        signing_secret: str = "fake-signing-secret",
+        bot_token: str = "xoxb-fake-bot-token",
+        app_token: str = "xapp-fake-app-token",
+        team_id: str = "T0FAKE",
+        bot_user_id: str = "U0BOT",
+        bot_id: str = "B0BOT",
+        bot_name: str = "threadline",
+        scopes: tuple[str, ...] = DEFAULT_SCOPES,
+    ) -> None:
+        self.signing_secret = signing_secret
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+        self.scopes = scopes
+        self.users: dict[str, dict[str, Any]] = {}
+        self.channels: dict[str, dict[str, Any]] = {}
+        self.calls: list[ApiCall] = []
+        self.socket_acks: list[dict[str, Any]] = []
+        self._failures: dict[str, list[_Failure]] = {}
+        self._changed = asyncio.Condition()
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._sockets: list[_Socket] = []
+        self._runner: web.AppRunner | None = None
+        self._session: ClientSession | None = None
+        self._port = 0
+        self.add_user(bot_user_id, display_name=bot_name, is_bot=True)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/socket", self._socket_endpoint)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self._port = self._runner.addresses[0][1]
+        self._session = ClientSession()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for socket in self._sockets:
+            await socket.ws.close()
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL to give slack_sdk (`api_base_url`)."""
+        return f"http://127.0.0.1:{self._port}/api/"
+
+    def channel_settings(self, *, mode: str = "http") -> dict[str, Any]:
+        """Settings for a `SlackChannel` (or a `threadline run` config) pointed at this fake."""
+        settings: dict[str, Any] = {"bot_token": self.bot_token, "api_base_url": self.url,
+                                    "mode": mode}
+        if mode == "http":
+            settings.update(signing_secret=self.signing_secret, host="127.0.0.1", port=0)
+        else:
+            settings.update(app_token=self.app_token)
+        return settings
+
+    # -- the workspace ---------------------------------------------------------------------
+
+    def add_user(self, user_id: str, *, display_name: str, real_name: str | None = None,
+                 is_bot: bool = False) -> None:
+        self.users[user_id] = {
+            "id": user_id, "team_id": self.team_id, "name": display_name.lower(),
+            "real_name": real_name or display_name, "is_bot": is_bot,
+            "profile": {"display_name": display_name, "real_name": real_name or display_name},
+        }
+
+    def add_channel(self, channel_id: str, *, name: str) -> None:
+        self.channels[channel_id] = {"id": channel_id, "name": name, "is_channel": True}
+
+    def fail(self, method: str, *, error: str = "ratelimited", status: int = 200,
+             retry_after: int | None = None, times: int = 1) -> None:
+        """Answer the next `times` calls of `method` with `error` (429 + Retry-After if given)."""
+        if retry_after is not None:
+            status = 429
+        self._failures.setdefault(method, []).append(
+            _Failure(error=error, status=status, retry_after=retry_after, remaining=times))
+
+    def calls_to(self, method: str) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for_calls(self, method: str, count: int) -> list[ApiCall]:
+        """The first `count` calls of `method`, waiting for them (fails rather than hangs)."""
+        async with asyncio.timeout(WAIT_SECONDS), self._changed:
+            await self._changed.wait_for(lambda: len(self.calls_to(method)) >= count)
+        return self.calls_to(method)[:count]
+
+    # -- events ----------------------------------------------------------------------------
+
+    def next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+    def message_event(
+        self, text: str, *, user: str | None = "U0ALICE", channel: str = "C0GENERAL",
+        channel_type: str = "channel", thread_ts: str | None = None,
+        parent_user_id: str | None = None, bot_id: str | None = None,
+        subtype: str | None = None, ts: str | None = None,
+    ) -> dict[str, Any]:
+        """A `message` event as Slack sends it (a fresh `ts` unless given)."""
+        ts = ts or self.next_ts()
+        event: dict[str, Any] = {"type": "message", "channel": channel, "text": text, "ts": ts,
+                                 "event_ts": ts, "channel_type": channel_type}
+        optional = {"user": user, "thread_ts": thread_ts, "parent_user_id": parent_user_id,
+                    "bot_id": bot_id, "subtype": subtype}
+        event.update({k: v for k, v in optional.items() if v is not None})
+        return event
+
+    def edit_event(self, original: Mapping[str, Any], text: str) -> dict[str, Any]:
+        """`message_changed` for `original`; `text` equal to the old text is an unfurl."""
+        message = {k: v for k, v in original.items() if k not in ("channel", "channel_type")}
+        message.update(text=text)
+        if text != original.get("text"):
+            message["edited"] = {"user": original.get("user"), "ts": self.next_ts()}
+        else:
+            message["attachments"] = [{"from_url": "http://127.0.0.1/", "title": "unfurl"}]
+        ts = self.next_ts()
+        return {"type": "message", "subtype": "message_changed", "hidden": True,
+                "channel": original["channel"], "channel_type": original.get("channel_type"),
+                "ts": ts, "event_ts": ts, "message": message,
+                "previous_message": {k: v for k, v in original.items() if k != "channel"}}
+
+    def delete_event(self, original: Mapping[str, Any]) -> dict[str, Any]:
+        ts = self.next_ts()
+        return {"type": "message", "subtype": "message_deleted", "hidden": True,
+                "channel": original["channel"], "channel_type": original.get("channel_type"),
+                "ts": ts, "event_ts": ts, "deleted_ts": original["ts"],
+                "previous_message": {k: v for k, v in original.items() if k != "channel"}}
+
+    def event_callback(self, event: Mapping[str, Any],
+                       event_id: str | None = None) -> dict[str, Any]:
+        """The envelope Slack wraps every event in (HTTP body or Socket Mode payload)."""
+        return {
+            "token": "legacy-verification-token", "team_id": self.team_id,
+            "api_app_id": "A0FAKE", "event": dict(event), "type": "event_callback",
+            "event_id": event_id or f"Ev{next(self._ids):08d}", "event_time": int(time.time()),
+            "authorizations": [{"team_id": self.team_id, "user_id": self.bot_user_id,
+                                "is_bot": True, "is_enterprise_install": False}],
+        }
+
+    async def deliver_event(
+        self, target_url: str, event: Mapping[str, Any], *, event_id: str | None = None,
+        retry_num: int | None = None, retry_reason: str = "http_timeout",
+        signing_secret: str | None = None, timestamp: int | None = None,
+    ) -> Delivery:
+        """POST one signed event to the app; a different `signing_secret` forges it."""
+        body = self.event_callback(event, event_id)
+        headers = {}
+        if retry_num is not None:
+            headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason}
+        status, text = await self.post_signed(target_url, json.dumps(body), headers=headers,
+                                              signing_secret=signing_secret, timestamp=timestamp)
+        return Delivery(event_id=body["event_id"], status=status, body=text)
+
+    async def verify_url(self, target_url: str, challenge: str) -> Delivery:
+        body = {"token": "legacy-verification-token", "challenge": challenge,
+                "type": "url_verification"}
+        status, text = await self.post_signed(target_url, json.dumps(body))
+        return Delivery(event_id="", status=status, body=text)
+
+    async def post_signed(
+        self, target_url: str, body: str, *, headers: Mapping[str, str] | None = None,
+        signing_secret: str | None = None, timestamp: int | None = None,
+    ) -> tuple[int, str]:
+        stamp = str(timestamp if timestamp is not None else int(time.time()))
+        secret = (signing_secret if signing_secret is not None else self.signing_secret)
+        digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256)
+        sent = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                "X-Slack-Signature": f"v0={digest.hexdigest()}", **(headers or {})}
+        assert self._session is not None, "use FakeSlack as `async with`"
+        async with self._session.post(target_url, data=body.encode(), headers=sent) as response:
+            return response.status, await response.text()
+
+    # -- socket mode -----------------------------------------------------------------------
+
+    async def wait_for_socket(self) -> None:
+        async with asyncio.timeout(WAIT_SECONDS), self._changed:
+            await self._changed.wait_for(lambda: bool(self._sockets))
+
+    async def send_socket_event(
+        self, event: Mapping[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
+    ) -> dict[str, Any]:
+        """Push an `events_api` envelope over the newest socket; returns the client's ack."""
+        await self.wait_for_socket()
+        socket = self._sockets[-1]
+        envelope_id = f"env-{next(self._ids):08d}"
+        acked = asyncio.get_running_loop().create_future()
+        socket.acks[envelope_id] = acked
+        await socket.ws.send_json({
+            "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
+            "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else "",
+            "payload": self.event_callback(event, event_id),
+        })
+        async with asyncio.timeout(WAIT_SECONDS):
+            return await acked
+
+    async def _socket_endpoint(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        socket = _Socket(ws=ws)
+        await ws.send_json({"type": "hello", "num_connections": 1,
+                            "connection_info": {"app_id": "A0FAKE"},
+                            "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
+        async with self._changed:
+            self._sockets.append(socket)
+            self._changed.notify_all()
+        async for message in ws:
+            if message.type != WSMsgType.TEXT:
+                continue
+            ack = json.loads(message.data)
+            self.socket_acks.append(ack)
+            waiter = socket.acks.pop(str(ack.get("envelope_id")), None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(ack)
+        self._sockets.remove(socket)
+        return ws
+
+    # -- Web API ---------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            params.update(await request.json())
+        elif request.can_read_body:
+            params.update(await request.post())
+        authorization = request.headers.get("Authorization", "")
+        token = authorization.removeprefix("Bearer ") or params.pop("token", None)
+        async with self._changed:
+            self.calls.append(ApiCall(method=method, params=params, token=token))
+            self._changed.notify_all()
+        headers = {"x-oauth-scopes": ",".join(self.scopes)}
+        failure = self._take_failure(method)
+        if failure is not None:
+            if failure.retry_after is not None:
+                headers["Retry-After"] = str(failure.retry_after)
+            return web.json_response({"ok": False, "error": failure.error},
+                                     status=failure.status, headers=headers)
+        expected = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != expected:
+            return web.json_response({"ok": False, "error": "invalid_auth"}, headers=headers)
+        handler = {
+            "auth.test": self._auth_test, "chat.postMessage": self._post_message,
+            "users.info": self._users_info, "conversations.info": self._conversations_info,
+            "apps.connections.open": self._connections_open,
+        }.get(method)
+        result = handler(params) if handler else {"ok": False, "error": "unknown_method"}
+        return web.json_response(result, headers=headers)
+
+    def _take_failure(self, method: str) -> _Failure | None:
+        queue = self._failures.get(method)
+        if not queue:
+            return None
+        failure = queue[0]
+        failure.remaining -= 1
+        if failure.remaining <= 0:
+            queue.pop(0)
+        return failure
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"http://127.0.0.1:{self._port}/", "team": "Fake Team",
+                "user": self.bot_name, "team_id": self.team_id, "user_id": self.bot_user_id,
+                "bot_id": self.bot_id, "is_enterprise_install": False}
+
+    def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        text = str(params.get("text") or "")
+        if not text:
+            return {"ok": False, "error": "no_text"}
+        if len(text) > MAX_TEXT_CHARS:
+            return {"ok": False, "error": "msg_too_long"}
+        ts = self.next_ts()
+        message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
+                   "text": text, "ts": ts}
+        if params.get("thread_ts"):
+            message["thread_ts"] = params["thread_ts"]
+        return {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(str(params.get("user")))
+        return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+
+    def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self.channels.get(str(params.get("channel")))
+        if channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": channel}
+
+    def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket?ticket=fake"}
+
+
+@asynccontextmanager
+async def slack_rig(
+    sqlite_url: str, *, mode: str = "http",
+    events_factory: Callable[[ConversationStore], RecordingEvents] = RecordingEvents,
+    **overrides: Any,
+) -> AsyncIterator[tuple[FakeSlack, SlackChannel, RecordingEvents]]:
+    """A started `SlackChannel` on a `FakeSlack`, delivering to `RecordingEvents` on SQLite.
+
+    The workspace has Alice (`U0ALICE`) and `#general` (`C0GENERAL`); `overrides` go to the
+    channel's constructor, `events_factory` builds the events from the store.
+    """
+    async with FakeSlack() as fake, SqlConversationStore(sqlite_url) as store:
+        fake.add_user("U0ALICE", display_name="Alice")
+        fake.add_channel("C0GENERAL", name="general")
+        channel = SlackChannel(**{**fake.channel_settings(mode=mode), **overrides})
+        events = events_factory(store)
+        await channel.start(events)
+        try:
+            yield fake, channel, events
+        finally:
+            await channel.stop()

@@ -1,0 +1,390 @@
+"""The Slack channel: Events API over HTTP or Socket Mode through slack-bolt, replies in threads.
+
+Only `message` events are handled. A post that mentions the bot arrives twice, once as
+`message` and once as `app_mention`; handling both is the classic double reply. `message`
+is the one that also covers DMs, thread replies and posts without a mention, and its text
+carries the `<@U...>` markup, so `app_mention` is acknowledged and dropped.
+
+Slack acknowledgement: bolt acks each event before any work runs (`process_before_response`
+off) and our handler only deduplicates on `event_id` (Slack retries a delivery it thinks was
+late, with the same `event_id`) and starts a task, so the 3-second deadline is never missed.
+In HTTP mode bolt checks every request's signature with the signing secret and refuses
+timestamps more than 5 minutes old (401, nothing reaches the events).
+
+Replies: a message inside a thread is answered in that thread; a top-level channel message is
+answered in a new thread under it (`reply_in_thread=True`, the default) or in the channel
+(`reply_in_thread=False`); a top-level DM is answered in the DM itself. Text is escaped as
+Slack asks, then split under `max_message_chars` (well under Slack's 40,000 hard limit, for
+readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's retry handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Coroutine
+from typing import Any, Literal
+
+import aiohttp
+import structlog
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.slack_directory import SlackDirectory
+from threadline.channels.slack_events import (
+    CHANNEL_TYPE,
+    SlackDeletion,
+    SlackEdit,
+    SlackPost,
+    classify,
+    escape_outgoing,
+    mentioned_user_ids,
+    names_to_look_up,
+    render_mentions,
+    to_stored_message,
+)
+from threadline.channels.text import split_text
+from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
+from threadline.history.model import StoredMessage
+
+log = structlog.get_logger("threadline.channels.slack")
+
+SlackMode = Literal["http", "socket"]
+PERMANENT_ERRORS = frozenset({
+    "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
+    "account_inactive", "token_revoked", "no_permission", "restricted_action",
+})
+_AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked",
+                          "not_allowed_token_type"})
+# Scopes without which the bot is silent somewhere, and what the user would see.
+_NEEDED_SCOPES = {
+    "chat:write": "cannot post any reply",
+    "channels:history": "will not receive messages from public channels",
+    "groups:history": "will not receive messages from private channels",
+    "im:history": "will not receive direct messages",
+    "users:read": "will show user ids instead of display names",
+}
+
+
+class RecentIds:
+    """A bounded memory of recently seen ids, to drop redelivered events."""
+
+    def __init__(self, *, size: int = 10_000) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def seen(self, key: str) -> bool:
+        """True if `key` was seen before; remembers it either way."""
+        if key in self._ids:
+            self._ids.move_to_end(key)
+            return True
+        self._ids[key] = None
+        if len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+        return False
+
+
+class SlackChannel(Channel):
+    """One Slack app (bot token) in one workspace, over the Events API or Socket Mode."""
+
+    channel_type = CHANNEL_TYPE
+    max_message_chars = 3900
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        name: str = "slack",
+        mode: SlackMode = "http",
+        signing_secret: str | None = None,
+        app_token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 3000,
+        path: str = "/slack/events",
+        api_base_url: str | None = None,
+        reply_in_thread: bool = True,
+        agent_name_as_username: bool = False,
+        allow_bots: bool = False,
+        rate_limit_retries: int = 5,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
+        where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
+        agent's name, which needs the `chat:write.customize` scope."""
+        super().__init__(name=name, allow_bots=allow_bots)
+        where = f"Slack channel {name!r}"
+        if not bot_token:
+            raise ConfigError(f"{where}: bot_token is empty; set it to the app's xoxb- token")
+        if mode not in ("http", "socket"):
+            raise ConfigError(f"{where}: mode must be 'http' or 'socket', got {mode!r}")
+        if mode == "http" and not signing_secret:
+            raise ConfigError(f"{where}: HTTP mode needs signing_secret (Basic Information > "
+                              "App Credentials) so forged requests are refused")
+        if mode == "socket" and not app_token:
+            raise ConfigError(f"{where}: socket mode needs app_token (an xapp- app-level token "
+                              "with the connections:write scope)")
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{where}: port must be 0..65535, got {port}")
+        if not path.startswith("/"):
+            raise ConfigError(f"{where}: path must start with '/', got {path!r}")
+        self.mode = mode
+        self.reply_in_thread = reply_in_thread
+        self.agent_name_as_username = agent_name_as_username
+        self._bot_token = bot_token
+        self._signing_secret = signing_secret or ""
+        self._app_token = app_token or ""
+        self._host, self._port, self._path = host, port, path
+        self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
+        self._rate_limit_retries = rate_limit_retries
+        self._connect_timeout = connect_timeout
+        self._recent = RecentIds()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._events: ChannelEvents | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._directory: SlackDirectory | None = None
+        self._runner: web.AppRunner | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._team_id = ""
+        self._own_ids: frozenset[str] = frozenset()
+        self._log = log.bind(channel=name)
+
+    @property
+    def events_url(self) -> str:
+        """Where HTTP mode receives events (with the port actually bound), once started."""
+        if self._runner is None:
+            raise ChannelError(f"Slack channel {self.name!r} is not serving HTTP; start() it "
+                               "in mode 'http' first")
+        host, port = self._runner.addresses[0][:2]
+        return f"http://{host}:{port}{self._path}"
+
+    async def start(self, events: ChannelEvents) -> None:
+        if self._session is not None:
+            raise ChannelError(f"Slack channel {self.name!r} is already started")
+        self._events = events
+        self._closing = False
+        self._session = aiohttp.ClientSession()
+        self._client = AsyncWebClient(
+            token=self._bot_token, base_url=self._api_base_url, session=self._session,
+            retry_handlers=[
+                AsyncRateLimitErrorRetryHandler(max_retry_count=self._rate_limit_retries),
+                AsyncConnectionErrorRetryHandler(),
+                AsyncServerErrorRetryHandler(),
+            ],
+        )
+        self._directory = SlackDirectory(self._client)
+        try:
+            await self._learn_identity(self._client)
+            app = self._build_app(self._client)
+            if self.mode == "http":
+                await self._serve_http(app)
+            else:
+                await self._connect_socket(app, self._client)
+        except BaseException:
+            await self.stop()
+            raise
+        self._log.info("slack_channel_started", mode=self.mode, team_id=self._team_id,
+                       bot_user_id=self.identity.user_id if self.identity else None)
+
+    async def stop(self) -> None:
+        if self._session is None:
+            return
+        self._closing = True
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        while self._tasks:  # handlers may still be replying; let them finish
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._session.close()
+        self._session = self._client = self._directory = None
+
+    async def check(self) -> list[str]:
+        """Missing OAuth scopes that would leave the bot deaf or mute somewhere.
+
+        Event subscriptions cannot be read through the Web API; if the bot hears nothing in
+        channels, check that the app subscribes to `message.channels`, `message.groups` and
+        `message.im` (Event Subscriptions > Subscribe to bot events).
+        """
+        client = self._require_client()
+        response = await client.auth_test()
+        granted_header = response.headers.get("x-oauth-scopes")
+        if granted_header is None:
+            return []
+        granted = {s.strip() for s in str(granted_header).split(",")}
+        return [
+            f"Slack channel {self.name!r}: the bot token lacks the {scope!r} scope, so the bot "
+            f"{effect}; add it under OAuth & Permissions and reinstall the app."
+            for scope, effect in _NEEDED_SCOPES.items() if scope not in granted
+        ]
+
+    async def send_reply(
+        self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
+    ) -> list[str]:
+        client = self._require_client()
+        meta = inbound.metadata
+        if meta.channel_type != CHANNEL_TYPE or not meta.channel_id:
+            raise ChannelPermanentError(
+                f"Slack channel {self.name!r} cannot reply in conversation "
+                f"{inbound.conversation_id!r}: the message came from {meta.channel_type!r}, "
+                "not from Slack")
+        thread_ts = meta.thread_id
+        if thread_ts is None and self.reply_in_thread and inbound.scope != "dm":
+            thread_ts = meta.message_id
+        username = agent_name if self.agent_name_as_username else None
+        parts = split_text(escape_outgoing(text), self.max_message_chars)
+        posted: list[str] = []
+        for part in parts:
+            try:
+                response = await client.chat_postMessage(
+                    channel=meta.channel_id, text=part, thread_ts=thread_ts, username=username)
+            except SlackApiError as error:
+                raise self._reply_error(inbound, error, posted=len(posted),
+                                        total=len(parts)) from error
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise ChannelError(
+                    f"Slack channel {self.name!r}: posting to conversation "
+                    f"{inbound.conversation_id!r} failed after {len(posted)} of {len(parts)} "
+                    f"parts: {error!r}") from error
+            posted.append(str(response["ts"]))
+        return posted
+
+    def _reply_error(
+        self, inbound: StoredMessage, error: SlackApiError, *, posted: int, total: int
+    ) -> ChannelError:
+        code = str(error.response.get("error", "unknown_error"))
+        where = (f"Slack channel {self.name!r}: chat.postMessage to conversation "
+                 f"{inbound.conversation_id!r} failed with {code!r} after {posted} of {total} "
+                 "parts were posted")
+        self._log.error("slack_reply_failed", conversation_id=inbound.conversation_id,
+                        error=code, posted=posted, total=total)
+        if code in PERMANENT_ERRORS:
+            return ChannelPermanentError(f"{where}; retrying cannot help (invite the bot to the "
+                                         "channel, or check the token)")
+        return ChannelError(f"{where}; it may succeed later")
+
+    def _require_client(self) -> AsyncWebClient:
+        if self._client is None:
+            raise ChannelError(f"Slack channel {self.name!r} is not started; call start() first")
+        return self._client
+
+    async def _learn_identity(self, client: AsyncWebClient) -> None:
+        try:
+            auth = await client.auth_test()
+        except SlackApiError as error:
+            code = error.response.get("error")
+            if code in _AUTH_ERRORS:
+                raise ChannelAuthError(
+                    f"Slack channel {self.name!r}: auth.test rejected bot_token ({code}); "
+                    "copy the Bot User OAuth Token (xoxb-) again") from error
+            raise ChannelError(f"Slack channel {self.name!r}: auth.test failed ({code})") from error
+        except aiohttp.ClientError as error:
+            raise ChannelError(f"Slack channel {self.name!r}: cannot reach the Slack Web API at "
+                               f"{self._api_base_url} ({error!r}); check api_base_url") from error
+        user_id = str(auth["user_id"])
+        bot_id = auth.get("bot_id")
+        self._team_id = str(auth.get("team_id") or "")
+        self._own_ids = frozenset(i for i in (user_id, bot_id) if i)
+        assert self._directory is not None
+        names = await self._directory.user_names([user_id])
+        self.identity = BotIdentity(
+            user_id=user_id, username=auth.get("user"),
+            display_name=names[user_id] if names[user_id] != user_id else None,
+            extra_ids=(str(bot_id),) if bot_id else (),
+        )
+
+    def _build_app(self, client: AsyncWebClient) -> AsyncApp:
+        app = AsyncApp(client=client, signing_secret=self._signing_secret,
+                       request_verification_enabled=True, process_before_response=False,
+                       name=f"threadline-{self.name}")
+        app.event("message")(self._on_message_event)
+        app.event("app_mention")(self._drop_app_mention)
+        return app
+
+    async def _serve_http(self, app: AsyncApp) -> None:
+        async def receive(request: web.Request) -> web.Response:
+            response = await app.async_dispatch(await to_bolt_request(request))
+            return await to_aiohttp_response(response)
+
+        server = web.Application()
+        server.router.add_post(self._path, receive)
+        self._runner = web.AppRunner(server, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, self._port).start()
+
+    async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app
+        # token forever, and start() should fail with a clear error instead.
+        try:
+            opened = await client.apps_connections_open(app_token=self._app_token)
+        except SlackApiError as error:
+            code = error.response.get("error")
+            raise ChannelAuthError(
+                f"Slack channel {self.name!r}: apps.connections.open rejected app_token "
+                f"({code}); use an xapp- token with the connections:write scope") from error
+        self._socket = AsyncSocketModeHandler(app, app_token=self._app_token, web_client=client)
+        self._socket.client.wss_uri = str(opened["url"])
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                await self._socket.connect_async()
+        except TimeoutError as error:
+            raise ChannelError(f"Slack channel {self.name!r}: no Socket Mode connection after "
+                               f"{self._connect_timeout:.0f} s") from error
+
+    async def _drop_app_mention(self) -> None:
+        """Acked by bolt and ignored: the same post also arrives as a `message` event."""
+
+    async def _on_message_event(self, body: dict[str, Any]) -> None:
+        if self._closing:
+            return
+        event_id = body.get("event_id")
+        if event_id and self._recent.seen(str(event_id)):
+            self._log.debug("slack_duplicate_event", event_id=event_id)
+            return
+        self._spawn(self._handle(body))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, body: dict[str, Any]) -> None:
+        events, directory = self._events, self._directory
+        if events is None or directory is None:
+            return
+        change = classify(body.get("event") or {}, team_id=str(body.get("team_id") or
+                                                                self._team_id),
+                          own_ids=self._own_ids, allow_bots=self.allow_bots)
+        if change is None:
+            return
+        bound = self._log.bind(conversation_id=change.conversation_id,
+                               event_id=body.get("event_id"))
+        try:
+            if isinstance(change, SlackPost):
+                names = await directory.user_names(names_to_look_up(change))
+                channel_name = (None if change.scope == "dm"
+                                else await directory.channel_name(change.channel_id))
+                message = to_stored_message(change, names=names, channel_name=channel_name)
+                await events.on_message(message, self)
+            elif isinstance(change, SlackEdit):
+                names = await directory.user_names(mentioned_user_ids(change.text))
+                await events.on_edit(change.conversation_id, change.stored_id,
+                                     render_mentions(change.text, names))
+            elif isinstance(change, SlackDeletion):
+                await events.on_delete(change.conversation_id, change.stored_id)
+        except Exception:
+            # A background task: nobody else would see this error, so it is logged whole.
+            bound.exception("slack_event_failed", change=type(change).__name__)
