@@ -1,0 +1,125 @@
+"""A deterministic, network-free model that exercises the whole agent loop (demo and tests).
+
+Every reply starts with "[offline model]", so nobody mistakes it for a real model. Given the
+same request it always gives the same response. What it does, in order:
+
+1. Right after a `conversation_search` round (the newest prompt turn is its own assistant turn
+   carrying that tool's result), it answers by quoting the result line that shares the most
+   words with the question (never the question itself), or says the search found nothing.
+2. When the newest user text says "ask @Name ...", it replies "@Name ..." with the rest of the
+   request, so multi-agent hops can be tested.
+3. When the newest user text looks like recall ("what did I say about ...", "remember",
+   "earlier", "before", or any question mark) and a `conversation_search` tool is offered, it
+   calls that tool with the question's key words (stop words dropped) and a limit of 3.
+4. Otherwise it says how many prompt turns it saw and quotes the newest user text.
+
+The newest user text is the last paragraph of the last user turn, without the speaker label
+("Ana: ") that the projection puts in front of other participants' turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
+from threadline.history.model import ToolCall
+from threadline.history.prompt import PromptMessage
+from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, stem_words
+from threadline.history.tokens import default_counter
+
+SEARCH_TOOL = "conversation_search"
+LABEL = "[offline model]"
+MODEL_NAME = "offline"
+_QUOTE_LIMIT = 300
+
+_RECALL = re.compile(
+    r"\b(what did (i|we|you) (say|tell|mention)|remember|recall|earlier|before|previously|"
+    r"last time|did i (say|tell|mention))\b",
+    re.IGNORECASE,
+)
+# Words that ask for recall but say nothing about what to find.
+_RECALL_WORDS = frozenset({"earlier", "before", "previously", "recall", "mention", "mentioned",
+                           "last", "time", "again", "ago"})
+_ASK = re.compile(r"\bask\s+@([\w.-]+)[,:]?\s*(.*)", re.IGNORECASE | re.DOTALL)
+_SPEAKER_LABEL = re.compile(r"^[^:\n]{1,80}: ")
+_RESULT_LINE = re.compile(r"^\[[^\]]*\] [^:\n]{1,80}: (.*)$")
+
+
+class OfflineModel:
+    """A `ModelProvider` that answers by fixed rules, without any network (see the module)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        question = newest_user_text(request.messages)
+        terms = SearchQuery.parse(question, stop_words=ENGLISH_STOP_WORDS | _RECALL_WORDS).terms
+        last = request.messages[-1] if request.messages else None
+        search = _search_result(last)
+        if search is not None:
+            return self._reply(request, _answer_from_search(question, terms, search))
+        asked = _ASK.search(question)
+        if asked:
+            rest = asked.group(2).strip() or "can you help with this?"
+            return self._reply(request, f"{LABEL} @{asked.group(1)} {rest}")
+        offered = any(spec.name == SEARCH_TOOL for spec in request.tools)
+        if offered and terms and (_RECALL.search(question) or "?" in question):
+            query = " ".join(terms)
+            digest = hashlib.sha256(f"{len(request.messages)}:{query}".encode()).hexdigest()
+            call = ToolCall(id=f"toolu_offline_{digest[:16]}", name=SEARCH_TOOL,
+                            input={"query": query, "limit": 3})
+            return self._reply(request, f"{LABEL} Let me search the conversation for: {query}",
+                               calls=(call,))
+        seen = sum(1 for m in request.messages if m.role != "system")
+        quoted = _shorten(question) if question else "(nothing yet)"
+        return self._reply(request, f"{LABEL} I read {seen} prompt turns. "
+                                    f"The newest message says: \"{quoted}\"")
+
+    def _reply(
+        self, request: ModelRequest, text: str, *, calls: tuple[ToolCall, ...] = ()
+    ) -> ModelResponse:
+        counter = default_counter()
+        prompt = [request.system, *(m.content for m in request.messages)]
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            stop_reason="tool_use" if calls else "end_turn",
+            usage=ModelUsage(input_tokens=sum(counter.count(p) for p in prompt),
+                             output_tokens=counter.count(text)),
+            model=MODEL_NAME,
+        )
+
+
+def newest_user_text(messages: Sequence[PromptMessage]) -> str:
+    """The last paragraph of the last user turn, without its speaker label."""
+    users = [m for m in messages if m.role == "user"]
+    if not users:
+        return ""
+    paragraph = users[-1].content.strip().split("\n\n")[-1].strip()
+    return _SPEAKER_LABEL.sub("", paragraph, count=1)
+
+
+def _search_result(message: PromptMessage | None) -> str | None:
+    if message is None or message.role != "assistant":
+        return None
+    results = [e.result.content for e in message.tool_exchanges if e.call.name == SEARCH_TOOL]
+    return results[-1] if results else None
+
+
+def _answer_from_search(question: str, terms: Sequence[str], result: str) -> str:
+    wanted = set(stem_words(" ".join(terms)))
+    best: tuple[int, str] | None = None
+    for line in result.splitlines():
+        match = _RESULT_LINE.match(line.strip())
+        if not match or match.group(1).strip() == question.strip():
+            continue
+        score = len(wanted & set(stem_words(match.group(1))))
+        if score and (best is None or score > best[0]):
+            best = (score, line.strip())
+    if best is None:
+        return f"{LABEL} I searched this conversation but found nothing earlier about that."
+    return f"{LABEL} Earlier in this conversation: \"{_shorten(best[1])}\""
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 3] + "..."
