@@ -1,0 +1,525 @@
+"""A small Discord on 127.0.0.1: the REST routes and the gateway websocket discord.py uses.
+
+    async with FakeDiscord() as fake:
+        guild = fake.add_guild(name="Lab")
+        general = fake.add_text_channel(guild, name="general")
+        channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                 gateway_url=fake.gateway_url, guild_ready_timeout=0.05)
+        await channel.start(events)
+        await fake.deliver_message(general, author=fake.add_user("ada"), content="hi")
+        await fake.wait_for_posts(1)
+        fake.posts  # JSON bodies of the messages the bot posted, in order
+
+It speaks the wire protocol as discord.py expects it: JSON answered with exactly
+`application/json`, optional fields left out rather than null, `Via` on 429s; the gateway sends
+HELLO, answers heartbeats, answers IDENTIFY with READY and one GUILD_CREATE per guild,
+dispatches events with increasing `s`, compresses with zlib-stream or zstd-stream when asked,
+answers RESUME with INVALID_SESSION (so clients identify again), and closes with 4004 for a wrong
+token and 4014 when a privileged intent was asked for but not granted. Like Discord, the bot's
+own posts are dispatched back to it as MESSAGE_CREATE. Every REST call is recorded in `calls`;
+`fail_next` injects 429s, 403s and 404s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+import time
+import zlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Self
+
+from aiohttp import WSMsgType, web
+
+from threadline.channels.base import ChannelEvents
+from threadline.channels.discord_channel import DiscordChannel
+
+DISCORD_EPOCH_MS = 1_420_070_400_000
+MESSAGE_CONTENT_INTENT = 1 << 15
+PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT
+APP_FLAG_MESSAGE_CONTENT = 1 << 19
+TEXT, DM, PUBLIC_THREAD = 0, 1, 11
+
+Json = dict[str, Any]
+
+
+@dataclass
+class RecordedCall:
+    """One REST request the fake received."""
+
+    method: str
+    path: str
+    json: Any
+    status: int
+    authorization: str | None
+
+
+@dataclass
+class Failure:
+    """An injected answer for the next `times` requests matching method and path pattern."""
+
+    method: str
+    path: re.Pattern[str]
+    status: int
+    times: int
+    retry_after: float
+    is_global: bool
+    code: int
+
+
+@dataclass
+class FakeUser:
+    id: str
+    username: str
+    global_name: str | None = None
+    bot: bool = False
+
+    def payload(self) -> Json:
+        data: Json = {"id": self.id, "username": self.username, "discriminator": "0",
+                      "avatar": None}
+        if self.global_name:
+            data["global_name"] = self.global_name
+        if self.bot:
+            data["bot"] = True
+        return data
+
+
+@dataclass
+class FakeGuild:
+    id: str
+    name: str
+    channels: list[Json] = field(default_factory=list)
+    threads: list[Json] = field(default_factory=list)
+    roles: list[Json] = field(default_factory=list)
+    members: dict[str, Json] = field(default_factory=dict)
+
+
+class _Session:
+    """One gateway connection: its socket, compression and sequence counter."""
+
+    def __init__(self, ws: web.WebSocketResponse, compression: str | None) -> None:
+        self.ws = ws
+        self.sequence = 0
+        self.identified = asyncio.Event()
+        self.intents = 0
+        self._compress: Callable[[bytes], bytes] | None = None
+        if compression == "zlib-stream":
+            stream = zlib.compressobj()
+            self._compress = lambda raw: stream.compress(raw) + stream.flush(zlib.Z_SYNC_FLUSH)
+        elif compression == "zstd-stream":
+            import zstandard
+
+            zstd = zstandard.ZstdCompressor().compressobj()
+            self._compress = lambda raw: zstd.compress(raw) + zstd.flush(
+                zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+
+    async def send(self, payload: Json) -> None:
+        raw = json.dumps(payload)
+        if self._compress is None:
+            await self.ws.send_str(raw)
+        else:
+            await self.ws.send_bytes(self._compress(raw.encode()))
+
+    async def dispatch(self, event: str, data: Json) -> None:
+        self.sequence += 1
+        await self.send({"op": 0, "t": event, "s": self.sequence, "d": data})
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # Exactly application/json: discord.py compares the header literally.
+    return web.Response(body=json.dumps(data).encode(), status=status,
+                        headers={"Content-Type": "application/json", **(headers or {})})
+
+
+class FakeDiscord:
+    """Discord's REST API and gateway for one bot, on a free port of 127.0.0.1."""
+
+    def __init__(self, *, token: str = "fake-bot-token", bot_name: str = "threadline",
+                 grant_message_content: bool = True, heartbeat_interval_ms: int = 41_250,
+                 echo_own_messages: bool = True) -> None:
+        self.token = token
+        self.grant_message_content = grant_message_content
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.echo_own_messages = echo_own_messages
+        self._ids = itertools.count(1)
+        self._last_snowflake = 0
+        self.application_id = self.snowflake()
+        self.bot = FakeUser(self.snowflake(), bot_name, bot=True)
+        self.guilds: dict[str, FakeGuild] = {}
+        # Every channel by id, with its guild (None for DMs): what REST and payloads look up.
+        self.channels: dict[str, tuple[FakeGuild | None, Json]] = {}
+        self.messages: dict[str, Json] = {}
+        self.calls: list[RecordedCall] = []
+        self.posts: list[Json] = []  # the bodies the bot posted, in order
+        self.posted: list[Json] = []  # the messages those posts created, as Discord answered
+        self.gateway_closes: list[int] = []
+        self._failures: list[Failure] = []
+        self._sessions: list[_Session] = []
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- server lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway_socket)
+        app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        for session in list(self._sessions):
+            await session.ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_base_url(self) -> str:
+        return f"{self.url}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    # -- world building --------------------------------------------------------------------
+
+    def snowflake(self) -> str:
+        """A fresh, increasing snowflake that encodes the current time like Discord's."""
+        now = ((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | (next(self._ids) & 0xFFF)
+        self._last_snowflake = max(now, self._last_snowflake + 1)
+        return str(self._last_snowflake)
+
+    def add_user(self, username: str, *, global_name: str | None = None,
+                 bot: bool = False) -> FakeUser:
+        return FakeUser(self.snowflake(), username, global_name, bot)
+
+    def add_guild(self, *, name: str = "Test server") -> FakeGuild:
+        guild = FakeGuild(self.snowflake(), name)
+        guild.roles.append({"id": guild.id, "name": "@everyone", "permissions": "1024"})
+        self.guilds[guild.id] = guild
+        self.add_member(guild, self.bot)
+        return guild
+
+    def add_member(self, guild: FakeGuild, user: FakeUser, *, nick: str | None = None,
+                   roles: tuple[str, ...] = ()) -> None:
+        member: Json = {"user": user.payload(), "roles": list(roles), "flags": 0,
+                        "joined_at": "2024-01-01T00:00:00+00:00", "deaf": False, "mute": False}
+        if nick:
+            member["nick"] = nick
+        guild.members[user.id] = member
+
+    def add_role(self, guild: FakeGuild, *, name: str, held_by_bot: bool = False,
+                 managed_for_bot: bool = False) -> str:
+        role: Json = {"id": self.snowflake(), "name": name, "permissions": "0", "position": 1}
+        if managed_for_bot:
+            role["managed"] = True
+            role["tags"] = {"bot_id": self.bot.id}
+        guild.roles.append(role)
+        if held_by_bot:
+            guild.members[self.bot.id]["roles"].append(role["id"])
+        return str(role["id"])
+
+    def add_text_channel(self, guild: FakeGuild, *, name: str) -> str:
+        channel = {"id": self.snowflake(), "type": TEXT, "guild_id": guild.id, "name": name,
+                   "position": len(guild.channels), "permission_overwrites": []}
+        guild.channels.append(channel)
+        self.channels[str(channel["id"])] = (guild, channel)
+        return str(channel["id"])
+
+    def add_thread(self, guild: FakeGuild, *, parent_id: str, name: str, owner: FakeUser,
+                   announce: bool = True) -> str:
+        """A public thread; listed in GUILD_CREATE unless `announce` is False (then only a
+        REST fetch of the channel knows it, as for a thread the client never saw created)."""
+        thread = {"id": self.snowflake(), "type": PUBLIC_THREAD, "guild_id": guild.id,
+                  "parent_id": parent_id, "owner_id": owner.id, "name": name,
+                  "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
+                  "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                      "archive_timestamp": _timestamp(), "locked": False}}
+        if announce:
+            guild.threads.append(thread)
+        self.channels[str(thread["id"])] = (guild, thread)
+        return str(thread["id"])
+
+    def add_dm(self, user: FakeUser) -> str:
+        channel = {"id": self.snowflake(), "type": DM, "recipients": [user.payload()]}
+        self.channels[str(channel["id"])] = (None, channel)
+        return str(channel["id"])
+
+    def fail_next(self, method: str, path: str, *, status: int, times: int = 1,
+                  retry_after: float = 0.05, is_global: bool = False, code: int = 0) -> None:
+        """Answer the next `times` requests to `path` (a regex) with `status` instead."""
+        self._failures.append(Failure(method.upper(), re.compile(path), status, times,
+                                      retry_after, is_global, code))
+
+    # -- gateway events --------------------------------------------------------------------
+
+    def message_payload(self, channel_id: str, *, author: FakeUser, content: str,
+                        message_id: str | None = None, reply_to: str | None = None,
+                        mentions: tuple[FakeUser, ...] = (),
+                        mention_roles: tuple[str, ...] = ()) -> Json:
+        """A MESSAGE_CREATE payload as Discord sends it for a message in `channel_id`."""
+        guild = self._guild_of(channel_id)
+        message: Json = {
+            "id": message_id or self.snowflake(), "channel_id": channel_id,
+            "author": author.payload(), "content": content, "timestamp": _timestamp(),
+            "edited_timestamp": None, "tts": False, "mention_everyone": False,
+            "mentions": [self._mention(guild, user) for user in mentions],
+            "mention_roles": list(mention_roles), "attachments": [], "embeds": [],
+            "pinned": False, "type": 0, "flags": 0,
+        }
+        if guild is not None:
+            message["guild_id"] = guild.id
+            member = guild.members.get(author.id)
+            if member is not None:
+                message["member"] = {k: v for k, v in member.items() if k != "user"}
+        if reply_to is not None:
+            message["type"] = 19
+            message["message_reference"] = {"message_id": reply_to, "channel_id": channel_id}
+            if guild is not None:
+                message["message_reference"]["guild_id"] = guild.id
+            if reply_to in self.messages:
+                message["referenced_message"] = self.messages[reply_to]
+        return message
+
+    async def deliver_message(self, channel_id: str, *, author: FakeUser, content: str,
+                              **options: Any) -> Json:
+        """Dispatch a new message to every connected bot session; returns its payload."""
+        message = self.message_payload(channel_id, author=author, content=content, **options)
+        await self.deliver("MESSAGE_CREATE", message)
+        return message
+
+    async def deliver_edit(self, message: Json, content: str) -> Json:
+        edited = {**message, "content": content, "edited_timestamp": _timestamp()}
+        await self.deliver("MESSAGE_UPDATE", edited)
+        return edited
+
+    async def deliver_delete(self, message: Json) -> None:
+        data = {"id": message["id"], "channel_id": message["channel_id"]}
+        if "guild_id" in message:
+            data["guild_id"] = message["guild_id"]
+        await self.deliver("MESSAGE_DELETE", data)
+
+    async def deliver(self, event: str, data: Json) -> None:
+        """Dispatch any event (again, for a duplicate delivery) to every identified session."""
+        if event == "MESSAGE_CREATE":
+            self.messages[data["id"]] = data
+        for session in list(self._sessions):
+            await session.identified.wait()
+            await session.dispatch(event, data)
+
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Wait until `condition()` holds after some request; fails after 5 s, not hanging."""
+        async with asyncio.timeout(5.0), self._changed:
+            await self._changed.wait_for(condition)
+
+    async def wait_for_posts(self, count: int) -> list[Json]:
+        await self.wait_until(lambda: len(self.posts) >= count)
+        return self.posts
+
+    def calls_to(self, method: str, path: str) -> list[RecordedCall]:
+        pattern = re.compile(path)
+        return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _guild_of(self, channel_id: str) -> FakeGuild | None:
+        return self.channels.get(channel_id, (None, {}))[0]
+
+    def _mention(self, guild: FakeGuild | None, user: FakeUser) -> Json:
+        data = user.payload()
+        member = guild.members.get(user.id) if guild is not None else None
+        if member is not None:
+            data["member"] = {k: v for k, v in member.items() if k != "user"}
+        return data
+
+    def _guild_create(self, guild: FakeGuild) -> Json:
+        return {"id": guild.id, "name": guild.name, "unavailable": False, "large": False,
+                "owner_id": self.bot.id, "member_count": len(guild.members),
+                "joined_at": "2024-01-01T00:00:00+00:00", "roles": guild.roles,
+                "channels": guild.channels, "threads": guild.threads,
+                "members": list(guild.members.values()), "emojis": [], "stickers": [],
+                "features": [], "voice_states": [], "presences": []}
+
+    async def _gateway_socket(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        session = _Session(ws, request.query.get("compress"))
+        self._sessions.append(session)
+        try:
+            await session.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}})
+            async for frame in ws:
+                if frame.type is not WSMsgType.TEXT:
+                    break
+                await self._gateway_op(session, json.loads(frame.data))
+        finally:
+            self._sessions.remove(session)
+        return ws
+
+    async def _gateway_op(self, session: _Session, payload: Json) -> None:
+        op, data = payload.get("op"), payload.get("d")
+        if op == 1:
+            await session.send({"op": 11})
+        elif op == 6:  # RESUME: sessions are not kept, so the client must identify again
+            await session.send({"op": 9, "d": False})
+        elif op == 2:
+            if data["token"] != self.token:
+                await self._close(session, 4004)
+                return
+            session.intents = int(data.get("intents", 0))
+            if session.intents & MESSAGE_CONTENT_INTENT and not self.grant_message_content:
+                await self._close(session, 4014)
+                return
+            ready: Json = {
+                "v": 10, "user": self.bot.payload(), "session_id": f"session-{self.snowflake()}",
+                "resume_gateway_url": self.gateway_url, "private_channels": [],
+                "guilds": [{"id": g, "unavailable": True} for g in self.guilds],
+                "application": {"id": self.application_id, "flags": self._application_flags()},
+            }
+            if "shard" in data:
+                ready["shard"] = data["shard"]
+            await session.dispatch("READY", ready)
+            for guild in self.guilds.values():
+                await session.dispatch("GUILD_CREATE", self._guild_create(guild))
+            session.identified.set()
+
+    async def _close(self, session: _Session, code: int) -> None:
+        self.gateway_closes.append(code)
+        await session.ws.close(code=code)
+
+    def _application_flags(self) -> int:
+        return APP_FLAG_MESSAGE_CONTENT if self.grant_message_content else 0
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["path"]
+        body = await request.json() if request.can_read_body else None
+        response = self._answer(request.method, path, body, request.headers.get("Authorization"))
+        self.calls.append(RecordedCall(request.method, path, body, response.status,
+                                       request.headers.get("Authorization")))
+        posted = response.status == 200 and request.method == "POST" and path.endswith("/messages")
+        if posted and self.echo_own_messages:
+            await self.deliver("MESSAGE_CREATE", json.loads(response.body))  # type: ignore[arg-type]
+        async with self._changed:
+            self._changed.notify_all()
+        return response
+
+    def _answer(self, method: str, path: str, body: Any, auth: str | None) -> web.Response:
+        if auth != f"Bot {self.token}":
+            return _json({"message": "401: Unauthorized", "code": 0}, 401)
+        for failure in self._failures:
+            if failure.times > 0 and failure.method == method and failure.path.fullmatch(path):
+                failure.times -= 1
+                return self._failure_response(failure)
+        if method == "GET" and path == "/users/@me":
+            return _json(self.bot.payload())
+        if method == "GET" and path == "/oauth2/applications/@me":
+            return _json({"id": self.application_id, "name": self.bot.username,
+                          "description": "", "icon": None, "bot_public": True,
+                          "bot_require_code_grant": False, "verify_key": "0" * 64,
+                          "owner": self.add_user("owner").payload(),
+                          "flags": self._application_flags(),
+                          "approximate_guild_count": len(self.guilds)})
+        if method == "GET" and path in ("/gateway", "/gateway/bot"):
+            return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": {
+                "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
+        match = re.fullmatch(r"/channels/(\d+)(/messages)?", path)
+        if match and method == "GET" and not match[2]:
+            return self._channel(match[1])
+        if match and method == "POST" and match[2]:
+            return self._post_message(match[1], body)
+        return _json({"message": "404: Not Found", "code": 0}, 404)
+
+    def _channel(self, channel_id: str) -> web.Response:
+        if channel_id in self.channels:
+            return _json(self.channels[channel_id][1])
+        return _json({"message": "Unknown Channel", "code": 10003}, 404)
+
+    def _post_message(self, channel_id: str, body: Json) -> web.Response:
+        if channel_id not in self.channels:
+            return _json({"message": "Unknown Channel", "code": 10003}, 404)
+        content = body.get("content") or ""
+        if len(content) > 2000:
+            return _json({"message": "Invalid Form Body", "code": 50035, "errors": {
+                "content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                                         "message": "Must be 2000 or fewer in length."}]}}}, 400)
+        reference = body.get("message_reference")
+        message = self.message_payload(
+            channel_id, author=self.bot, content=content,
+            reply_to=str(reference["message_id"]) if reference else None)
+        self.posts.append(body)
+        self.posted.append(message)
+        self.messages[message["id"]] = message
+        return _json(message)
+
+    def _failure_response(self, failure: Failure) -> web.Response:
+        if failure.status == 429:
+            return _json(
+                {"message": "You are being rate limited.", "retry_after": failure.retry_after,
+                 "global": failure.is_global},
+                429,
+                {"Via": "1.1 google", "Retry-After": str(max(1, round(failure.retry_after))),
+                 "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0",
+                 "X-RateLimit-Reset-After": str(failure.retry_after),
+                 "X-RateLimit-Bucket": "fake-bucket",
+                 "X-RateLimit-Scope": "global" if failure.is_global else "user"})
+        messages = {403: "Missing Permissions", 404: "Unknown Channel"}
+        codes = {403: 50013, 404: 10003}
+        return _json({"message": messages.get(failure.status, "Error"),
+                      "code": failure.code or codes.get(failure.status, 0)}, failure.status)
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class DiscordWorld:
+    """A server with #general, two people and a bot neighbour: what most scenarios need."""
+
+    fake: FakeDiscord
+    guild: FakeGuild
+    general: str
+    ada: FakeUser
+    bob: FakeUser
+    other_bot: FakeUser
+
+    @classmethod
+    def build(cls, fake: FakeDiscord) -> DiscordWorld:
+        guild = fake.add_guild(name="Lab")
+        general = fake.add_text_channel(guild, name="general")
+        ada = fake.add_user("ada", global_name="Ada Lovelace")
+        bob = fake.add_user("bob")
+        other_bot = fake.add_user("otherbot", bot=True)
+        fake.add_member(guild, ada, nick="Ada")
+        fake.add_member(guild, bob)
+        fake.add_member(guild, other_bot)
+        return cls(fake, guild, general, ada, bob, other_bot)
+
+
+@contextlib.asynccontextmanager
+async def started_channel(fake: FakeDiscord, events: ChannelEvents,
+                          **options: Any) -> AsyncIterator[DiscordChannel]:
+    """A DiscordChannel pointed at `fake`, started with `events`, stopped afterwards."""
+    options = {"token": fake.token, "api_base_url": fake.api_base_url,
+               "gateway_url": fake.gateway_url, "guild_ready_timeout": 0.02, **options}
+    channel = DiscordChannel(**options)
+    await channel.start(events)
+    try:
+        yield channel
+    finally:
+        await channel.stop()
