@@ -108,3 +108,23 @@ async def test_user_names_are_looked_up_once_for_many_messages(rig: Rig) -> None
     looked_up = [c.params["user"] for c in fake.calls_to("users.info")]
     assert looked_up.count("U0ALICE") == 1
     assert len(fake.calls_to("conversations.info")) == 1
+
+
+async def test_turns_of_one_conversation_are_stored_in_arrival_order(rig: Rig) -> None:
+    fake, channel, events = rig
+    await fake.deliver_event(channel.events_url, fake.message_event("warm Alice's name"))
+    await events.next_inbound()
+    fake.add_user("U0BOB", display_name="Bob")
+    gate = fake.hold("users.info")
+
+    first = fake.message_event("Bob first (his name is being looked up)", user="U0BOB")
+    second = fake.message_event("Alice second (her name is cached)")
+    await fake.deliver_event(channel.events_url, first)
+    await fake.deliver_event(channel.events_url, second)
+    await fake.wait_for_calls("users.info", 3)  # bot, Alice, then Bob: held
+    gate.set()
+
+    arrived = [await events.next_inbound(), await events.next_inbound()]
+    stored = await events.store.get("slack:T0FAKE:C0GENERAL")
+    assert [m.metadata.message_id for m in arrived] == [first["ts"], second["ts"]]
+    assert [m.metadata.message_id for m in stored[1:]] == [first["ts"], second["ts"]]

@@ -13,7 +13,7 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Web API at `/api/<method>` (JSON, form or query parameters, as slack_sdk sends them):
   `auth.test`, `chat.postMessage`, `users.info`, `conversations.info`, `apps.connections.open`.
   Every call is recorded in `calls`; `fail(...)` makes the next calls of a method answer 429
-  with Retry-After or a Slack error code.
+  with Retry-After or a Slack error code; `hold(...)` keeps a method's answers waiting.
 - Events API: `deliver_event` POSTs an `event_callback` to the app signed with the signing
   secret (or a wrong one), optionally with `X-Slack-Retry-Num`; `verify_url` sends the
   `url_verification` challenge.
@@ -107,6 +107,7 @@ class FakeSlack:
         self.calls: list[ApiCall] = []
         self.socket_acks: list[dict[str, Any]] = []
         self._failures: dict[str, list[_Failure]] = {}
+        self._holds: dict[str, asyncio.Event] = {}
         self._changed = asyncio.Condition()
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -175,6 +176,10 @@ class FakeSlack:
             status = 429
         self._failures.setdefault(method, []).append(
             _Failure(error=error, status=status, retry_after=retry_after, remaining=times))
+
+    def hold(self, method: str) -> asyncio.Event:
+        """Keep answers to `method` waiting until the returned event is set."""
+        return self._holds.setdefault(method, asyncio.Event())
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
@@ -328,6 +333,8 @@ class FakeSlack:
         async with self._changed:
             self.calls.append(ApiCall(method=method, params=params, token=token))
             self._changed.notify_all()
+        if method in self._holds:
+            await self._holds[method].wait()
         headers = {"x-oauth-scopes": ",".join(self.scopes)}
         failure = self._take_failure(method)
         if failure is not None:

@@ -21,7 +21,6 @@ readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's r
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Coroutine
 from typing import Any, Literal
 
@@ -43,7 +42,7 @@ from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.slack_directory import SlackDirectory
 from threadline.channels.slack_events import (
     CHANNEL_TYPE,
-    SlackDeletion,
+    SlackChange,
     SlackEdit,
     SlackPost,
     classify,
@@ -53,6 +52,7 @@ from threadline.channels.slack_events import (
     render_mentions,
     to_stored_message,
 )
+from threadline.channels.slack_intake import ConversationOrder, RecentIds
 from threadline.channels.text import split_text
 from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
 from threadline.history.model import StoredMessage
@@ -74,24 +74,6 @@ _NEEDED_SCOPES = {
     "im:history": "will not receive direct messages",
     "users:read": "will show user ids instead of display names",
 }
-
-
-class RecentIds:
-    """A bounded memory of recently seen ids, to drop redelivered events."""
-
-    def __init__(self, *, size: int = 10_000) -> None:
-        self._size = size
-        self._ids: OrderedDict[str, None] = OrderedDict()
-
-    def seen(self, key: str) -> bool:
-        """True if `key` was seen before; remembers it either way."""
-        if key in self._ids:
-            self._ids.move_to_end(key)
-            return True
-        self._ids[key] = None
-        if len(self._ids) > self._size:
-            self._ids.popitem(last=False)
-        return False
 
 
 class SlackChannel(Channel):
@@ -148,6 +130,7 @@ class SlackChannel(Channel):
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
         self._recent = RecentIds()
+        self._order = ConversationOrder()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self._events: ChannelEvents | None = None
@@ -362,13 +345,16 @@ class SlackChannel(Channel):
         task.add_done_callback(self._tasks.discard)
 
     async def _handle(self, body: dict[str, Any]) -> None:
+        # No await before `run`: tasks start in arrival order and must queue in that order.
+        team_id = str(body.get("team_id") or self._team_id)
+        change = classify(body.get("event") or {}, team_id=team_id, own_ids=self._own_ids,
+                          allow_bots=self.allow_bots)
+        if change is not None:
+            await self._order.run(change.conversation_id, self._deliver(change, body))
+
+    async def _deliver(self, change: SlackChange, body: dict[str, Any]) -> None:
         events, directory = self._events, self._directory
         if events is None or directory is None:
-            return
-        change = classify(body.get("event") or {}, team_id=str(body.get("team_id") or
-                                                                self._team_id),
-                          own_ids=self._own_ids, allow_bots=self.allow_bots)
-        if change is None:
             return
         bound = self._log.bind(conversation_id=change.conversation_id,
                                event_id=body.get("event_id"))
@@ -383,7 +369,7 @@ class SlackChannel(Channel):
                 names = await directory.user_names(mentioned_user_ids(change.text))
                 await events.on_edit(change.conversation_id, change.stored_id,
                                      render_mentions(change.text, names))
-            elif isinstance(change, SlackDeletion):
+            else:
                 await events.on_delete(change.conversation_id, change.stored_id)
         except Exception:
             # A background task: nobody else would see this error, so it is logged whole.
