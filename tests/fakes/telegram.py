@@ -169,9 +169,10 @@ class FakeTelegram:
         self.sent: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
         self._queue: list[dict[str, Any]] = []
+        self._confirmed_offset = 0
         self._new_update = asyncio.Event()
         self._recorded = asyncio.Condition()
-        self._failures: dict[str, deque[_Failure]] = defaultdict(deque)
+        self._failures: dict[str, deque[_Failure | None]] = defaultdict(deque)  # None: pass
         self._chats: dict[int, TgChat] = {}
         self._messages: dict[tuple[int, int], dict[str, Any]] = {}
         self._message_ids: dict[int, itertools.count[int]] = defaultdict(
@@ -241,15 +242,22 @@ class FakeTelegram:
         retry_after: int | None = None,
         migrate_to_chat_id: int | None = None,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Answer the next `times` calls of `method` with this error instead."""
+        """Answer `times` calls of `method` with this error, once `after` more have succeeded."""
         parameters: dict[str, Any] = {}
         if retry_after is not None:
             parameters["retry_after"] = retry_after
         if migrate_to_chat_id is not None:
             parameters["migrate_to_chat_id"] = migrate_to_chat_id
-        for _ in range(times):
-            self._failures[method].append(_Failure(error_code, description, parameters))
+        failure = _Failure(error_code, description, parameters)
+        self._failures[method].extend([None] * after + [failure] * times)
+
+    async def wait_confirmed(self, update: Mapping[str, Any]) -> None:
+        """Wait until a getUpdates offset confirmed `update`: the poller has taken it in."""
+        async with asyncio.timeout(5.0), self._recorded:
+            await self._recorded.wait_for(
+                lambda: self._confirmed_offset > update["update_id"])
 
     @property
     def pending_updates(self) -> list[dict[str, Any]]:
@@ -350,12 +358,11 @@ class FakeTelegram:
         method = request.match_info["method"]
         params = await self._params(request)
         result: Any = None
+        failure: _Failure | None = None
         if request.match_info["token"] != self.token:
-            failure: _Failure | None = _Failure(401, "Unauthorized")
+            failure = _Failure(401, "Unauthorized")
         elif self._failures[method]:
             failure = self._failures[method].popleft()
-        else:
-            failure = None
         if failure is None:
             handler = getattr(self, f"_api_{method}", None)
             result = await handler(params) if handler else _Failure(404, "Not Found")
@@ -384,6 +391,9 @@ class FakeTelegram:
         offset = params.get("offset")
         if offset:
             self._queue = [u for u in self._queue if u["update_id"] >= offset]
+            self._confirmed_offset = max(self._confirmed_offset, offset)
+            async with self._recorded:
+                self._recorded.notify_all()
         if not self._queue and params.get("timeout") and not self._closing:
             new_update = self._new_update
             try:
