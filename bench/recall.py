@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sqlite3
 import statistics
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dataset import Conversation, long_conversations, question_turn  # noqa: E402
+from fill import fill_to  # noqa: E402
 
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
@@ -131,31 +131,10 @@ async def latency_at_scale(conversations: list[Conversation], rows: int) -> None
     db = CACHE / f"recall-{rows}.db"
     url = f"sqlite+aiosqlite:///{db}"
     async with SqlConversationStore(url) as store:
-        have = await store.count()
-        if have < rows:
-            started = time.perf_counter()
+        if await store.count() < rows:
             for conversation in conversations:
                 await store.append_many(conversation.turns)
-            filler = random.Random(11)
-            batch = []
-            done = await store.count()
-            from dataset import HUMANS, SMALL_TALK
-
-            from threadline.history import Participant, StoredMessage
-
-            people = [Participant(kind="user", id=f"U{n}", display_name=n) for n in HUMANS]
-            while done < rows:
-                n = done + len(batch)
-                batch.append(StoredMessage(
-                    conversation_id=f"filler:{n % 1000}", participant=filler.choice(people),
-                    content=f"{filler.choice(SMALL_TALK)} {filler.choice(SMALL_TALK)}"))
-                if len(batch) == 5000:
-                    await store.append_many(batch)
-                    done += len(batch)
-                    batch = []
-                    if done % 100_000 < 5000:
-                        print(f"  building: {done:,}/{rows:,} rows "
-                              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+            await fill_to(store, rows)
         print(f"search latency with {await store.count():,} rows in the file:")
         timings = []
         for conversation in conversations:

@@ -161,8 +161,11 @@ class InMemoryConversationStore:
         hits = bm25_rank(parsed, turns, limit=limit)
         return merge_windows(hits, turns, context=context, token_cap=token_cap)
 
-    async def latest_summary(self, conversation_id: str) -> StoredMessage | None:
-        summaries = [m for m in self._turns(conversation_id) if m.metadata.is_summary]
+    async def latest_summary(
+        self, conversation_id: str, *, participant_id: str | None = None
+    ) -> StoredMessage | None:
+        summaries = [m for m in self._turns(conversation_id) if m.metadata.is_summary
+                     and (participant_id is None or m.participant.id == participant_id)]
         return summaries[-1] if summaries else None
 
     async def edit_message(self, conversation_id: str, message_id: str, content: str) -> bool:

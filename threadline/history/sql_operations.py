@@ -18,10 +18,13 @@ from sqlalchemy import Connection, TextClause, text
 
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
+    MAX_RANKED,
     SearchQuery,
     conversation_key,
     fts5_trigram_match,
     fts5_word_match,
+    prune_common,
+    single_word,
     websearch_text,
 )
 from threadline.history.sql_schema import (
@@ -221,23 +224,28 @@ def _search_sqlite(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int
 ) -> list[StoredMessage]:
     key = conversation_key(conversation_id)
-    word_match = fts5_word_match(query, key)
-    trigram_match = fts5_trigram_match(query, key)
     ranked: list[tuple[float, Sequence[Any]]] = []
     # bm25() weights: conversation key 0, text 1, speaker name 0.5 (a name in the question
     # counts for that participant's turns, but less than the words of the turn itself).
-    for table, match, weights in (
-        ("threadline_messages_fts", word_match, "0.0, 1.0, 0.5"),
-        ("threadline_messages_trigram", trigram_match, "0.0, 1.0"),
+    for table, build, weights in (
+        ("threadline_messages_fts", fts5_word_match, "0.0, 1.0, 0.5"),
+        ("threadline_messages_trigram", fts5_trigram_match, "0.0, 1.0"),
     ):
+        match = build(query, key)
         if match is None:
             continue
+        floor = _ranking_floor(conn, table, match)
+        if floor is not None and table == "threadline_messages_fts":
+            query = prune_common(query, lambda word: _count_matches(
+                conn, "threadline_messages_fts", fts5_word_match(single_word(word), key)))
+            match = build(query, key)
+            floor = _ranking_floor(conn, table, match)
         rows = conn.rows(
             f"SELECT bm25({table}, {weights}) AS rank, {SELECT_LIST_M} "
             f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
-            f"WHERE {table} MATCH :match AND m.conversation_id = :cid "
-            "ORDER BY rank LIMIT :limit",
-            {"match": match, "cid": conversation_id, "limit": limit},
+            f"WHERE {table} MATCH :match AND {table}.rowid >= :floor "
+            "AND m.conversation_id = :cid ORDER BY rank LIMIT :limit",
+            {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0},
         )
         ranked.extend((row[0], row[1:]) for row in rows)
     ranked.sort(key=lambda item: item[0])
@@ -245,6 +253,26 @@ def _search_sqlite(
     for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
         best.setdefault(row[0], row)
     return _messages(list(best.values())[:limit])
+
+
+def _count_matches(conn: SqlRunner, table: str, match: str | None) -> int:
+    if match is None:
+        return 0
+    return int(conn.rows(f"SELECT count(*) FROM {table} WHERE {table} MATCH :match",
+                         {"match": match})[0][0])
+
+
+def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None:
+    """None when few turns match; else the row id above which the newest MAX_RANKED lie.
+
+    Matching is cheap and ranking is not, so a query matching more than MAX_RANKED turns
+    ranks only the newest of them (after its common words were dropped, if that was not
+    enough).
+    """
+    rows = conn.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH :match "
+                     "ORDER BY rowid DESC LIMIT 1 OFFSET :offset",
+                     {"match": match, "offset": MAX_RANKED})
+    return int(rows[0][0]) + 1 if rows else None
 
 
 def _search_postgres(
@@ -293,11 +321,14 @@ def select_neighbours(
     return _messages(rows)
 
 
-def select_latest_summary(conn: SqlRunner, conversation_id: str) -> StoredMessage | None:
+def select_latest_summary(
+    conn: SqlRunner, conversation_id: str, participant_id: str | None
+) -> StoredMessage | None:
+    by_whom = "" if participant_id is None else "AND participant_id = :pid "
     rows = conn.rows(
         f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
-        "AND is_summary = true ORDER BY sequence DESC LIMIT 1",
-        {"cid": conversation_id},
+        f"AND is_summary = true {by_whom}ORDER BY sequence DESC LIMIT 1",
+        {"cid": conversation_id, "pid": participant_id},
     )
     return _messages(rows)[0] if rows else None
 

@@ -95,8 +95,10 @@ class ConversationStore(Protocol):
         """Search hits with `context` neighbouring turns each side, overlaps merged."""
         ...
 
-    async def latest_summary(self, conversation_id: str) -> StoredMessage | None:
-        """The newest stored rolling summary of this conversation, if any."""
+    async def latest_summary(
+        self, conversation_id: str, *, participant_id: str | None = None
+    ) -> StoredMessage | None:
+        """The newest stored rolling summary of this conversation (by that writer), if any."""
         ...
 
     async def edit_message(self, conversation_id: str, message_id: str, content: str) -> bool:

@@ -36,9 +36,8 @@ def summary_participant_id(agent_id: str) -> str:
 async def latest_summary(store: ConversationStore, conversation_id: str,
                          agent_id: str) -> StoredMessage | None:
     """The summary that stands for this agent in this conversation, if any."""
-    found = await store.get(conversation_id, include_summaries=True, limit=1,
-                            participant_ids=[summary_participant_id(agent_id)])
-    return found[0] if found and found[0].metadata.is_summary else None
+    return await store.latest_summary(conversation_id,
+                                      participant_id=summary_participant_id(agent_id))
 
 
 _locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
