@@ -1,0 +1,95 @@
+"""`threadline check` validates the config and asks each platform who the bot is."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import run_cli, run_process_async
+from tests.fakes.discord_gateway import FakeDiscord
+from tests.fakes.slack import FakeSlack
+from tests.fakes.telegram import FakeTelegram
+
+
+def config(tmp_path: Path, slack: FakeSlack, telegram: FakeTelegram, discord: FakeDiscord) -> Path:
+    path = tmp_path / "threadline.yaml"
+    path.write_text(f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+channels:
+  slack:
+    type: slack
+    bot_token: ${{SLACK_BOT_TOKEN}}
+    signing_secret: ${{SLACK_SIGNING_SECRET}}
+    api_base_url: {slack.url}
+  telegram:
+    type: telegram
+    token: ${{TELEGRAM_BOT_TOKEN}}
+    base_url: {telegram.api_url}
+  discord:
+    type: discord
+    token: ${{DISCORD_BOT_TOKEN}}
+    api_base_url: {discord.api_base_url}
+agents:
+  support:
+    channels: [slack, telegram, discord]
+""", encoding="utf-8")
+    return path
+
+
+async def test_every_connection_ok(tmp_path: Path) -> None:
+    async with FakeSlack() as slack, FakeTelegram() as telegram, FakeDiscord() as discord:
+        path = config(tmp_path, slack, telegram, discord)
+        outcome = await run_process_async("check", str(path), cwd=tmp_path, env={
+            "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": slack.signing_secret,
+            "TELEGRAM_BOT_TOKEN": telegram.token, "DISCORD_BOT_TOKEN": discord.token})
+        assert outcome.code == 0, outcome.err
+        assert "ok    config" in outcome.out
+        assert f"ok    channel slack (slack): auth.test ok: bot {slack.bot_name} (U0BOT)" \
+            in outcome.out
+        assert f"ok    channel telegram (telegram): getMe ok: @{telegram.bot.username}" \
+            in outcome.out
+        assert "privacy mode is on" in outcome.out
+        assert f"ok    channel discord (discord): /users/@me ok: {discord.bot.username}" \
+            in outcome.out
+        assert "will be created on first run" in outcome.out
+        assert "no ANTHROPIC_API_KEY" in outcome.out
+        assert len(slack.calls_to("auth.test")) == 1
+        assert [c.method for c in telegram.calls] == ["getMe"]
+        assert not (tmp_path / "threadline.db").exists()  # check creates nothing
+
+
+async def test_rejected_tokens_one_line_each_exit_1(tmp_path: Path) -> None:
+    async with FakeSlack() as slack, FakeTelegram() as telegram, FakeDiscord() as discord:
+        path = config(tmp_path, slack, telegram, discord)
+        outcome = await run_process_async("check", str(path), cwd=tmp_path, env={
+            "SLACK_BOT_TOKEN": "xoxb-wrong", "SLACK_SIGNING_SECRET": "s",
+            "TELEGRAM_BOT_TOKEN": "1:wrong", "DISCORD_BOT_TOKEN": "wrong"})
+    assert outcome.code == 1
+    failures = [line for line in outcome.err.splitlines() if line.startswith("FAIL")]
+    assert len(failures) == 3, outcome.err
+    assert "FAIL  channel slack (slack): auth.test refused the bot token: invalid_auth" \
+        in outcome.err
+    assert "FAIL  channel telegram (telegram): getMe refused the token" in outcome.err
+    assert "FAIL  channel discord (discord): GET /users/@me refused the token (401)" \
+        in outcome.err
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_database_fails_with_exit_1(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "threadline.yaml"
+    path.write_text(f"store:\n  url: postgresql+asyncpg://postgres@127.0.0.1:{closed_port()}/x\n",
+                    encoding="utf-8")
+    outcome = run_cli(capsys, "check", str(path), "--timeout", "5")
+    assert outcome.code == 1
+    [line] = [x for x in outcome.err.splitlines() if x.startswith("FAIL")]
+    assert line.startswith("FAIL  database: conversation store postgresql+asyncpg://")
+    assert "check that the database is running and reachable" in line

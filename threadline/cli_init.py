@@ -1,0 +1,114 @@
+"""`threadline init`: a commented starter config, optionally with one platform's channel."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from threadline.errors import ConfigError
+
+HEADER = """\
+# Threadline configuration. Check it with `threadline check {path}`, start with
+# `threadline run {path}`. Secrets are never written here: use ${{VARIABLE}} and set the
+# variable in the environment or in a .env file beside this file.
+
+store:
+  # SQLite file (relative to where threadline runs). For several replicas use PostgreSQL:
+  # url: postgresql+asyncpg://threadline@db.internal/threadline
+  url: sqlite+aiosqlite:///threadline.db
+
+model:
+  # auto: Anthropic when ANTHROPIC_API_KEY is set, otherwise the offline model (canned answers).
+  provider: auto
+  max_tokens: 1024
+
+log:
+  level: info          # debug, info, warning, error
+  format: auto         # console in a terminal, json otherwise
+
+ops:
+  # /healthz, /readyz and Prometheus /metrics
+  enabled: true
+  host: 127.0.0.1
+  port: 9108
+
+channels:
+  local:
+    type: local        # in-process room, for trying agents out
+"""
+
+CHANNELS = {
+    "slack": """\
+  slack:
+    type: slack
+    # http: Slack posts events to host:port/path (scales to several replicas behind a
+    # load balancer). socket: one outbound Socket Mode connection (one replica per app).
+    mode: http
+    bot_token: ${SLACK_BOT_TOKEN}            # xoxb-..., OAuth & Permissions
+    signing_secret: ${SLACK_SIGNING_SECRET}  # Basic Information > App Credentials
+    # app_token: ${SLACK_APP_TOKEN}          # xapp-..., only for mode: socket
+    host: 0.0.0.0
+    port: 3000
+    path: /slack/events
+    reply_in_thread: true
+""",
+    "telegram": """\
+  telegram:
+    type: telegram
+    # polling: one long-polling connection per bot token (one replica).
+    # webhook: Telegram posts to webhook_url (scales out behind a load balancer).
+    mode: polling
+    token: ${TELEGRAM_BOT_TOKEN}             # from @BotFather
+    # webhook_url: https://bots.example.invalid/telegram
+    # webhook_secret_token: ${TELEGRAM_WEBHOOK_SECRET}
+    # webhook_listen: 0.0.0.0
+    # webhook_port: 8443
+""",
+    "discord": """\
+  discord:
+    type: discord
+    # One gateway connection per bot token (or per shard): one replica per token.
+    # Enable "Message Content Intent" for the bot in the Developer Portal.
+    token: ${DISCORD_BOT_TOKEN}
+""",
+}
+
+AGENTS = """\
+
+agents:
+  support:
+    description: Answers product questions and remembers each customer.
+    system_prompt: |
+      You are the support assistant. Answer briefly and say when you are not sure.
+    # system_prompt_file: prompts/support.md   # instead of system_prompt
+    model: claude-sonnet-4-5
+    # Tools by reference, "module:function" (modules beside this file are found first).
+    tools: []
+    aliases: [help]
+    memory:
+      token_budget: 3000           # tokens of history in each prompt
+      addressed_only_mode: true    # see only turns addressed to or written by this agent
+      rolling_summary_threshold: 40
+      recall: true                 # search older turns for what the new message asks about
+    channels:
+      - local
+{joined}"""
+
+
+def render(platform: str | None, path: str) -> str:
+    """The starter config text for `platform` (None: the local channel only)."""
+    text = HEADER.format(path=path) + (CHANNELS[platform] if platform else "")
+    joined = f"      - name: {platform}\n        respond_to_all: false\n" if platform else ""
+    return text + AGENTS.format(joined=joined)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`threadline init [--platform P] [PATH]`."""
+    if args.path.exists() and not args.force:
+        raise ConfigError(f"{args.path} already exists; pass --force to overwrite it or give "
+                          "another path")
+    if not args.path.parent.exists():
+        raise ConfigError(f"the folder {str(args.path.parent)!r} does not exist")
+    args.path.write_text(render(args.platform, str(args.path)), encoding="utf-8")
+    print(f"wrote {args.path}; next: `threadline check {args.path}`", file=sys.stderr)
+    return 0

@@ -1,0 +1,410 @@
+"""The deployment configuration: one YAML file describing stores, agents and channels.
+
+    store:
+      url: sqlite+aiosqlite:///threadline.db
+    channels:
+      slack:
+        type: slack
+        bot_token: ${SLACK_BOT_TOKEN}
+        signing_secret: ${SLACK_SIGNING_SECRET}
+    agents:
+      support:
+        system_prompt: You answer questions about our product.
+        channels: [slack]
+
+Secrets never live in the YAML: a secret field must be a `${VARIABLE}` reference, resolved
+from the environment or a `.env` file beside the config (the environment wins). A literal
+secret is refused, so a config file can be committed and shared safely.
+
+Every problem is reported as a `ConfigError` naming the file, the line and the key path, what
+was expected and what was found. An empty file (or no file: `Settings()`) is the embedded
+default: SQLite at `./threadline.db`, the local channel, one `support` agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from threadline.errors import ConfigError
+
+DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+# Field names whose values are credentials, wherever they appear.
+SECRET_FIELDS = frozenset({
+    "bot_token", "signing_secret", "app_token", "token", "webhook_secret_token", "api_key",
+})
+
+KeyPath = tuple[str | int, ...]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StoreSettings(_Section):
+    """Where conversations are kept; one line switches SQLite to PostgreSQL."""
+
+    url: str = DEFAULT_STORE_URL
+    outbox_path: str | None = None
+    busy_timeout: float = Field(default=5.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _known_database(cls, url: str) -> str:
+        if not url.startswith(("sqlite", "postgresql")):
+            raise ValueError("a sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL")
+        return url
+
+
+class ModelSettings(_Section):
+    """Which LLM provider answers: Anthropic when a key is set, the offline model otherwise."""
+
+    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    api_key: str | None = None
+    base_url: str | None = None
+    max_tokens: int = Field(default=1024, gt=0)
+
+
+class LogSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "console", "json"] = "auto"
+
+
+class OpsSettings(_Section):
+    """The health and Prometheus metrics HTTP server."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=9108, ge=0, le=65535)
+
+
+class LocalChannelSettings(_Section):
+    type: Literal["local"]
+    allow_bots: bool = False
+
+
+class SlackChannelSettings(_Section):
+    type: Literal["slack"]
+    mode: Literal["http", "socket"] = "http"
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=3000, ge=0, le=65535)
+    path: str = "/slack/events"
+    api_base_url: str | None = None
+    reply_in_thread: bool = True
+    agent_name_as_username: bool = False
+    allow_bots: bool = False
+
+
+class TelegramChannelSettings(_Section):
+    type: Literal["telegram"]
+    mode: Literal["polling", "webhook"] = "polling"
+    token: str
+    webhook_url: str | None = None
+    webhook_path: str = "/telegram"
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=0, le=65535)
+    webhook_secret_token: str | None = None
+    base_url: str | None = None
+    base_file_url: str | None = None
+    drop_pending_updates: bool = False
+    allow_bots: bool = False
+
+
+class DiscordChannelSettings(_Section):
+    type: Literal["discord"]
+    token: str
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+    sharded: bool = False
+    shard_count: int | None = None
+    allow_bots: bool = False
+
+
+ChannelSettings = Annotated[
+    LocalChannelSettings | SlackChannelSettings | TelegramChannelSettings
+    | DiscordChannelSettings,
+    Field(discriminator="type"),
+]
+
+
+class MemorySettings(_Section):
+    """How much of the shared history an agent sees (mirrors `AssemblerOptions`)."""
+
+    token_budget: int = Field(default=3000, ge=50)
+    addressed_only_mode: bool = True
+    rolling_summary_threshold: int = Field(default=40, ge=2)
+    time_window_minutes: int | None = Field(default=None, gt=0)
+    max_turns_to_load: int = Field(default=100, gt=0)
+    recall: bool = True
+    recall_limit: int = Field(default=5, ge=0)
+
+
+class AgentChannel(_Section):
+    """One channel an agent joins, and whether it answers every message there."""
+
+    name: str
+    respond_to_all: bool = False
+
+
+class AgentSettings(_Section):
+    description: str = ""
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    model: str = DEFAULT_MODEL
+    tools: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    channels: list[AgentChannel] = Field(default_factory=list)
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _names_as_entries(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_references(cls, tools: list[str]) -> list[str]:
+        for reference in tools:
+            if ":" not in reference:
+                raise ValueError(f"a 'module:function' reference, found {reference!r}")
+        return tools
+
+
+def _default_channels() -> dict[str, ChannelSettings]:
+    return {"local": LocalChannelSettings(type="local")}
+
+
+def _default_agents() -> dict[str, AgentSettings]:
+    return {"support": AgentSettings(description="Answers questions; remembers the conversation.",
+                                     channels=[AgentChannel(name="local")])}
+
+
+class Settings(_Section):
+    """The whole deployment. `base_dir` is the config file's folder (relative paths start there)."""
+
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    ops: OpsSettings = Field(default_factory=OpsSettings)
+    channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
+    agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def system_prompt(self, agent: str) -> str:
+        """The agent's system prompt, read from `system_prompt_file` when that is set."""
+        settings = self.agents[agent]
+        if settings.system_prompt_file:
+            path = self.base_dir / settings.system_prompt_file
+            try:
+                return path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"agents.{agent}.system_prompt_file: cannot read {str(path)!r}"
+                                  f" ({exc.strerror}); fix the path (relative to the config)"
+                                  ) from exc
+        return settings.system_prompt or f"You are {agent}, a helpful assistant."
+
+    def resolved_provider(self) -> Literal["anthropic", "offline"]:
+        """Anthropic if asked for or if a key is available; the offline model otherwise."""
+        if self.model.provider != "auto":
+            return self.model.provider
+        return "anthropic" if self.model.api_key else "offline"
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def _line_index(node: yaml.Node, path: KeyPath = ()) -> Iterator[tuple[KeyPath, int]]:
+    """Every key path in a composed YAML document with its 1-based line."""
+    yield path, node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield path + (str(key.value),), key.start_mark.line + 1
+            yield from _line_index(value, path + (str(key.value),))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _line_index(item, path + (index,))
+
+
+class _Source:
+    """A config file's text with a key path -> line index, for error messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{path}: no such config file; create one with "
+                              f"`threadline init {path}`") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from exc
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            self.data: Any = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"{where}: not valid YAML: {problem}") from exc
+        self.lines: dict[KeyPath, int] = dict(_line_index(node)) if node is not None else {}
+
+    def where(self, path: KeyPath) -> str:
+        """`FILE:LINE: key.path` for the deepest part of `path` the file has."""
+        for end in range(len(path), -1, -1):
+            if path[:end] in self.lines:
+                line = self.lines[path[:end]]
+                break
+        else:
+            line = 1
+        dotted = ".".join(str(p) for p in path) or "(top level)"
+        return f"{self.path}:{line}: {dotted}"
+
+
+def _environment(base_dir: Path, env: Mapping[str, str] | None) -> dict[str, str]:
+    dotenv_file = base_dir / ".env"
+    values = {k: v for k, v in dotenv_values(dotenv_file).items() if v is not None} \
+        if dotenv_file.is_file() else {}
+    values.update(os.environ if env is None else env)
+    return values
+
+
+def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str]) -> Any:
+    """`${VAR}` references replaced; literal secrets and missing variables refused."""
+    if isinstance(value, dict):
+        return {k: _resolve(v, path + (str(k),), source, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, path + (i,), source, env) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+    secret = bool(path) and path[-1] in SECRET_FIELDS
+    if secret and not _REFERENCE.fullmatch(value.strip()):
+        raise ConfigError(
+            f"{source.where(path)}: a literal secret is not allowed in the config file; put it in "
+            f"the environment or .env and write ${{{_suggested_variable(path)}}} here")
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env or (secret and not env[name]):
+            raise ConfigError(
+                f"{source.where(path)}: environment variable {name} is not set; export it or "
+                f"add `{name}=...` to {source.path.parent / '.env'}")
+        return env[name]
+
+    return _REFERENCE.sub(substitute, value)
+
+
+def _suggested_variable(path: KeyPath) -> str:
+    parts = [str(p) for p in path if isinstance(p, str) and p not in ("channels", "model")]
+    return "_".join(parts).upper() or "SECRET"
+
+
+def _describe_error(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    found = error.get("input")
+    if kind == "missing":
+        return "required setting is missing"
+    if kind == "extra_forbidden":
+        return "unknown setting (check the spelling; see `threadline init` for every option)"
+    if kind == "union_tag_invalid":
+        return (f"expected type one of local, slack, telegram, discord, found "
+                f"{error.get('ctx', {}).get('tag')!r}")
+    if kind == "union_tag_not_found":
+        return "missing `type:` (one of local, slack, telegram, discord)"
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
+    shown = repr(found)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"expected {message[0].lower()}{message[1:]}, found {shown}"
+
+
+def _error_path(loc: tuple[Any, ...]) -> KeyPath:
+    # Discriminated unions add the tag ("slack") as a path element after the channel name.
+    path: list[str | int] = []
+    for index, part in enumerate(loc):
+        if index == 2 and loc[0] == "channels" and part in ("local", "slack", "telegram",
+                                                            "discord"):
+            continue
+        path.append(part if isinstance(part, int) else str(part))
+    return tuple(path)
+
+
+def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> Settings:
+    """Read, resolve and validate a config file; every problem names file, line and key."""
+    path = Path(path)
+    source = _Source(path)
+    raw = source.data if source.data is not None else {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}:1: expected a mapping of settings (store:, channels:, "
+                          f"agents:), found {type(raw).__name__}")
+    base_dir = path.resolve().parent
+    environment = _environment(base_dir, env)
+    resolved = _resolve(raw, (), source, environment)
+    model = resolved.get("model")
+    if isinstance(model, dict) and "api_key" not in model or model is None:
+        # The key is a secret, so it is found in the environment without being named.
+        resolved["model"] = {**(model or {}),
+                             "api_key": environment.get("ANTHROPIC_API_KEY") or None}
+    try:
+        settings = Settings.model_validate({**resolved, "base_dir": base_dir})
+    except ValidationError as exc:
+        problems = [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
+                    for e in exc.errors()]
+        raise ConfigError("\n".join(problems)) from exc
+    problems = cross_check(settings, source)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return settings
+
+
+def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
+    """The embedded default, with the model key taken from the environment when set."""
+    environment = os.environ if env is None else env
+    return Settings(model=ModelSettings(api_key=environment.get("ANTHROPIC_API_KEY") or None))
+
+
+def cross_check(settings: Settings, source: _Source) -> list[str]:
+    """Problems between sections: unknown channels, bad names, missing mode settings."""
+    problems: list[str] = []
+    for name in (*settings.channels, *settings.agents):
+        if not _NAME.match(name):
+            section = "channels" if name in settings.channels else "agents"
+            problems.append(f"{source.where((section, name))}: expected a lower-case name "
+                            f"(letters, digits, - and _), found {name!r}")
+    for agent, agent_settings in settings.agents.items():
+        for index, joined in enumerate(agent_settings.channels):
+            if joined.name not in settings.channels:
+                known = ", ".join(sorted(settings.channels)) or "none"
+                problems.append(f"{source.where(('agents', agent, 'channels', index))}: unknown "
+                                f"channel {joined.name!r} (channels defined: {known})")
+        if agent_settings.system_prompt and agent_settings.system_prompt_file:
+            problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
+                            "system_prompt_file, not both")
+    for name, channel in settings.channels.items():
+        where = source.where(("channels", name))
+        if isinstance(channel, SlackChannelSettings):
+            if channel.mode == "http" and not channel.signing_secret:
+                problems.append(f"{where}: mode http needs signing_secret "
+                                "(${SLACK_SIGNING_SECRET})")
+            if channel.mode == "socket" and not channel.app_token:
+                problems.append(f"{where}: mode socket needs app_token (${{SLACK_APP_TOKEN}})")
+        if isinstance(channel, TelegramChannelSettings) and channel.mode == "webhook" and not (
+                channel.webhook_url and channel.webhook_secret_token):
+            problems.append(f"{where}: mode webhook needs webhook_url and webhook_secret_token")
+    if settings.model.provider == "anthropic" and not settings.model.api_key:
+        problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
+                        "api_key: ${ANTHROPIC_API_KEY}")
+    return problems

@@ -1,0 +1,196 @@
+"""`threadline demo`: two agents sharing one remembered conversation, offline, in a terminal.
+
+A `support` agent (persistent memory: recall, rolling summaries, the conversation_search tool)
+and a `billing` agent share the local room `local:demo` on the embedded SQLite store. After
+each line the demo shows the machinery: who was addressed, what each agent saw (tokens of its
+budget, summary, recalled turns) and what its searches found. Run it twice: the second run
+greets with the turns it remembers and the support agent can answer from the first run.
+
+    threadline demo                         # type lines; @support / @billing address an agent
+    threadline demo --script lines.txt      # one message per line, print everything, exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from threadline.agents.agent import Agent, AgentResult
+from threadline.agents.llm import ModelProvider
+from threadline.agents.team import Team
+from threadline.channels.local import LocalChannel, LocalReply
+from threadline.errors import ConfigError
+from threadline.history.assembler import AssemblerOptions
+from threadline.history.sql_store import SqlConversationStore
+from threadline.history.summary import Summarizer
+from threadline.interceptors.base import CallNext, TurnContext
+from threadline.log import configure_logging
+
+ROOM = "demo"
+PROMPT = "you> "
+SUPPORT_PROMPT = ("You are the support agent of a small online shop. Remember what customers "
+                  "tell you and use conversation_search when they ask about earlier turns.")
+BILLING_PROMPT = "You are the billing agent: invoices, refunds and payment methods."
+
+
+@dataclass
+class TurnLog:
+    """What the agents did for the current line, filled in by `ShowMachinery`."""
+
+    results: list[AgentResult] = field(default_factory=list)
+
+
+class ShowMachinery:
+    """An interceptor that keeps each agent's result so the demo can show what it saw."""
+
+    def __init__(self, turns: TurnLog) -> None:
+        self.turns = turns
+
+    async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
+        result = await call_next()
+        self.turns.results.append(result)
+        return result
+
+
+def describe(result: AgentResult, budget: int) -> list[str]:
+    """The lines that say what one agent saw and did for one turn."""
+    lines: list[str] = []
+    figures = result.prompt
+    if figures is not None:
+        summary = ("created" if figures.summary_created
+                   else "used" if figures.summary_used else "none")
+        lines.append(
+            f"    saw {figures.included} turns, {figures.token_count}/{budget} tokens; summary "
+            f"{summary}"
+            f"; recalled {figures.recalled}; filtered out {figures.filtered} not addressed to it"
+            f"; dropped {figures.dropped_for_budget} for budget")
+        lines.extend(f"    note: {note}" for note in figures.notes)
+    for exchange in result.tool_exchanges:
+        query = exchange.call.input.get("query", "")
+        found = exchange.result.content.strip().splitlines()
+        lines.append(f"    {exchange.call.name}({query!r}) -> {len(found)} line(s)")
+        lines.extend(f"      | {line[:110]}" for line in found[:4])
+    return lines
+
+
+def build_provider() -> tuple[ModelProvider, Summarizer | None]:
+    from threadline.agents.offline import OfflineModel
+    from threadline.agents.summarizer import ExtractiveSummarizer
+
+    return OfflineModel(), ExtractiveSummarizer()
+
+
+class Demo:
+    """The demo's team, room and printing; `line()` handles one user message."""
+
+    def __init__(self, store: SqlConversationStore, out: TextIO) -> None:
+        self.out = out
+        self.store = store
+        self.turns = TurnLog()
+        provider, summarizer = build_provider()
+        interceptors = [ShowMachinery(self.turns)]
+        self.support = Agent(
+            name="support", system_prompt=SUPPORT_PROMPT, conversation_history=store,
+            provider=provider, summarizer=summarizer, interceptors=interceptors,
+            description="answers questions and remembers the customer",
+            assembler_options=AssemblerOptions(token_budget=1500, rolling_summary_threshold=16),
+        )
+        self.billing = Agent(
+            name="billing", system_prompt=BILLING_PROMPT, conversation_history=store,
+            provider=provider, interceptors=interceptors, description="invoices and refunds",
+            assembler_options=AssemblerOptions(token_budget=800, recall=False),
+        )
+        self.team = Team([self.support, self.billing])
+        self.replies: list[LocalReply] = []
+        self.room = LocalChannel(name="local", room=ROOM, on_reply=self._keep_reply)
+        self.team.attach(self.room)
+        self.budgets = {a.name: a.assembler_options.token_budget
+                        for a in (self.support, self.billing)}
+
+    def _keep_reply(self, reply: LocalReply) -> None:
+        self.replies.append(reply)
+
+    async def greet(self) -> None:
+        earlier = await self.store.count(self.room.conversation_id)
+        db = self.store.url.database
+        memory = (f"{earlier} earlier turns remembered" if earlier
+                  else "no earlier turns yet (run it again later: it will remember)")
+        self.out.write(
+            f"Threadline demo (offline model) - conversation {self.room.conversation_id} in "
+            f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
+            "Address one with @name; Ctrl-D to leave.\n")
+
+    async def line(self, text: str) -> None:
+        self.turns.results.clear()
+        self.replies.clear()
+        await self.room.say(text)
+        if not self.turns.results:
+            self.out.write("    (nobody was addressed: start with @support or @billing)\n")
+            return
+        names = ", ".join(r.agent_name for r in self.turns.results)
+        self.out.write(f"    addressed: {names}\n")
+        # Replies as the room received them, each followed by what its agent saw.
+        for result in self.turns.results:
+            sent = next((r for r in self.replies if r.agent_name == result.agent_name), None)
+            if sent is not None:
+                self.replies.remove(sent)
+                self.out.write(f"{sent.agent_name}> {sent.text}\n")
+            for line in describe(result, self.budgets[result.agent_name]):
+                self.out.write(line + "\n")
+        self.out.flush()
+
+
+def _script_lines(path: Path) -> list[str]:
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--script {path}: cannot read it ({exc.strerror})") from exc
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+async def _interactive(demo: Demo, read: Callable[[], str]) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            text = (await loop.run_in_executor(None, read)).strip()
+        except EOFError:
+            demo.out.write("\n")
+            return
+        if text in ("quit", "exit"):
+            return
+        if text:
+            await demo.line(text)
+
+
+async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
+    if not db.parent.exists():
+        raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        demo = Demo(store, out)
+        await demo.team.start()
+        try:
+            await demo.greet()
+            if script is None:
+                await _interactive(demo, lambda: input(PROMPT))
+            else:
+                for text in script:
+                    out.write(f"{PROMPT}{text}\n")
+                    await demo.line(text)
+        finally:
+            await demo.team.stop()
+            for agent in demo.team.agents:
+                await agent.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    """`threadline demo [--script FILE] [--db PATH]`."""
+    configure_logging("warning", "console")
+    script = _script_lines(args.script) if args.script else None
+    asyncio.run(run_demo(args.db, script, sys.stdout))
+    return 0

@@ -1,0 +1,106 @@
+"""Operations endpoints: `/healthz`, `/readyz` and Prometheus `/metrics` on one aiohttp server.
+
+`/healthz` answers 200 while the process serves requests (a liveness probe). `/readyz`
+answers 200 only when the store is reachable and every channel is connected, with a JSON body
+naming each check, and 503 otherwise (a readiness probe: send no traffic yet). `/metrics` is
+the Prometheus text format from the runtime's own registry, so two runtimes in one process (as
+in tests) do not share counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+log = structlog.get_logger("threadline.ops")
+
+# name -> None when fine, or what is wrong.
+ReadinessCheck = Callable[[], Awaitable[dict[str, str | None]]]
+
+
+class Metrics:
+    """The runtime's Prometheus metrics, labelled per channel and agent."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = ("channel", "agent")
+        self.turns = Counter("threadline_turns", "Agent turns answered, by outcome",
+                             (*labels, "stop_reason"), registry=self.registry)
+        self.latency = Histogram("threadline_turn_latency_seconds",
+                                 "Time from an inbound turn to the agent's reply", labels,
+                                 buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+                                 registry=self.registry)
+        self.tokens = Counter("threadline_model_tokens", "Model tokens used, input or output",
+                              (*labels, "kind"), registry=self.registry)
+        self.turn_errors = Counter("threadline_turn_errors", "Turns that failed with an error",
+                                   (*labels, "error"), registry=self.registry)
+        self.store_errors = Counter("threadline_store_errors",
+                                    "Store operations that failed (turns went to the outbox)",
+                                    ("operation",), registry=self.registry)
+        self.outbox_depth = Gauge("threadline_outbox_depth",
+                                  "Turns waiting in the durable outbox for the store",
+                                  registry=self.registry)
+        self.inbound = Counter("threadline_inbound_messages", "Messages received per channel",
+                               ("channel",), registry=self.registry)
+
+    def record_turn(self, *, channel: str, agent: str, stop_reason: str, latency: float,
+                    input_tokens: int, output_tokens: int) -> None:
+        self.turns.labels(channel, agent, stop_reason).inc()
+        self.latency.labels(channel, agent).observe(latency)
+        self.tokens.labels(channel, agent, "input").inc(input_tokens)
+        self.tokens.labels(channel, agent, "output").inc(output_tokens)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class OpsServer:
+    """Serves health, readiness and metrics on `host:port` (port 0 picks a free port)."""
+
+    def __init__(self, *, metrics: Metrics, readiness: ReadinessCheck, host: str = "127.0.0.1",
+                 port: int = 9108) -> None:
+        self.metrics = metrics
+        self.readiness = readiness
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        """Start serving; returns the bound port."""
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        addresses: list[Any] = self._runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+        log.info("ops.listening", host=self.host, port=self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        checks = await self.readiness()
+        ready = all(problem is None for problem in checks.values())
+        body = {"ready": ready, "checks": {k: v or "ok" for k, v in sorted(checks.items())}}
+        return web.json_response(body, status=200 if ready else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        response = web.Response(body=self.metrics.render())
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response

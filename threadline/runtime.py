@@ -1,0 +1,244 @@
+"""The runtime: a `Settings` turned into a running team of agents on its channels.
+
+    runtime = Runtime.build(settings)
+    await runtime.start()        # store ready, channels connected, ops server listening
+    await runtime.wait()         # until SIGTERM/SIGINT (or `request_stop()`)
+    await runtime.stop()         # stop taking events, finish turns in flight, flush the outbox
+
+Shutdown order matters for losing nothing: channels stop first (no new events), then the team
+finishes every queued turn (each inbound and reply is recorded by capture), then the durable
+writer gets a last chance to move outbox entries into the store, and only then the store closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import signal
+import sys
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+import structlog
+
+from threadline.agents.agent import Agent, AgentResult
+from threadline.agents.llm import ModelProvider
+from threadline.agents.team import Team
+from threadline.channels.base import Channel
+from threadline.config import (
+    AgentSettings,
+    ChannelSettings,
+    DiscordChannelSettings,
+    LocalChannelSettings,
+    Settings,
+    SlackChannelSettings,
+    TelegramChannelSettings,
+)
+from threadline.errors import ConfigError, StoreError
+from threadline.history.assembler import AssemblerOptions
+from threadline.history.sql_store import SqlConversationStore
+from threadline.interceptors.base import CallNext, TurnContext
+from threadline.ops import Metrics, OpsServer
+
+log = structlog.get_logger("threadline.runtime")
+
+
+def build_provider(settings: Settings) -> ModelProvider:
+    """Anthropic when a key is configured, the offline model otherwise (said at start)."""
+    if settings.resolved_provider() == "anthropic":
+        from anthropic import AsyncAnthropic
+
+        from threadline.agents.anthropic_provider import AnthropicProvider
+
+        client = AsyncAnthropic(api_key=settings.model.api_key, base_url=settings.model.base_url)
+        return AnthropicProvider(client)
+    from threadline.agents.offline import OfflineModel
+
+    model: ModelProvider = OfflineModel()
+    return model
+
+
+def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
+    """Import `module:attribute`; modules beside the config file are found first."""
+    module_name, _, attribute = reference.partition(":")
+    base = str(settings.base_dir)
+    added = base not in sys.path
+    if added:
+        sys.path.insert(0, base)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"agents.{agent}.tools: cannot import module {module_name!r} for "
+                          f"{reference!r} ({exc}); check the name and that it is beside the "
+                          f"config or installed") from exc
+    finally:
+        if added:
+            sys.path.remove(base)
+    try:
+        return getattr(module, attribute)
+    except AttributeError as exc:
+        raise ConfigError(f"agents.{agent}.tools: module {module_name!r} has no {attribute!r}"
+                          ) from exc
+
+
+def assembler_options(agent: AgentSettings) -> AssemblerOptions:
+    memory = agent.memory
+    return AssemblerOptions(
+        token_budget=memory.token_budget, addressed_only_mode=memory.addressed_only_mode,
+        rolling_summary_threshold=memory.rolling_summary_threshold,
+        time_window_minutes=memory.time_window_minutes,
+        max_turns_to_load=memory.max_turns_to_load, recall=memory.recall,
+        recall_limit=memory.recall_limit,
+    )
+
+
+def build_channel(name: str, channel: ChannelSettings) -> Channel:
+    """The channel object for one `channels:` entry; SDKs are imported only when used."""
+    if isinstance(channel, LocalChannelSettings):
+        from threadline.channels.local import LocalChannel
+
+        return LocalChannel(name=name, allow_bots=channel.allow_bots)
+    options = channel.model_dump(exclude={"type"})
+    if isinstance(channel, SlackChannelSettings):
+        from threadline.channels.slack import SlackChannel
+
+        return SlackChannel(name=name, **options)
+    if isinstance(channel, TelegramChannelSettings):
+        from threadline.channels.telegram import TelegramChannel
+
+        return TelegramChannel(name=name, **options)
+    if isinstance(channel, DiscordChannelSettings):
+        from threadline.channels.discord_channel import DiscordChannel
+
+        return DiscordChannel(name=name, **options)
+    raise ConfigError(f"channels.{name}: unsupported channel type")
+
+
+class MetricsInterceptor:
+    """Counts each agent turn, its latency and tokens, labelled with channel and agent."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
+        channel = context.inbound.metadata.channel_name or context.inbound.metadata.channel_type
+        try:
+            result = await call_next()
+        except Exception as exc:
+            self.metrics.turn_errors.labels(channel, context.agent.name,
+                                            type(exc).__name__).inc()
+            raise
+        self.metrics.record_turn(channel=channel, agent=context.agent.name,
+                                 stop_reason=result.stop_reason, latency=result.latency,
+                                 input_tokens=result.usage.input_tokens,
+                                 output_tokens=result.usage.output_tokens)
+        return result
+
+
+class Runtime:
+    """One process's store, agents, team, channels and ops server; see the module docstring."""
+
+    def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
+                 channels: Sequence[Channel], metrics: Metrics) -> None:
+        self.settings = settings
+        self.store = store
+        self.team = team
+        self.channels = tuple(channels)
+        self.metrics = metrics
+        self.ops: OpsServer | None = None
+        self._started: set[str] = set()
+        self._stop = asyncio.Event()
+
+    @classmethod
+    def build(cls, settings: Settings, *, provider: ModelProvider | None = None) -> Runtime:
+        """Everything the settings describe, constructed but not started."""
+        store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
+        metrics = Metrics()
+        provider = provider or build_provider(settings)
+        agents = [
+            Agent(
+                name=name, system_prompt=settings.system_prompt(name), model=agent.model,
+                tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
+                conversation_history=store, description=agent.description,
+                assembler_options=assembler_options(agent), aliases=agent.aliases,
+                interceptors=[MetricsInterceptor(metrics)], provider=provider,
+                max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
+            )
+            for name, agent in settings.agents.items()
+        ]
+        team = Team(agents)
+        channels = []
+        for name, channel_settings in settings.channels.items():
+            joined = [(a, e) for a in agents for e in settings.agents[a.name].channels
+                      if e.name == name]
+            if not joined:
+                log.warning("runtime.channel_without_agents", channel=name)
+                continue
+            channel = build_channel(name, channel_settings)
+            team.attach(channel, agents=[a for a, _ in joined],
+                        respond_to_all=[a.name for a, e in joined if e.respond_to_all])
+            channels.append(channel)
+        return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics)
+
+    async def start(self) -> None:
+        """Open the store (migrating it), start the ops server, then connect every channel."""
+        await self.store.__aenter__()
+        writer = self.team.writer
+        if writer.outbox is not None:
+            outbox = writer.outbox
+            self.metrics.outbox_depth.set_function(
+                lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
+        if self.settings.ops.enabled:
+            self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
+                                 host=self.settings.ops.host, port=self.settings.ops.port)
+            await self.ops.start()
+        await self.team.start()
+        self._started = {c.name for c in self.channels}
+        log.info("runtime.started", channels=sorted(self._started),
+                 agents=[a.name for a in self.team.agents],
+                 model=self.settings.resolved_provider())
+
+    async def readiness(self) -> dict[str, str | None]:
+        """Each check's problem, or None: the store answers and every channel is connected."""
+        checks: dict[str, str | None] = {}
+        try:
+            async with asyncio.timeout(5):
+                await self.store.get("threadline:readyz", limit=1)
+            checks["store"] = None
+        except (StoreError, TimeoutError) as exc:
+            self.metrics.store_errors.labels("readyz").inc()
+            checks["store"] = str(exc) or "timed out after 5 s"
+        for channel in self.channels:
+            connected = channel.name in self._started and channel.identity is not None
+            checks[f"channel:{channel.name}"] = None if connected else "not connected"
+        return checks
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT ask for a clean stop instead of killing turns in flight."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop, signum)
+
+    def request_stop(self, signum: int | None = None) -> None:
+        if signum is not None:
+            log.info("runtime.signal", signal=signal.Signals(signum).name)
+        self._stop.set()
+
+    async def wait(self) -> None:
+        await self._stop.wait()
+
+    async def stop(self) -> None:
+        """Stop channels, finish turns in flight, flush the outbox, close the store."""
+        log.info("runtime.stopping")
+        self._started.clear()
+        try:
+            await self.team.stop()
+        finally:
+            for agent in self.team.agents:
+                await agent.close()
+            if self.ops is not None:
+                await self.ops.stop()
+            with suppress(StoreError):
+                await self.store.close()
+        log.info("runtime.stopped")
