@@ -1,0 +1,425 @@
+"""A team: several agents attached to channels, sharing one store, answering when addressed.
+
+    team = Team([support, billing])
+    team.attach(slack, respond_to_all=["support"])
+    await team.start()                       # starts the channels; they deliver to the team
+    results = await team.handle(message)     # or deliver a message without a channel
+
+Who answers a message (a human's, or another bot's when `answer_bots` is set):
+- every agent it names: `@support`, an alias, or a platform mention of the agent's own ids;
+- the agent whose reply it answers (the reply's platform id is remembered when sent);
+- otherwise, when it addresses the bot itself (a mention of the channel's identity, a DM, a
+  reply to the bot), the channel's first agent: agents sharing one bot are told apart by name;
+- every agent set to `respond_to_all` in that channel, addressed or not.
+An agent's reply that names another agent is handed to it in-process (not through the platform
+echo), for at most `max_hops` agent-to-agent turns in a row. No agent answers its own messages.
+
+Turns of one conversation are handled one at a time, in arrival order (a worker per busy
+conversation); different conversations run concurrently. Across worker processes on PostgreSQL,
+`PostgresConversationLock` serializes a conversation with `pg_advisory_lock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import structlog
+from sqlalchemy import make_url, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from threadline.agents.agent import Agent, AgentResult
+from threadline.channels.base import Channel
+from threadline.errors import ChannelError, ConfigError, StoreError
+from threadline.history.addressing import Addressee, mentions_in_text, normalize_mention
+from threadline.history.model import StoredMessage
+from threadline.interceptors.capture import DurableWriter
+
+log = structlog.get_logger("threadline.team")
+T = TypeVar("T")
+
+MAX_REMEMBERED_REPLIES = 10_000
+
+
+# -- conversation locks ------------------------------------------------------------------------
+
+
+class ConversationLock(Protocol):
+    """Holds one conversation for one turn, so its turns never interleave."""
+
+    def hold(self, conversation_id: str) -> AbstractAsyncContextManager[None]: ...
+
+
+class LocalConversationLock:
+    """In-process: one asyncio lock per conversation, forgotten when nobody holds or awaits it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(conversation_id, (asyncio.Lock(), 0))
+        self._locks[conversation_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[conversation_id]
+            if users == 1:
+                del self._locks[conversation_id]
+            else:
+                self._locks[conversation_id] = (lock, users - 1)
+
+
+def advisory_key(conversation_id: str) -> int:
+    """A stable signed 64-bit key for a conversation id (PostgreSQL advisory locks take bigint)."""
+    digest = hashlib.blake2b(conversation_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PostgresConversationLock:
+    """Across processes: `pg_advisory_lock` on a hash of the conversation id, per turn.
+
+    Each held conversation uses one pooled connection for the length of the turn, so
+    `pool_size` bounds how many conversations one process answers at once. If the process dies
+    the server drops its connections and with them the locks.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 20, connect_timeout: float = 5.0) -> None:
+        parsed = make_url(url)
+        if parsed.get_backend_name() != "postgresql":
+            raise ConfigError(
+                f"PostgresConversationLock needs a PostgreSQL URL, got "
+                f"{parsed.render_as_string(hide_password=True)!r}; on SQLite one process "
+                "serves the database, so the default LocalConversationLock is enough"
+            )
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+asyncpg")
+        self._engine = create_async_engine(
+            parsed.difference_update_query(["search_path"]), pool_size=pool_size,
+            max_overflow=0, pool_pre_ping=True, pool_timeout=connect_timeout,
+            connect_args={"timeout": connect_timeout},
+        )
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
+        key = advisory_key(conversation_id)
+        async with self._engine.connect() as connection:
+            await connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+            try:
+                yield
+            finally:
+                await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+
+# -- the team ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Attachment:
+    """Which agents listen on a channel; the first answers whatever addresses the bot itself."""
+
+    channel: Channel | None
+    agents: tuple[Agent, ...]
+    respond_to_all: frozenset[str]
+
+
+def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) -> frozenset[str]:
+    if isinstance(value, bool):
+        return frozenset(a.name for a in agents) if value else frozenset()
+    names = frozenset(value)
+    unknown = names - {a.name for a in agents}
+    if unknown:
+        raise ConfigError(
+            f"respond_to_all names {', '.join(sorted(unknown))}, which are not agents of this "
+            f"channel ({', '.join(a.name for a in agents)})"
+        )
+    return names
+
+
+def _from_bot(message: StoredMessage) -> bool:
+    return message.participant.kind == "agent" or bool(message.metadata.extra.get("is_bot"))
+
+
+class Team:
+    """Several agents sharing one store and one or more channels; see the module docstring."""
+
+    def __init__(
+        self,
+        agents: Sequence[Agent],
+        *,
+        max_hops: int = 3,
+        answer_bots: bool = False,
+        respond_to_all: bool | Iterable[str] = False,
+        lock: ConversationLock | None = None,
+    ) -> None:
+        if not agents:
+            raise ConfigError("a Team needs at least one agent")
+        keys = [normalize_mention(a.name) for a in agents]
+        if len(set(keys)) != len(keys):
+            raise ConfigError(
+                f"agent names must differ (case-insensitively, as mentions are): "
+                f"{', '.join(a.name for a in agents)}"
+            )
+        stores = {id(a.store) for a in agents}
+        if len(stores) != 1:
+            raise ConfigError(
+                "every agent of a Team must share one conversation store (pass the same "
+                "conversation_history= to each), so they all see one history"
+            )
+        if max_hops < 0:
+            raise ConfigError(f"Team max_hops must be >= 0, got {max_hops}")
+        self.agents = tuple(agents)
+        self.store = agents[0].store
+        self.max_hops = max_hops
+        self.answer_bots = answer_bots
+        self.lock: ConversationLock = lock or LocalConversationLock()
+        self._default = _Attachment(None, self.agents,
+                                    _respond_to_all_names(respond_to_all, self.agents))
+        self._attachments: dict[int, _Attachment] = {}
+        self._addressees = {a.name: Addressee.of(a.name, a.aliases) for a in agents}
+        self._queues: dict[str, deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]]]
+        self._queues = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        # (conversation, platform message id) -> agent name, so a reply to a reply reaches
+        # the agent that wrote it even when several agents share one bot account.
+        self._reply_authors: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    @property
+    def writer(self) -> DurableWriter:
+        return self.agents[0].writer
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def attach(
+        self,
+        channel: Channel,
+        *,
+        agents: Sequence[Agent] | None = None,
+        respond_to_all: bool | Iterable[str] = False,
+    ) -> None:
+        """Let `agents` (default: all) listen on `channel`; the first is the bot's default."""
+        chosen = tuple(agents) if agents is not None else self.agents
+        strangers = [a.name for a in chosen if a not in self.agents]
+        if not chosen or strangers:
+            raise ConfigError(
+                f"channel {channel.name!r}: attach needs agents of this team; "
+                f"{', '.join(strangers) or 'none given'}"
+            )
+        self._attachments[id(channel)] = _Attachment(
+            channel, chosen, _respond_to_all_names(respond_to_all, chosen))
+
+    async def start(self) -> None:
+        """Replay any leftover outbox, then start every attached channel."""
+        self.writer.start()
+        for attachment in self._attachments.values():
+            assert attachment.channel is not None
+            await attachment.channel.start(self)
+
+    async def stop(self) -> None:
+        """Stop the channels, finish queued turns, and stop the store writer's replay."""
+        for attachment in self._attachments.values():
+            assert attachment.channel is not None
+            await attachment.channel.stop()
+        while self._workers:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        await self.writer.close()
+
+    # -- ChannelEvents ---------------------------------------------------------------------
+
+    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        try:
+            await self.handle(message, channel)
+        except Exception:
+            log.exception("team.message_failed", conversation_id=message.conversation_id,
+                          channel=channel.name, message_id=message.id)
+
+    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
+        await self._in_order(conversation_id, lambda: self._change(
+            "edit", conversation_id, self.store.edit_message(conversation_id, message_id,
+                                                             content)))
+
+    async def on_delete(self, conversation_id: str, message_id: str) -> None:
+        await self._in_order(conversation_id, lambda: self._change(
+            "delete", conversation_id, self.store.delete_messages(conversation_id,
+                                                                  [message_id])))
+
+    async def _change(self, action: str, conversation_id: str, work: Awaitable[object]) -> None:
+        try:
+            await work
+        except StoreError as exc:
+            log.error("team.change_failed", action=action, conversation_id=conversation_id,
+                      error=str(exc))
+
+    # -- delivery --------------------------------------------------------------------------
+
+    async def handle(
+        self, message: StoredMessage, channel: Channel | None = None
+    ) -> list[AgentResult]:
+        """Store one inbound turn, let the addressed agents answer, return their results.
+
+        With a channel, replies are posted there; without one (a local channel, a demo, a
+        test) they are only stored and returned.
+        """
+        attachment = self._attachments.get(id(channel), self._default) if channel else (
+            self._default)
+        return await self._in_order(message.conversation_id,
+                                    lambda: self._process(message, attachment))
+
+    async def _in_order(self, conversation_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work` after everything queued earlier for this conversation."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        queue = self._queues.get(conversation_id)
+        if queue is None:
+            queue = self._queues[conversation_id] = deque()
+            worker = asyncio.get_running_loop().create_task(self._drain(conversation_id, queue))
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+        queue.append((work, future))
+        return await future
+
+    async def _drain(
+        self,
+        conversation_id: str,
+        queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]],
+    ) -> None:
+        try:
+            while queue:
+                work, future = queue.popleft()
+                try:
+                    async with self.lock.hold(conversation_id):
+                        result = await work()
+                except Exception as exc:
+                    if not future.done():
+                        future.set_exception(exc)
+                else:
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            # Nothing awaits between the last `while queue` check and here, so no turn can
+            # slip into a queue that no worker drains.
+            del self._queues[conversation_id]
+
+    async def _process(self, message: StoredMessage, attachment: _Attachment) -> list[AgentResult]:
+        bound = log.bind(conversation_id=message.conversation_id,
+                         channel=attachment.channel.name if attachment.channel else None)
+        if self._own_bot(message):
+            bound.debug("team.own_echo_ignored", message_id=message.id)
+            return []
+        if await self.writer.record(message) == "duplicate":
+            bound.info("team.redelivery_ignored", message_id=message.id)
+            return []
+        results: list[AgentResult] = []
+        await self._answer(message, attachment, hops=0, results=results, bound=bound)
+        return results
+
+    async def _answer(
+        self,
+        message: StoredMessage,
+        attachment: _Attachment,
+        *,
+        hops: int,
+        results: list[AgentResult],
+        bound: Any,
+    ) -> None:
+        for agent in self._addressed(message, attachment, hops=hops):
+            try:
+                result = await agent.invoke(message, aliases=self._identity_aliases(
+                    agent, attachment), inbound_recorded=True)
+            except Exception:
+                bound.exception("team.agent_failed", agent=agent.name, message_id=message.id)
+                continue
+            results.append(result)
+            if result.outbound is None:
+                continue
+            if attachment.channel is not None and result.output:
+                await self._send(attachment.channel, message, result, bound)
+            if not self._names_an_agent(result.outbound, attachment, author=agent):
+                continue
+            if hops + 1 > self.max_hops:
+                bound.warning("team.hop_limit", agent=agent.name, hops=hops,
+                              max_hops=self.max_hops)
+                continue
+            await self._answer(result.outbound, attachment, hops=hops + 1, results=results,
+                               bound=bound)
+
+    async def _send(
+        self, channel: Channel, inbound: StoredMessage, result: AgentResult, bound: Any
+    ) -> None:
+        try:
+            sent = await channel.send_reply(inbound, result.output, agent_name=result.agent_name)
+        except ChannelError as exc:
+            bound.error("team.send_failed", agent=result.agent_name, error=str(exc),
+                        error_type=type(exc).__name__)
+            return
+        for platform_id in sent:
+            self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
+        while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
+            self._reply_authors.popitem(last=False)
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def _own_bot(self, message: StoredMessage) -> bool:
+        """A message posted by one of our own bot accounts (seen by another of our channels)."""
+        author = normalize_mention(message.participant.id)
+        return any(
+            a.channel is not None and a.channel.identity is not None
+            and author in {normalize_mention(n) for n in a.channel.identity.aliases}
+            for a in self._attachments.values()
+        )
+
+    def _identity_aliases(self, agent: Agent, attachment: _Attachment) -> tuple[str, ...]:
+        """The bot's platform ids count as the agent's own names when it is the default."""
+        channel = attachment.channel
+        if channel is None or channel.identity is None or attachment.agents[0] is not agent:
+            return ()
+        return channel.identity.aliases
+
+    def _names_an_agent(self, message: StoredMessage, attachment: _Attachment, *,
+                        author: Agent) -> bool:
+        return any(self._addressees[a.name].is_mentioned(message)
+                   for a in attachment.agents if a is not author)
+
+    def _addressed(
+        self, message: StoredMessage, attachment: _Attachment, *, hops: int
+    ) -> list[Agent]:
+        """The agents that answer `message`, in the channel's order; see the module docstring."""
+        author = message.participant
+        if hops == 0 and _from_bot(message) and not self.answer_bots:
+            return []
+        candidates = [a for a in attachment.agents
+                      if not (author.kind == "agent" and author.id == a.name)]
+        named = [a for a in candidates if self._addressees[a.name].is_mentioned(message)]
+        if hops > 0:
+            return named  # an agent's reply reaches only the agents it names
+        replied = message.metadata.reply_to_message_id
+        author_of_replied = self._reply_authors.get((message.conversation_id, replied or ""))
+        named += [a for a in candidates if a.name == author_of_replied and a not in named]
+        default = attachment.agents[0]
+        if not named and default in candidates and self._addresses_bot(message, attachment):
+            named.append(default)
+        named += [a for a in candidates
+                  if a.name in attachment.respond_to_all and a not in named]
+        return sorted(named, key=attachment.agents.index)
+
+    @staticmethod
+    def _addresses_bot(message: StoredMessage, attachment: _Attachment) -> bool:
+        if message.scope == "dm":
+            return True
+        channel = attachment.channel
+        if channel is None or channel.identity is None:
+            return False
+        bot = {normalize_mention(n) for n in channel.identity.aliases}
+        mentioned = {normalize_mention(m) for m in message.metadata.mentions}
+        mentioned.update(mentions_in_text(message.content))
+        replied_to = message.metadata.reply_to_participant_id
+        return bool(bot & mentioned) or (
+            replied_to is not None and normalize_mention(replied_to) in bot)
