@@ -1,0 +1,134 @@
+"""How many Discord messages one process carries end to end, and the latency the channel adds.
+
+Each message goes: the fake Discord dispatches MESSAGE_CREATE over the gateway websocket
+(zstd-stream compressed, as discord.py asks) -> discord.py parses it -> the channel filters,
+dedups and normalizes it -> the inbound turn is stored -> an instant reply is posted with
+POST /channels/{id}/messages -> the reply turn is stored. Like Discord, the fake then sends
+the bot's own post back over the gateway, which the channel drops; that work is in the figures
+too. Latency is measured from the dispatch starting to the reply turn being stored. The fake
+runs in the same process, so its own work (JSON, compression, serving) is in the figures.
+
+    .venv/bin/python bench/channel_discord.py --events 500 --concurrency 32
+    .venv/bin/python bench/channel_discord.py --store memory   # the channel's own share
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fakes.discord_gateway import FakeDiscord, FakeUser  # noqa: E402
+from threadline.channels.base import Channel  # noqa: E402
+from threadline.channels.discord_channel import DiscordChannel  # noqa: E402
+from threadline.history import InMemoryConversationStore, SqlConversationStore  # noqa: E402
+from threadline.history.model import MessageMetadata, Participant, StoredMessage  # noqa: E402
+from threadline.history.store import ConversationStore  # noqa: E402
+from threadline.log import configure_logging  # noqa: E402
+
+
+class InstantReplies:
+    """Stores each inbound turn, replies at once, stores the reply; times each round trip."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+        self.started: dict[str, tuple[float, asyncio.Future[None]]] = {}
+        self.latencies: list[float] = []
+
+    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        if not await self.store.append(message):
+            return
+        [posted_id] = await channel.send_reply(message, f"ack {message.content}")
+        await self.store.append(StoredMessage(
+            id=f"discord:{posted_id}", conversation_id=message.conversation_id,
+            participant=Participant(kind="agent", id="bench-agent"), content="ack",
+            scope=message.scope, metadata=MessageMetadata(
+                channel_type="discord", channel_id=message.metadata.channel_id,
+                thread_id=message.metadata.thread_id, message_id=posted_id,
+                reply_to_message_id=message.metadata.message_id),
+        ))
+        started, finished = self.started.pop(message.metadata.message_id or "")
+        self.latencies.append(time.perf_counter() - started)
+        finished.set_result(None)
+
+    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
+        await self.store.edit_message(conversation_id, message_id, content)
+
+    async def on_delete(self, conversation_id: str, message_id: str) -> None:
+        await self.store.delete_messages(conversation_id, [message_id])
+
+
+async def _round(fake: FakeDiscord, events: InstantReplies, *, rooms: list[str],
+                 people: list[FakeUser], count: int, concurrency: int) -> float:
+    """Deliver `count` messages, `concurrency` at a time end to end; seconds until all stored."""
+    events.latencies = []
+    slots = asyncio.Semaphore(concurrency)
+
+    async def deliver(i: int) -> None:
+        async with slots:
+            message = fake.message_payload(
+                rooms[i % len(rooms)], author=people[i % len(people)],
+                content=f"<@{fake.bot.id}> question {i}", mentions=(fake.bot,))
+            finished = asyncio.get_running_loop().create_future()
+            events.started[message["id"]] = (time.perf_counter(), finished)
+            await fake.deliver("MESSAGE_CREATE", message)
+            await finished  # a slot is one message in flight end to end, not just dispatched
+
+    began = time.perf_counter()
+    await asyncio.gather(*(deliver(i) for i in range(count)))
+    return time.perf_counter() - began
+
+
+async def main(*, count: int, concurrency: int, store_kind: str) -> None:
+    configure_logging("info")  # as `threadline run` does: no per-reply debug lines
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
+        opened = (SqlConversationStore(url) if store_kind == "sqlite"
+                  else InMemoryConversationStore())
+        async with FakeDiscord() as fake, opened as store:
+            guild = fake.add_guild(name="Bench")
+            rooms = [fake.add_text_channel(guild, name=f"room{i}") for i in range(50)]
+            people = [fake.add_user(f"user{i}") for i in range(20)]
+            for person in people:
+                fake.add_member(guild, person)
+            channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                     gateway_url=fake.gateway_url, guild_ready_timeout=0.05)
+            events = InstantReplies(store)
+            await channel.start(events)
+            world = {"rooms": rooms, "people": people}
+            try:
+                # Warm-up: connections, discord.py caches, SQLite pages.
+                await _round(fake, events, **world, count=100, concurrency=concurrency)
+                elapsed = await _round(fake, events, **world, count=count,
+                                       concurrency=concurrency)
+                loaded = sorted(events.latencies)
+                await _round(fake, events, **world, count=min(count, 200), concurrency=1)
+                alone = sorted(events.latencies)
+            finally:
+                await channel.stop()
+            stored = await store.count()
+
+    def pct(values: list[float], q: float) -> float:
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000
+
+    print(f"store={store_kind} events={count} concurrency={concurrency} turns_stored={stored}")
+    print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")
+    print(f"latency under load: p50 {pct(loaded, 0.5):.1f} ms, p99 {pct(loaded, 0.99):.1f} ms")
+    print(f"latency one at a time: p50 {pct(alone, 0.5):.1f} ms, p99 {pct(alone, 0.99):.1f} ms,"
+          f" mean {statistics.fmean(alone) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
+    arguments = parser.parse_args()
+    asyncio.run(main(count=arguments.events, concurrency=arguments.concurrency,
+                     store_kind=arguments.store))
