@@ -258,13 +258,10 @@ def merge_windows(
     kept: list[SearchWindow] = []
     used = 0
     for _, window in windows:
-        if kept and used + window.token_count > token_cap:
-            trimmed = _trim_to_hits(window, token_cap - used)
-            if trimmed is None:
-                continue
-            window = trimmed
-        kept.append(window)
-        used += window.token_count
+        fitted = _fit(window, token_cap - used, rank, first=not kept)
+        if fitted is not None:
+            kept.append(fitted)
+            used += fitted.token_count
     return kept
 
 
@@ -272,11 +269,32 @@ def _consecutive(earlier: StoredMessage, later: StoredMessage) -> bool:
     return earlier.sequence is not None and later.sequence == earlier.sequence + 1
 
 
-def _trim_to_hits(window: SearchWindow, room: int) -> SearchWindow | None:
-    """The hits of a window without their context, if that fits the room left."""
-    hits_only = tuple(m for m in window.messages if m.id in window.hit_ids)
-    trimmed = SearchWindow(window.hit_ids, hits_only)
-    return trimmed if trimmed.token_count <= room else None
+def _fit(window: SearchWindow, room: int, rank: dict[str, int], *,
+         first: bool) -> SearchWindow | None:
+    """The window, or the longest run around its best hit that fits `room` tokens.
+
+    The run grows from the best hit one turn at a time, earlier side first. The very first
+    window keeps at least its best hit even when that alone is over the cap.
+    """
+    if window.token_count <= room:
+        return window
+    members = window.messages
+    best = min(window.hit_ids, key=rank.__getitem__)
+    low = high = next(i for i, m in enumerate(members) if m.id == best)
+    used = members[low].token_count or 0
+    if used > room and not first:
+        return None
+    grew = True
+    while grew:
+        grew = False
+        for candidate in (low - 1, high + 1):
+            cost = members[candidate].token_count or 0 if 0 <= candidate < len(members) else None
+            if cost is not None and used + cost <= room:
+                used += cost
+                low, high = min(low, candidate), max(high, candidate)
+                grew = True
+    run = members[low : high + 1]
+    return SearchWindow(tuple(m.id for m in run if m.id in window.hit_ids), run)
 
 
 def format_turn(message: StoredMessage) -> str:
