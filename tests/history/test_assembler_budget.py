@@ -59,3 +59,18 @@ async def test_a_tool_call_and_its_result_stay_together() -> None:
                    if b["type"] == "tool_result"]
         assert uses == results
         assert prompt.token_count <= budget
+
+
+async def test_the_prefix_stays_stable_while_the_conversation_grows() -> None:
+    store = InMemoryConversationStore()
+    t = Transcript()
+    firsts = []
+    for i in range(80):
+        await store.append(t.say(ANN, f"@support question {i} " + "detail " * 20,
+                                 mentions=("support",)))
+        prompt = await assemble_prompt(store, t.conversation_id, "support", "Support",
+                                       AssemblerOptions(token_budget=400, recall=False))
+        if prompt.dropped_for_budget_ids:
+            firsts.append(prompt.included_ids[0])
+    changes = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
+    assert len(firsts) > 40 and changes <= len(firsts) // 5  # moves in steps, not every turn

@@ -97,3 +97,47 @@ async def test_search_tool_output_names_who_and_when(sqlite_url: str) -> None:
             "[2024-03-01 09:01 UTC] Bob: I named my dog Rex",
             "[2024-03-01 09:02 UTC] Ann: cute",
         ]
+
+
+async def test_summary_and_recall_never_hold_the_same_turn() -> None:
+    from tests.history.test_assembler_summaries import CountingSummarizer
+
+    store = InMemoryConversationStore()
+    t = Transcript()
+    t.say(ANN, "@support my locker code is 7781", mentions=("support",))
+    for i in range(14):
+        t.say(ANN, f"@support chat {i}", mentions=("support",))
+    t.say(ANN, "@support what is my locker code?", mentions=("support",))
+    await t.store_in(store)
+    prompt = await assemble_prompt(
+        store, t.conversation_id, "support", "Support",
+        AssemblerOptions(rolling_summary_threshold=10), CountingSummarizer())
+    assert prompt.summary_created
+    summary_text = prompt.messages[0].content
+    assert "my locker code is 7781" in summary_text
+    assert t.turns[0].id not in prompt.recalled_ids  # already summarized for this agent
+    assert sum("7781" in m.content for m in prompt.messages) == 1
+
+
+async def test_scope_and_time_window_limit_what_is_loaded() -> None:
+    from datetime import timedelta
+
+    from threadline.history import StoredMessage
+    from threadline.history.model import utc_now
+
+    store = InMemoryConversationStore()
+    now = utc_now()
+    for minutes_ago, scope, text in ((90, "channel", "@support old channel"),
+                                     (5, "thread", "@support new thread"),
+                                     (1, "channel", "@support new channel")):
+        await store.append(StoredMessage(conversation_id="c", participant=ANN, content=text,
+                                         scope=scope,  # type: ignore[arg-type]
+                                         timestamp=now - timedelta(minutes=minutes_ago)))
+    recent = await assemble_prompt(store, "c", "support", "Support",
+                                   AssemblerOptions(time_window_minutes=30, recall=False))
+    assert [m.content for m in recent.messages] == [
+        "Ann: @support new thread\n\nAnn: @support new channel"]
+    channel_only = await assemble_prompt(store, "c", "support", "Support",
+                                         AssemblerOptions(scope="channel", recall=False))
+    assert "thread" not in channel_only.messages[0].content
+    assert "old channel" in channel_only.messages[0].content

@@ -38,7 +38,12 @@ SUMMARY_HEADER = "Summary of the earlier conversation:"
 
 @dataclass(frozen=True)
 class AssemblerOptions:
-    """How much history an agent sees and how it is chosen; defaults suit a support bot."""
+    """How much history an agent sees and how it is chosen; defaults suit a support bot.
+
+    `cache_stride`: when the history is over budget, the oldest kept turn only moves in steps
+    of this many sequence numbers, so the prompt's prefix stays byte-identical for several
+    turns and a provider's prompt cache stays warm (0 moves it every turn).
+    """
 
     scope: Scope | None = None
     token_budget: int = 3000
@@ -53,6 +58,7 @@ class AssemblerOptions:
     summary_timeout: float = 20.0
     tool_trace: bool = False
     processors: tuple[Processor, ...] = ()
+    cache_stride: int = 10
 
     def __post_init__(self) -> None:
         if self.token_budget < 50:
@@ -89,6 +95,19 @@ def _truncate(message: StoredMessage, max_tokens: int, counter: TokenCounter) ->
     cut = text[:low] + TRUNCATION_MARKER
     return replace(message, content=cut, tool_exchanges=(), token_count=counter.count(cut)
                    + PER_MESSAGE_OVERHEAD + counter.count(message.participant.display_name))
+
+
+def _stable_split(
+    turns: list[StoredMessage], max_tokens: int, stride: int
+) -> tuple[list[StoredMessage], list[StoredMessage]]:
+    """TokenLimiter's split, with the first kept turn moved up to a multiple of `stride`."""
+    included, dropped = TokenLimiter(max_tokens).split(turns)
+    if not dropped or stride <= 1 or len(included) < 2:
+        return included, dropped
+    first = included[0].sequence or 0
+    boundary = -(-first // stride) * stride
+    moved = [m for m in included[:-1] if (m.sequence or 0) < boundary]
+    return included[len(moved):], dropped + moved
 
 
 async def assemble_prompt(
@@ -156,7 +175,7 @@ async def assemble_prompt(
 
     turns_budget = max(budget - reserved, 0)
     while True:
-        included, dropped = TokenLimiter(turns_budget).split(kept)
+        included, dropped = _stable_split(kept, turns_budget, options.cache_stride)
         if included and (included[0].token_count or 0) > turns_budget:
             included[0] = _truncate(included[0], turns_budget, counter)
             notes.append(f"newest turn {newest.id} truncated to fit the budget")
