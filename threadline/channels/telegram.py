@@ -253,7 +253,8 @@ class TelegramChannel(Channel):
             elif update.edited_message is not None:
                 await self._deliver_edit(update.edited_message)
         except Exception:
-            self._log.exception("telegram.update_failed", update_id=update.update_id)
+            self._log.exception("telegram.update_failed", update_id=update.update_id,
+                                conversation_id=_conversation_key(update))
 
     def _accepted_sender(self, message: Message) -> Sender | None:
         """The author, or None for the bot's own messages and other bots' unless `allow_bots`."""
