@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 
 import pytest
 from anthropic import AsyncAnthropic
@@ -17,7 +19,7 @@ from tests.fakes.anthropic import (
 )
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelRequest
-from threadline.errors import ModelError, ModelUnavailableError
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError
 from threadline.history.prompt import PromptMessage
 
 fake = fake_anthropic_fixture()
@@ -127,3 +129,49 @@ async def test_a_rejected_key_is_a_model_error_that_says_what_to_set(fake: FakeA
         await provider.complete(REQUEST)
     assert not isinstance(caught.value, ModelUnavailableError)
     assert len(fake.requests) == 1  # never retried
+
+
+def clear_anthropic_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+
+
+async def test_missing_credentials_say_which_variable_to_set(
+    fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clear_anthropic_environment(monkeypatch, tmp_path)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    provider = AnthropicProvider()
+
+    with pytest.raises(ModelError, match="no Anthropic credentials for model 'claude-test': "
+                                         "set ANTHROPIC_API_KEY") as caught:
+        await provider.complete(REQUEST)
+    assert not isinstance(caught.value, ModelUnavailableError)
+    assert fake.requests == []
+
+
+def test_a_profile_that_cannot_be_loaded_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clear_anthropic_environment(monkeypatch, tmp_path)
+    monkeypatch.setenv("ANTHROPIC_PROFILE", "missing")
+
+    with pytest.raises(ConfigError, match="credentials could not be loaded .*profile 'missing'.*"
+                                          "Set ANTHROPIC_API_KEY"):
+        AnthropicProvider()
+
+
+async def test_the_default_client_reads_the_key_and_base_url_from_the_environment(
+    fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clear_anthropic_environment(monkeypatch, tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+
+    assert (await AnthropicProvider().complete(REQUEST)).text == "fake reply 1"
+    headers = fake.requests[0].headers
+    # This SDK version may send the key as x-api-key or as a bearer token; either carries it.
+    assert "sk-from-env" in headers.get("x-api-key", "") + headers.get("authorization", "")

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from anthropic import AsyncAnthropic
+from multidict import CIMultiDict
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_CACHE_BREAKPOINTS = 4
@@ -108,10 +109,11 @@ def malformed(body: str = '{"id": "msg_broken", "type": "message", "content": ['
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """What crossed the wire: the path, headers, exact body bytes and the parsed body."""
+    """What crossed the wire: the path, headers (case-insensitive), exact body bytes and the
+    parsed body."""
 
     path: str
-    headers: dict[str, str]
+    headers: CIMultiDict[str]
     raw: bytes
     body: Any
 
@@ -187,7 +189,7 @@ class FakeAnthropic:
             body: Any = json.loads(raw)
         except ValueError:
             body = None
-        self.requests.append(RecordedRequest(request.path, dict(request.headers), raw, body))
+        self.requests.append(RecordedRequest(request.path, CIMultiDict(request.headers), raw, body))
         async with self._arrived:
             self._arrived.notify_all()
         if not (request.headers.get("x-api-key") or request.headers.get("authorization")):

@@ -26,11 +26,12 @@ from anthropic import (
     APIStatusError,
     AsyncAnthropic,
     AuthenticationError,
+    CredentialsError,
     PermissionDeniedError,
 )
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
-from threadline.errors import ModelError, ModelUnavailableError
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError
 from threadline.history.convert import to_anthropic
 from threadline.history.model import ToolCall
 
@@ -64,8 +65,14 @@ class AnthropicProvider:
         stream: bool = True,
     ) -> None:
         if client is None:
-            client = AsyncAnthropic(max_retries=DEFAULT_MAX_RETRIES if max_retries is None
-                                    else max_retries, timeout=timeout)
+            try:
+                client = AsyncAnthropic(max_retries=DEFAULT_MAX_RETRIES if max_retries is None
+                                        else max_retries, timeout=timeout)
+            except CredentialsError as exc:
+                raise ConfigError(
+                    f"Anthropic credentials could not be loaded ({exc}). Set ANTHROPIC_API_KEY, "
+                    "or fix the profile the SDK was pointed at."
+                ) from exc
         elif max_retries is not None:
             client = client.with_options(max_retries=max_retries)
         self._client = client
@@ -76,8 +83,8 @@ class AnthropicProvider:
     def render(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API parameters for a request; the same request renders the same bytes."""
         assembled_system, messages = to_anthropic(request.messages)
-        system: list[dict[str, Any]] = [{"type": "text", "text": part}
-                  for part in (request.system, assembled_system) if part]
+        parts = (request.system, assembled_system)
+        system: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts if p]
         tools = [_tool_param(spec) for spec in request.tools]
         if self._prompt_caching:
             for blocks in (tools[-1:], system, _last_blocks(messages)):
@@ -92,6 +99,12 @@ class AnthropicProvider:
         return params
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        client = self._client
+        if client.api_key is None and client.auth_token is None and client.credentials is None:
+            raise ModelError(
+                f"no Anthropic credentials for model {request.model!r}: set ANTHROPIC_API_KEY "
+                "(or pass AsyncAnthropic(api_key=...)), or run the agents on the offline model."
+            )
         params = self.render(request)
         bound = log.bind(model=request.model)
         try:
@@ -125,6 +138,11 @@ class AnthropicProvider:
     def _failure(self, model: str, exc: Exception) -> ModelError:
         """The Threadline error for a failed call: unavailable (retry later) or not."""
         retries = self._client.max_retries
+        if isinstance(exc, CredentialsError):
+            return ModelError(
+                f"Anthropic credentials for model {model!r} could not be loaded ({exc}). Set "
+                "ANTHROPIC_API_KEY, or fix the profile the SDK was pointed at."
+            )
         if isinstance(exc, AuthenticationError | PermissionDeniedError):
             return ModelError(
                 f"Anthropic rejected the credentials ({exc.status_code} {exc.type}: "
