@@ -203,6 +203,7 @@ class Settings(_Section):
     ops: OpsSettings = Field(default_factory=OpsSettings)
     channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
+    shutdown_timeout: float = Field(default=30.0, ge=0)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     def system_prompt(self, agent: str) -> str:

@@ -5,9 +5,12 @@
     await runtime.wait()         # until SIGTERM/SIGINT (or `request_stop()`)
     await runtime.stop()         # stop taking events, finish turns in flight, flush the outbox
 
-Shutdown order matters for losing nothing: channels stop first (no new events), then the team
-finishes every queued turn (each inbound and reply is recorded by capture), then the durable
-writer gets a last chance to move outbox entries into the store, and only then the store closes.
+Shutdown order matters for losing nothing. A channel that has stopped cannot send, so turns in
+flight are finished first, with the channels still connected (readiness already says 503, so a
+load balancer sends nothing new; events the platform still delivers are answered too), for at
+most `shutdown_timeout` seconds. Then the channels stop, the team finishes whatever is left
+(capture records each inbound turn and reply), the durable writer flushes the outbox, and only
+then the store closes.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import asyncio
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import structlog
@@ -37,6 +40,7 @@ from threadline.config import (
 )
 from threadline.errors import ConfigError, StoreError
 from threadline.history.assembler import AssemblerOptions
+from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.interceptors.base import CallNext, TurnContext
 from threadline.ops import Metrics, OpsServer
@@ -136,6 +140,50 @@ class MetricsInterceptor:
         return result
 
 
+class InFlight:
+    """The `ChannelEvents` the channels see: the team's, counted, so shutdown can drain them."""
+
+    def __init__(self, team: Team, metrics: Metrics) -> None:
+        self.team = team
+        self.metrics = metrics
+        self.count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @asynccontextmanager
+    async def _tracked(self) -> AsyncIterator[None]:
+        self.count += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if self.count == 0:
+                self._idle.set()
+
+    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        self.metrics.inbound.labels(channel.name).inc()
+        async with self._tracked():
+            await self.team.on_message(message, channel)
+
+    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
+        async with self._tracked():
+            await self.team.on_edit(conversation_id, message_id, content)
+
+    async def on_delete(self, conversation_id: str, message_id: str) -> None:
+        async with self._tracked():
+            await self.team.on_delete(conversation_id, message_id)
+
+    async def drain(self, time_limit: float) -> bool:
+        """Wait until no event is being handled; False if `time_limit` passed first."""
+        try:
+            async with asyncio.timeout(time_limit):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+
 class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""
 
@@ -147,6 +195,7 @@ class Runtime:
         self.channels = tuple(channels)
         self.metrics = metrics
         self.ops: OpsServer | None = None
+        self.events = InFlight(team, metrics)
         self._started: set[str] = set()
         self._stop = asyncio.Event()
 
@@ -193,8 +242,11 @@ class Runtime:
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
                                  host=self.settings.ops.host, port=self.settings.ops.port)
             await self.ops.start()
-        await self.team.start()
-        self._started = {c.name for c in self.channels}
+        # What `Team.start` does, with the counted events in front of the team.
+        self.team.writer.start()
+        for channel in self.channels:
+            await channel.start(self.events)
+            self._started.add(channel.name)
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
@@ -230,8 +282,11 @@ class Runtime:
 
     async def stop(self) -> None:
         """Stop channels, finish turns in flight, flush the outbox, close the store."""
-        log.info("runtime.stopping")
+        log.info("runtime.stopping", in_flight=self.events.count)
         self._started.clear()
+        if not await self.events.drain(self.settings.shutdown_timeout):
+            log.warning("runtime.shutdown_timeout", in_flight=self.events.count,
+                        shutdown_timeout=self.settings.shutdown_timeout)
         try:
             await self.team.stop()
         finally:
