@@ -15,9 +15,10 @@ import pytest
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.agents.team import PostgresConversationLock, Team
+from threadline.agents.team import Team
 from threadline.errors import ConfigError
 from threadline.history import SqlConversationStore
+from threadline.locks import PostgresConversationLock
 
 pytestmark = pytest.mark.postgres
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import structlog
 
@@ -302,7 +302,7 @@ class Agent:
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         # The search tool's `run` is a field holding a closure; it has the Tool shape.
-        search = cast(Tool, make_conversation_search_tool(context.store, context.conversation_id))
+        search: Tool = make_conversation_search_tool(context.store, context.conversation_id)
         tools: list[Tool] = [*self.tools, search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]

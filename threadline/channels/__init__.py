@@ -1,1 +1,15 @@
-"""Threadline channels."""
+"""Channels: Slack, Telegram, Discord and a local channel, behind one small contract.
+
+Platform SDKs are optional extras (`threadline[slack]`, `[telegram]`, `[discord]`), so each
+platform's channel is imported from its own module:
+
+    from threadline.channels.slack import SlackChannel
+    from threadline.channels.telegram import TelegramChannel
+    from threadline.channels.discord_channel import DiscordChannel
+    from threadline.channels.local import LocalChannel
+"""
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.text import split_text
+
+__all__ = ["BotIdentity", "Channel", "ChannelEvents", "split_text"]

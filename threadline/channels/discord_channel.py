@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import discord
@@ -36,6 +35,7 @@ from threadline.channels.discord_normalize import (
     stored_id,
     to_stored_message,
 )
+from threadline.channels.intake import RecentKeys
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -58,27 +58,6 @@ def message_content_help(name: str) -> str:
         "Developer Portal: Applications -> your app -> Bot -> Privileged Gateway Intents -> "
         "Message Content Intent (bots in 100+ servers need Discord's approval for it)."
     )
-
-
-class _RecentKeys:
-    """A bounded set of recently seen event keys: the first sighting wins, repeats are dropped."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._keys: OrderedDict[Hashable, None] = OrderedDict()
-
-    def add(self, key: Hashable) -> bool:
-        """True the first time `key` is seen (among the last `size` keys)."""
-        if key in self._keys:
-            self._keys.move_to_end(key)
-            return False
-        self._keys[key] = None
-        if len(self._keys) > self._size:
-            self._keys.popitem(last=False)
-        return True
-
-    def forget(self, key: Hashable) -> None:
-        self._keys.pop(key, None)
 
 
 class DiscordChannel(Channel):
@@ -119,7 +98,7 @@ class DiscordChannel(Channel):
         self._shard_count = shard_count
         self._guild_ready_timeout = guild_ready_timeout
         self._start_timeout = start_timeout
-        self._recent = _RecentKeys(dedup_size)
+        self._recent = RecentKeys(dedup_size)
         self._log = log.bind(channel=name)
         self._client: discord.Client | None = None
         self._events: ChannelEvents | None = None
@@ -299,7 +278,7 @@ class DiscordChannel(Channel):
                     or not self._from_someone_we_hear(message.author)):
                 return
             key = ("message", message.id)
-            if not self._recent.add(key):
+            if not self._recent.first_sighting(key):
                 return
             try:
                 location = await self._locate(
@@ -321,7 +300,7 @@ class DiscordChannel(Channel):
             # No edit time: Discord added an embed or link preview, which is not a user edit.
             if (not self._taking_events() or edited is None
                     or not self._from_someone_we_hear(message.author)
-                    or not self._recent.add(("edit", message.id, edited))):
+                    or not self._recent.first_sighting(("edit", message.id, edited))):
                 return
             async with self._change_order:
                 location = await self._locate(message.channel, guild_id=payload.guild_id,
@@ -336,7 +315,7 @@ class DiscordChannel(Channel):
         with self._handling("delete", message_ids=message_ids) as context:
             if not self._taking_events() or self._client is None:
                 return
-            fresh = [m for m in message_ids if self._recent.add(("delete", m))]
+            fresh = [m for m in message_ids if self._recent.first_sighting(("delete", m))]
             if not fresh:
                 return
             async with self._change_order:

@@ -39,6 +39,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.intake import ConversationOrder, RecentKeys
 from threadline.channels.slack_directory import SlackDirectory
 from threadline.channels.slack_events import (
     CHANNEL_TYPE,
@@ -52,7 +53,6 @@ from threadline.channels.slack_events import (
     render_mentions,
     to_stored_message,
 )
-from threadline.channels.slack_intake import ConversationOrder, RecentIds
 from threadline.channels.text import split_text
 from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
 from threadline.history.model import StoredMessage
@@ -129,7 +129,7 @@ class SlackChannel(Channel):
         self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
-        self._recent = RecentIds()
+        self._recent = RecentKeys()
         self._order = ConversationOrder()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -334,7 +334,7 @@ class SlackChannel(Channel):
         if self._closing:
             return
         event_id = body.get("event_id")
-        if event_id and self._recent.seen(str(event_id)):
+        if event_id and not self._recent.first_sighting(str(event_id)):
             self._log.debug("slack_duplicate_event", event_id=event_id)
             return
         self._spawn(self._handle(body))

@@ -43,6 +43,7 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.intake import RecentKeys
 from threadline.channels.telegram_inbound import (
     Sender,
     conversation_id,
@@ -51,7 +52,7 @@ from threadline.channels.telegram_inbound import (
     text_of,
     turn_id,
 )
-from threadline.channels.telegram_updates import ConversationOrderedProcessor, RecentUpdateIds
+from threadline.channels.telegram_updates import ConversationOrderedProcessor
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -132,7 +133,7 @@ class TelegramChannel(Channel):
         self._throttle = throttle
         self._application: Application | None = None
         self._events: ChannelEvents | None = None
-        self._seen = RecentUpdateIds()
+        self._seen = RecentKeys()
         self._conflict: str | None = None
         self._log = log.bind(channel=name)
 
@@ -244,7 +245,7 @@ class TelegramChannel(Channel):
     # -- inbound ---------------------------------------------------------------------------
 
     async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
-        if not self._seen.add(update.update_id):
+        if not self._seen.first_sighting(update.update_id):
             self._log.debug("telegram.duplicate_update", update_id=update.update_id)
             return
         try:

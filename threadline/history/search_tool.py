@@ -9,7 +9,6 @@ spoke and when (an absolute date, so "yesterday" in a turn still means something
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.errors import SearchQueryError
@@ -32,17 +31,21 @@ _INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class ConversationSearchTool:
     """A tool bound to one conversation: name, description, JSON input schema and handler."""
 
-    run: Callable[[dict[str, Any]], Awaitable[str]]
-    name: str = SEARCH_TOOL_NAME
-    description: str = (
+    name = SEARCH_TOOL_NAME
+    description = (
         "Search earlier messages of this conversation (older than what you can see). Ask with a "
         "question or key words; results show who said what and when, with the turns around it."
     )
-    input_schema: dict[str, Any] = field(default_factory=lambda: dict(_INPUT_SCHEMA))
+
+    def __init__(self, search: Callable[[dict[str, Any]], Awaitable[str]]) -> None:
+        self._search = search
+        self.input_schema: dict[str, Any] = dict(_INPUT_SCHEMA)
+
+    async def run(self, input: dict[str, Any]) -> str:
+        return await self._search(input)
 
 
 def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
@@ -84,4 +87,4 @@ def make_conversation_search_tool(
             return "No earlier messages match that. Try other key words."
         return format_windows(windows)
 
-    return ConversationSearchTool(run=run)
+    return ConversationSearchTool(run)

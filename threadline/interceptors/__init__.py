@@ -1,1 +1,20 @@
-"""Threadline interceptors."""
+"""Interceptors: middleware around an agent run. Capture is always first and needs no setup."""
+
+from threadline.interceptors.base import Interceptor, TurnContext
+from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
+from threadline.interceptors.error_reply import ErrorReplyInterceptor
+from threadline.interceptors.outbox import Outbox
+from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
+from threadline.interceptors.turn_log import TurnLogInterceptor
+
+__all__ = [
+    "CaptureInterceptor",
+    "DurableWriter",
+    "ErrorReplyInterceptor",
+    "Interceptor",
+    "Outbox",
+    "Rate",
+    "RateLimitInterceptor",
+    "TurnContext",
+    "TurnLogInterceptor",
+]
