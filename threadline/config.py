@@ -89,7 +89,12 @@ class OpsSettings(_Section):
 
 
 class LocalChannelSettings(_Section):
+    """The in-process room; with `stdin`, `threadline run` reads lines there and prints replies."""
+
     type: Literal["local"]
+    room: str = "main"
+    stdin: bool = False
+    user: str = "you"
     allow_bots: bool = False
 
 

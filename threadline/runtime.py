@@ -19,6 +19,7 @@ import asyncio
 import importlib
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -29,6 +30,7 @@ from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
 from threadline.channels.base import Channel
+from threadline.channels.local import LocalChannel, LocalReply
 from threadline.config import (
     AgentSettings,
     ChannelSettings,
@@ -97,12 +99,15 @@ def assembler_options(agent: AgentSettings) -> AssemblerOptions:
     )
 
 
+def print_reply(reply: LocalReply) -> None:
+    print(f"{reply.agent_name}> {reply.text}", flush=True)
+
+
 def build_channel(name: str, channel: ChannelSettings) -> Channel:
     """The channel object for one `channels:` entry; SDKs are imported only when used."""
     if isinstance(channel, LocalChannelSettings):
-        from threadline.channels.local import LocalChannel
-
-        return LocalChannel(name=name, allow_bots=channel.allow_bots)
+        return LocalChannel(name=name, room=channel.room, allow_bots=channel.allow_bots,
+                            on_reply=print_reply if channel.stdin else None)
     options = channel.model_dump(exclude={"type"})
     if isinstance(channel, SlackChannelSettings):
         from threadline.channels.slack import SlackChannel
@@ -198,6 +203,7 @@ class Runtime:
         self.events = InFlight(team, metrics)
         self._started: set[str] = set()
         self._stop = asyncio.Event()
+        self._readers: list[asyncio.Task[None]] = []
 
     @classmethod
     def build(cls, settings: Settings, *, provider: ModelProvider | None = None) -> Runtime:
@@ -247,9 +253,33 @@ class Runtime:
         for channel in self.channels:
             await channel.start(self.events)
             self._started.add(channel.name)
+        for name, channel_settings in self.settings.channels.items():
+            room = next((c for c in self.channels if c.name == name), None)
+            if isinstance(channel_settings, LocalChannelSettings) and channel_settings.stdin \
+                    and isinstance(room, LocalChannel):
+                self._readers.append(asyncio.ensure_future(
+                    self._read_stdin(room, channel_settings.user)))
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
+
+    async def _read_stdin(self, room: LocalChannel, user: str) -> None:
+        """Lines typed on stdin go to the local room; end of input stops the runtime."""
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+
+        def read() -> None:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, "")
+
+        # A daemon thread, not the executor: a read blocked on a terminal must not keep the
+        # process alive after SIGTERM.
+        threading.Thread(target=read, name="threadline-stdin", daemon=True).start()
+        while (line := await lines.get()):
+            if line.strip():
+                await room.say(line.strip(), user=user)
+        self.request_stop()
 
     async def readiness(self) -> dict[str, str | None]:
         """Each check's problem, or None: the store answers and every channel is connected."""
@@ -284,6 +314,8 @@ class Runtime:
         """Stop channels, finish turns in flight, flush the outbox, close the store."""
         log.info("runtime.stopping", in_flight=self.events.count)
         self._started.clear()
+        for reader in self._readers:
+            reader.cancel()  # stop reading; a line being answered finishes (say is shielded)
         if not await self.events.drain(self.settings.shutdown_timeout):
             log.warning("runtime.shutdown_timeout", in_flight=self.events.count,
                         shutdown_timeout=self.settings.shutdown_timeout)
