@@ -213,3 +213,16 @@ async def test_search_context_merges_neighbours(store: ConversationStore) -> Non
     assert len(adjacent) == 1
     assert [m.content for m in adjacent[0].messages] == [
         "nice name", "weather talk", "more weather", "the cat Miso likes fish"]
+
+
+async def test_nul_in_any_text_field_is_replaced_alike(store: ConversationStore) -> None:
+    from threadline.history import Participant
+
+    odd = Participant(kind="user", id="U\x001", display_name="An\x00n")
+    await store.append(StoredMessage(conversation_id="c\x001", participant=odd, content="hi",
+                                     metadata={"channel_name": "gen\x00eral",
+                                               "mentions": ["a\x00b"]}))
+    [back] = await store.get("c\ufffd1")
+    assert back.participant.id == "U\ufffd1" and back.participant.display_name == "An\ufffdn"
+    assert back.metadata.channel_name == "gen\ufffderal"
+    assert back.metadata.mentions == ("a\ufffdb",)

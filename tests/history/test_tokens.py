@@ -54,8 +54,6 @@ def test_an_online_only_encoding_fails_clearly_when_offline(
         TiktokenCounter("cl100k_base")
 
 
-@pytest.mark.xfail(strict=True, reason="tokens.py hands 'cl100k_base' to tiktoken, which tries "
-                   "a download before failing; it should refuse names it cannot serve offline")
 def test_an_online_only_encoding_is_refused_before_any_download(
     network_attempts: list[Any],
 ) -> None:

