@@ -18,6 +18,7 @@ from threadline.errors import StoreError
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
+    IndexedTurn,
     SearchQuery,
     bm25_rank,
     cap_by_tokens,
@@ -33,6 +34,8 @@ class _Conversation:
     platform_ids: dict[str, str] = field(default_factory=dict)
     last_sequence: int = 0
     last_activity: datetime | None = None
+    # Stemmed words per turn, made on first search and kept while the turn is unchanged.
+    indexed: dict[str, IndexedTurn] = field(default_factory=dict)
 
 
 class InMemoryConversationStore:
@@ -137,8 +140,21 @@ class InMemoryConversationStore:
         wanted = set(ids)
         return [m for m in self._turns(conversation_id) if m.id in wanted]
 
-    def _searchable(self, conversation_id: str) -> list[StoredMessage]:
-        return [m for m in self._turns(conversation_id) if not m.metadata.is_summary and m.content]
+    def _searchable(self, conversation_id: str) -> list[IndexedTurn]:
+        self._check_open()
+        conversation = self._conversations.get(conversation_id)
+        if conversation is None:
+            return []
+        previous = conversation.indexed
+        current: dict[str, IndexedTurn] = {}
+        for message in conversation.messages:
+            if message.metadata.is_summary or not message.content:
+                continue
+            cached = previous.get(message.id)
+            current[message.id] = (cached if cached is not None and cached.message is message
+                                   else IndexedTurn.of(message))
+        conversation.indexed = current
+        return list(current.values())
 
     async def search(
         self, conversation_id: str, query: str, *, limit: int = 10, token_cap: int = 2000
@@ -159,7 +175,8 @@ class InMemoryConversationStore:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         turns = self._searchable(conversation_id)
         hits = bm25_rank(parsed, turns, limit=limit)
-        return merge_windows(hits, turns, context=context, token_cap=token_cap)
+        return merge_windows(hits, [t.message for t in turns], context=context,
+                             token_cap=token_cap)
 
     async def latest_summary(
         self, conversation_id: str, *, participant_id: str | None = None

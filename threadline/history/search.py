@@ -178,37 +178,47 @@ def stem_words(text: str) -> list[str]:
     return [stemmer.stemWord(w.lower()) for w in _WORD.findall(text)]
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedTurn:
+    """A turn with its stemmed words counted once, for `bm25_rank` (stemming is the cost)."""
+
+    message: StoredMessage
+    counts: Counter[str]
+    length: int
+    joined: str
+
+    @classmethod
+    def of(cls, message: StoredMessage) -> IndexedTurn:
+        words = stem_words(message.content) + stem_words(message.participant.display_name)
+        return cls(message, Counter(words), len(words) or 1, " ".join(words))
+
+
 def bm25_rank(
-    query: SearchQuery, documents: Sequence[StoredMessage], *, limit: int
+    query: SearchQuery, documents: Sequence[IndexedTurn], *, limit: int
 ) -> list[StoredMessage]:
-    """BM25 over a handful of documents, for stores without a full-text index of their own."""
+    """BM25 over indexed turns, for stores without a full-text index of their own."""
     stemmer = _stemmer()
     terms = [stemmer.stemWord(t) for t in query.terms]
     phrases = [" ".join(stemmer.stemWord(w) for w in p) for p in query.phrases]
-    if not terms and not phrases and not query.trigrams:
+    if not documents or (not terms and not phrases and not query.trigrams):
         return []
-    tokenized = []
-    for doc in documents:
-        words = stem_words(doc.content) + stem_words(doc.participant.display_name)
-        tokenized.append((doc, Counter(words), " ".join(words)))
-    average_length = sum(sum(c.values()) for _, c, _ in tokenized) / max(len(tokenized), 1)
-    frequency = Counter(t for _, c, _ in tokenized for t in set(c) if t in terms)
+    average_length = sum(d.length for d in documents) / len(documents)
+    frequency = {t: sum(1 for d in documents if t in d.counts) for t in terms}
     scored: list[tuple[float, int, StoredMessage]] = []
-    for position, (doc, counts, joined) in enumerate(tokenized):
-        length = sum(counts.values()) or 1
+    for position, doc in enumerate(documents):
         score = 0.0
         for term in terms:
-            tf = counts.get(term, 0)
+            tf = doc.counts.get(term, 0)
             if tf:
                 df = frequency[term]
-                idf = math.log(1 + (len(tokenized) - df + 0.5) / (df + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average_length))
-        score += sum(2.0 for p in phrases if p in joined)
-        score += sum(1.0 for t in query.trigrams if t in doc.content)
+                idf = math.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * doc.length / average_length))
+        score += sum(2.0 for p in phrases if p in doc.joined)
+        score += sum(1.0 for t in query.trigrams if t in doc.message.content)
         if score > 0:
-            scored.append((score, position, doc))
+            scored.append((score, position, doc.message))
     scored.sort(key=lambda item: (-item[0], item[1]))
-    return [doc for _, _, doc in scored[:limit]]
+    return [message for _, _, message in scored[:limit]]
 
 
 def cap_by_tokens(messages: Iterable[StoredMessage], token_cap: int) -> list[StoredMessage]:
