@@ -38,6 +38,7 @@ from threadline.errors import ConfigError
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # Field names whose values are credentials, wherever they appear.
 SECRET_FIELDS = frozenset({
@@ -301,6 +302,12 @@ def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str])
         raise ConfigError(
             f"{source.where(path)}: a literal secret is not allowed in the config file; put it in "
             f"the environment or .env and write ${{{_suggested_variable(path)}}} here")
+    password = _URL_PASSWORD.search(value) if path == ("store", "url") else None
+    if password and not _REFERENCE.fullmatch(password.group(1)):
+        raise ConfigError(
+            f"{source.where(path)}: the database password is written in the config file; "
+            "write it as ${DATABASE_PASSWORD} (or the whole URL as ${DATABASE_URL}) and set "
+            "the variable in the environment or .env")
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)

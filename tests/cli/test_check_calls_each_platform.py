@@ -83,13 +83,20 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_database_fails_with_exit_1(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_database_and_model_fail_with_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     path = tmp_path / "threadline.yaml"
-    path.write_text(f"store:\n  url: postgresql+asyncpg://postgres@127.0.0.1:{closed_port()}/x\n",
-                    encoding="utf-8")
+    path.write_text(f"""\
+store:
+  url: postgresql+asyncpg://postgres@127.0.0.1:{closed_port()}/x
+model:
+  base_url: http://127.0.0.1:{closed_port()}
+""", encoding="utf-8")
     outcome = run_cli(capsys, "check", str(path), "--timeout", "5")
     assert outcome.code == 1
-    [line] = [x for x in outcome.err.splitlines() if x.startswith("FAIL")]
-    assert line.startswith("FAIL  database: conversation store postgresql+asyncpg://")
-    assert "check that the database is running and reachable" in line
+    database, model = sorted(x for x in outcome.err.splitlines() if x.startswith("FAIL"))
+    assert database.startswith("FAIL  database: conversation store postgresql+asyncpg://")
+    assert "check that the database is running and reachable" in database
+    assert model == "FAIL  model: the Anthropic API could not be reached: Connection error."

@@ -123,3 +123,33 @@ def test_empty_file_is_the_embedded_default(tmp_path: Path) -> None:
     assert settings.resolved_provider() == "offline"
     keyed = load_settings(write(tmp_path, ""), env={"ANTHROPIC_API_KEY": "sk-ant-x"})
     assert keyed.resolved_provider() == "anthropic"
+
+
+def test_database_password_must_come_from_the_environment(tmp_path: Path) -> None:
+    literal = write(tmp_path, "store:\n  url: postgresql+asyncpg://bot:hunter2@db/threadline\n")
+    with pytest.raises(ConfigError, match=r"threadline.yaml:2: store.url: the database password "
+                                          r"is written in the config file"):
+        load_settings(literal, env={})
+    referenced = write(tmp_path, "store:\n  url: postgresql+asyncpg://bot:${PGPASS}@db/x\n")
+    assert load_settings(referenced, env={"PGPASS": "pw"}).store.url == \
+        "postgresql+asyncpg://bot:pw@db/x"
+
+
+def test_tool_and_prompt_file_problems_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, f"""\
+store: {{url: "sqlite+aiosqlite:///{tmp_path / 'x.db'}"}}
+agents:
+  support:
+    tools: [no_such_module:lookup]
+    channels: [local]
+""")
+    outcome = run_cli(capsys, "run", str(path))
+    assert outcome.code == 2
+    assert "threadline: error: agents.support.tools: cannot import module 'no_such_module' for " \
+        "'no_such_module:lookup'" in outcome.err
+    path = write(tmp_path, "agents:\n  support:\n    system_prompt_file: gone.md\n")
+    outcome = run_cli(capsys, "run", str(path))
+    assert outcome.code == 2
+    assert f"agents.support.system_prompt_file: cannot read '{tmp_path / 'gone.md'}'" \
+        in outcome.err
