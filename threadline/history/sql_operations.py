@@ -281,12 +281,16 @@ def _search_postgres(
     rows: list[Sequence[Any]] = []
     words = websearch_text(query)
     if words is not None:
+        # A turn holding a quoted phrase of the question comes before one that does not.
+        phrases = websearch_text(SearchQuery(terms=(), phrases=query.phrases, trigrams=()))
         rows = conn.rows(
             f"SELECT {SELECT_LIST} FROM threadline_messages, "
-            "websearch_to_tsquery('english', :q) AS q "
+            "websearch_to_tsquery('english', :q) AS q, "
+            "websearch_to_tsquery('english', :phrases) AS p "
             "WHERE conversation_id = :cid AND search_vector @@ q "
-            "ORDER BY ts_rank_cd(search_vector, q) DESC, sequence DESC LIMIT :limit",
-            {"q": words, "cid": conversation_id, "limit": limit},
+            "ORDER BY search_vector @@ p DESC, ts_rank_cd(search_vector, q) DESC, "
+            "sequence DESC LIMIT :limit",
+            {"q": words, "phrases": phrases or "", "cid": conversation_id, "limit": limit},
         )
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -26,6 +26,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from threadline.history.model import (
@@ -66,7 +67,8 @@ messages = Table(
     Column("token_count", Integer, nullable=False),
     UniqueConstraint("conversation_id", "sequence", name="uq_threadline_messages_seq"),
     UniqueConstraint("conversation_id", "message_id", name="uq_threadline_messages_platform_id"),
-    Index("ix_threadline_messages_summary", "conversation_id", "is_summary", "sequence"),
+    Index("ix_threadline_messages_summary", "conversation_id", "sequence",
+          sqlite_where=text("is_summary = true"), postgresql_where=text("is_summary = true")),
 )
 
 conversations = Table(
@@ -76,7 +78,6 @@ conversations = Table(
     Column("last_sequence", BigInteger, nullable=False),
     Column("message_count", BigInteger, nullable=False),
     Column("last_activity_us", BigInteger, nullable=False),
-    Index("ix_threadline_conversations_activity", "last_activity_us"),
 )
 
 # Row order of SELECT_COLUMNS, shared by every query that reads messages.

@@ -51,6 +51,8 @@ log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
 
 MAX_BATCH = 500
+# Write transactions between background WAL checkpoints on SQLite.
+CHECKPOINT_EVERY = 500
 # Failures that mean "the database is not there right now", as opposed to a bug in a query.
 _UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError, sqlite3.OperationalError)
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -107,6 +109,10 @@ class _SqliteBackend:
         self.target = f"file:{path}?{urlencode(options)}" if self.uri else path
         self.read_only = options.get("mode") == "ro"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="threadline-sqlite-writer")
+        self._checkpointer = ThreadPoolExecutor(
+            1, thread_name_prefix="threadline-sqlite-checkpoint")
+        self._writes_since_checkpoint = 0
+        self._checkpointing: asyncio.Future[None] | None = None
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="threadline-sqlite-reader")
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
@@ -119,6 +125,9 @@ class _SqliteBackend:
         connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
+        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the
+        # background, not inside whichever append crosses the threshold; see _checkpoint.
+        connection.execute("PRAGMA wal_autocheckpoint = 0")
         with self._opened_lock:
             self._opened.append(connection)
         return connection
@@ -152,7 +161,25 @@ class _SqliteBackend:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, partial(self._in_write, fn, *args))
+        result = await loop.run_in_executor(self._writer, partial(self._in_write, fn, *args))
+        self._writes_since_checkpoint += 1
+        if self._writes_since_checkpoint >= CHECKPOINT_EVERY and (
+                self._checkpointing is None or self._checkpointing.done()):
+            self._writes_since_checkpoint = 0
+            self._checkpointing = loop.run_in_executor(self._checkpointer, self._checkpoint,
+                                                       "PASSIVE")
+        return result
+
+    def _checkpoint(self, mode: str) -> None:
+        """Copy the write-ahead log into the database file, beside the writer, never blocking it.
+
+        A PASSIVE checkpoint takes no lock that writers wait on; if readers hold old pages it
+        copies what it can and the next one finishes the job.
+        """
+        try:
+            self._runner().connection.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("store.checkpoint_failed", path=str(self.path), error=str(exc))
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -203,6 +230,10 @@ class _SqliteBackend:
 
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
+        if not self.read_only:
+            await asyncio.get_running_loop().run_in_executor(self._checkpointer,
+                                                             self._checkpoint, "TRUNCATE")
+        self._checkpointer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         with self._opened_lock:
             for connection in self._opened:
