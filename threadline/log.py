@@ -10,11 +10,25 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Literal, TextIO
+from typing import Literal, TextIO, cast
 
 import structlog
 
 LogFormat = Literal["auto", "console", "json"]
+
+
+class _CurrentStderr:
+    """Whatever `sys.stderr` is at each write (a test harness or a daemon may replace it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
           "error": logging.ERROR}
 
@@ -26,7 +40,7 @@ def configure_logging(level: str = "info", log_format: LogFormat = "auto",
     `THREADLINE_LOG_LEVEL` and `THREADLINE_LOG_FORMAT` in the environment override the
     arguments, so an operator can turn on debug output without editing the config.
     """
-    stream = stream or sys.stderr
+    stream = stream or cast(TextIO, _CurrentStderr())
     level = os.environ.get("THREADLINE_LOG_LEVEL", level).lower()
     chosen = os.environ.get("THREADLINE_LOG_FORMAT", log_format).lower()
     if level not in LEVELS:

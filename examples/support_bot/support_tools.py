@@ -18,7 +18,7 @@ from pathlib import Path
 
 from threadline.agents.tools import tool
 from threadline.history.model import Participant, StoredMessage
-from threadline.history.search import SearchQuery, bm25_rank
+from threadline.history.search import IndexedTurn, SearchQuery, bm25_rank
 
 KB_DIR = Path(__file__).with_name("kb")
 NOTES_FILE = Path(os.environ.get("SUPPORT_BOT_NOTES", Path(__file__).with_name("notes.json")))
@@ -27,19 +27,19 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 @lru_cache(maxsize=1)
-def knowledge_base() -> tuple[StoredMessage, ...]:
-    """Each `## ` section of the Markdown files as one searchable document."""
+def knowledge_base() -> tuple[IndexedTurn, ...]:
+    """Each `## ` section of the Markdown files as one searchable document, stemmed once."""
     sections = []
     for path in sorted(KB_DIR.glob("*.md")):
         text = path.read_text(encoding="utf-8")
         title = text.splitlines()[0].lstrip("# ").strip()
         for number, part in enumerate(_SECTION.split(text)[1:], start=1):
             heading, _, body = part.partition("\n")
-            sections.append(StoredMessage(
+            sections.append(IndexedTurn.of(StoredMessage(
                 conversation_id="kb", id=f"{path.stem}:{number}",
                 participant=Participant(kind="system", id=path.stem,
                                         display_name=f"{title} > {heading.strip()}"),
-                content=f"{heading.strip()}\n{body.strip()}"))
+                content=f"{heading.strip()}\n{body.strip()}")))
     return tuple(sections)
 
 
