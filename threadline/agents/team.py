@@ -14,7 +14,7 @@ Who answers a message (a human's, or another bot's when `answer_bots` is set):
 An agent's reply that names another agent is handed to it in-process (not through the platform
 echo), for at most `max_hops` agent-to-agent turns in a row. No agent answers its own messages.
 
-Turns of one conversation are handled one at a time, in arrival order (a worker per busy
+Turns of one conversation are handled one at a time, in arrival order (a FIFO lock per
 conversation); different conversations run concurrently. Across worker processes on PostgreSQL,
 `PostgresConversationLock` serializes a conversation with `pg_advisory_lock`.
 """
@@ -22,7 +22,7 @@ conversation); different conversations run concurrently. Across worker processes
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -109,9 +109,8 @@ class Team:
                                     _respond_to_all_names(respond_to_all, self.agents))
         self._attachments: dict[int, _Attachment] = {}
         self._addressees = {a.name: Addressee.of(a.name, a.aliases) for a in agents}
-        self._queues: dict[str, deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]]]
-        self._queues = {}
-        self._workers: set[asyncio.Task[None]] = set()
+        self._arrival = LocalConversationLock()
+        self._in_flight: set[asyncio.Task[Any]] = set()
         # (conversation, platform message id) -> agent name, so a reply to a reply reaches
         # the agent that wrote it even when several agents share one bot account.
         self._reply_authors: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -152,8 +151,9 @@ class Team:
         for attachment in self._attachments.values():
             assert attachment.channel is not None
             await attachment.channel.stop()
-        while self._workers:
-            await asyncio.gather(*self._workers, return_exceptions=True)
+        pending = self._in_flight - {asyncio.current_task()}
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         await self.writer.close()
 
     # -- ChannelEvents ---------------------------------------------------------------------
@@ -198,38 +198,21 @@ class Team:
                                     lambda: self._process(message, attachment))
 
     async def _in_order(self, conversation_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run `work` after everything queued earlier for this conversation."""
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        queue = self._queues.get(conversation_id)
-        if queue is None:
-            queue = self._queues[conversation_id] = deque()
-            worker = asyncio.get_running_loop().create_task(self._drain(conversation_id, queue))
-            self._workers.add(worker)
-            worker.add_done_callback(self._workers.discard)
-        queue.append((work, future))
-        return await future
+        """Run `work` after everything that arrived earlier for this conversation.
 
-    async def _drain(
-        self,
-        conversation_id: str,
-        queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]],
-    ) -> None:
+        The in-process lock is FIFO, so turns go in arrival order; `self.lock` then holds the
+        conversation across worker processes (on PostgreSQL an advisory lock, which is not
+        FIFO by itself, hence both).
+        """
+        task = asyncio.current_task()
+        if task is not None:
+            self._in_flight.add(task)
         try:
-            while queue:
-                work, future = queue.popleft()
-                try:
-                    async with self.lock.hold(conversation_id):
-                        result = await work()
-                except Exception as exc:
-                    if not future.done():
-                        future.set_exception(exc)
-                else:
-                    if not future.done():
-                        future.set_result(result)
+            async with self._arrival.hold(conversation_id), self.lock.hold(conversation_id):
+                return await work()
         finally:
-            # Nothing awaits between the last `while queue` check and here, so no turn can
-            # slip into a queue that no worker drains.
-            del self._queues[conversation_id]
+            if task is not None:
+                self._in_flight.discard(task)
 
     async def _process(self, message: StoredMessage, attachment: _Attachment) -> list[AgentResult]:
         bound = log.bind(conversation_id=message.conversation_id,
