@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import structlog
@@ -236,7 +236,10 @@ class Team:
         results: list[AgentResult],
         bound: Any,
     ) -> None:
-        for agent in self._addressed(message, attachment, hops=hops):
+        answering = self._addressed(message, attachment, hops=hops)
+        if answering and hops == 0:
+            message = await self._in_reply_thread(message, attachment)
+        for agent in answering:
             try:
                 result = await agent.invoke(message, aliases=self._identity_aliases(
                     agent, attachment), inbound_recorded=True)
@@ -257,6 +260,28 @@ class Team:
             await self._answer(result.outbound, attachment, hops=hops + 1, results=results,
                                bound=bound)
 
+    async def _in_reply_thread(
+        self, message: StoredMessage, attachment: _Attachment
+    ) -> StoredMessage:
+        """The turn as it stands in the conversation the reply will live in.
+
+        When the platform answers in a new thread (Slack, under a channel post), the post is
+        also recorded as the first turn of that thread's conversation, so the reply and every
+        follow-up in the thread see what started it.
+        """
+        channel = attachment.channel
+        if channel is None:
+            return message
+        home = channel.reply_conversation_id(message)
+        if home == message.conversation_id:
+            return message
+        root = message.metadata.message_id
+        opening = replace(message, id=f"{home}:{root}", conversation_id=home, scope="thread",
+                          metadata=replace(message.metadata, thread_id=root),
+                          sequence=None, token_count=None)
+        await self.writer.record(opening)
+        return opening
+
     async def _send(
         self, channel: Channel, inbound: StoredMessage, result: AgentResult, bound: Any
     ) -> None:
@@ -266,7 +291,8 @@ class Team:
             bound.error("team.send_failed", agent=result.agent_name, error=str(exc),
                         error_type=type(exc).__name__)
             return
-        for platform_id in sent:
+        thread = inbound.metadata.thread_id
+        for platform_id in [*sent, *([thread] if thread else [])]:
             self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
         while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
             self._reply_authors.popitem(last=False)

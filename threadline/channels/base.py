@@ -87,6 +87,15 @@ class Channel(ABC):
         failure raises `ChannelPermanentError` naming the conversation.
         """
 
+    def reply_conversation_id(self, inbound: StoredMessage) -> str:
+        """The conversation a reply to `inbound` will belong to.
+
+        The inbound's own, unless the platform opens a new thread for the reply (Slack answers
+        a channel post in a thread under it): then the thread's conversation, so the reply and
+        the follow-ups in that thread share one history.
+        """
+        return inbound.conversation_id
+
     async def check(self) -> list[str]:
         """Start-up problems that would make the bot silent (privacy mode, intents)."""
         return []

@@ -214,6 +214,16 @@ class SlackChannel(Channel):
             for scope, effect in _NEEDED_SCOPES.items() if scope not in granted
         ]
 
+    def _opens_thread(self, inbound: StoredMessage) -> bool:
+        return (inbound.metadata.thread_id is None and self.reply_in_thread
+                and inbound.scope != "dm")
+
+    def reply_conversation_id(self, inbound: StoredMessage) -> str:
+        """A channel post answered in a new thread: the reply lives in that thread's history."""
+        if not self._opens_thread(inbound) or not inbound.metadata.message_id:
+            return inbound.conversation_id
+        return f"{inbound.conversation_id}:{inbound.metadata.message_id}"
+
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
@@ -224,9 +234,7 @@ class SlackChannel(Channel):
                 f"Slack channel {self.name!r} cannot reply in conversation "
                 f"{inbound.conversation_id!r}: the message came from {meta.channel_type!r}, "
                 "not from Slack")
-        thread_ts = meta.thread_id
-        if thread_ts is None and self.reply_in_thread and inbound.scope != "dm":
-            thread_ts = meta.message_id
+        thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
         username = agent_name if self.agent_name_as_username else None
         parts = split_text(escape_outgoing(text), self.max_message_chars)
         posted: list[str] = []

@@ -60,8 +60,8 @@ class Addressee:
     def is_addressed(self, message: StoredMessage, *, own_message_ids: frozenset[str]) -> bool:
         """Whether this turn concerns the agent: written by it, to it, in a DM, or in reply.
 
-        `own_message_ids` are the platform ids of the agent's own turns, so a reply in a thread
-        the agent started counts as addressed to it.
+        `own_message_ids` are the platform ids of the agent's own turns and of the threads it
+        posted in, so a reply in such a thread counts as addressed to it.
         """
         return (
             self.wrote(message)
@@ -80,8 +80,11 @@ def addressed_turns(
 ) -> tuple[list[StoredMessage], list[StoredMessage]]:
     """Split turns into (kept, filtered out) for one agent; system turns are always kept."""
     turns = list(turns)
+    # The platform ids of the agent's turns and of the threads it posted in: a reply to one
+    # of them, or a turn in one of those threads, concerns the agent.
     own = frozenset(
-        m.metadata.message_id for m in turns if addressee.wrote(m) and m.metadata.message_id
+        ref for m in turns if addressee.wrote(m)
+        for ref in (m.metadata.message_id, m.metadata.thread_id) if ref
     )
     kept: list[StoredMessage] = []
     dropped: list[StoredMessage] = []
