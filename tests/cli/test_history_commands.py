@@ -148,3 +148,17 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert outcome.code == 2
     assert "the following arguments are required: --older-than" in outcome.err
     assert run_cli(capsys, "frobnicate").code == 2
+
+
+def test_long_runs_report_progress_on_stderr(db: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import threadline.cli_history as cli_history
+
+    monkeypatch.setattr(cli_history, "PROGRESS_EVERY", 0.0)  # every step counts as "long"
+    outcome = run_cli(capsys, "history", "export", "--db", str(db))
+    assert outcome.code == 0
+    assert len(outcome.out.splitlines()) == 4  # stdout holds only the export
+    assert outcome.err.splitlines() == [
+        "exported 3 turns (1/2 conversations)", "exported 4 turns (2/2 conversations)",
+        "exported 4 turns of 2 conversations"]
