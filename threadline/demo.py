@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -23,7 +22,7 @@ from typing import TextIO
 from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
-from threadline.channels.local import LocalChannel, LocalReply
+from threadline.channels.local import LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
@@ -154,18 +153,14 @@ def _script_lines(path: Path) -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
-async def _interactive(demo: Demo, read: Callable[[], str]) -> None:
-    loop = asyncio.get_running_loop()
-    while True:
-        try:
-            text = (await loop.run_in_executor(None, read)).strip()
-        except EOFError:
-            demo.out.write("\n")
-            return
+async def _interactive(demo: Demo) -> None:
+    async for line in typed_lines(sys.stdin, prompt=PROMPT, echo=demo.out):
+        text = line.strip()
         if text in ("quit", "exit"):
             return
         if text:
             await demo.line(text)
+    demo.out.write("\n")
 
 
 async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
@@ -177,7 +172,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
         try:
             await demo.greet()
             if script is None:
-                await _interactive(demo, lambda: input(PROMPT))
+                await _interactive(demo)
             else:
                 for text in script:
                     out.write(f"{PROMPT}{text}\n")

@@ -19,7 +19,6 @@ import asyncio
 import importlib
 import signal
 import sys
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -30,7 +29,7 @@ from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
 from threadline.channels.base import Channel
-from threadline.channels.local import LocalChannel, LocalReply
+from threadline.channels.local import LocalChannel, LocalReply, typed_lines
 from threadline.config import (
     AgentSettings,
     ChannelSettings,
@@ -265,18 +264,7 @@ class Runtime:
 
     async def _read_stdin(self, room: LocalChannel, user: str) -> None:
         """Lines typed on stdin go to the local room; end of input stops the runtime."""
-        loop = asyncio.get_running_loop()
-        lines: asyncio.Queue[str] = asyncio.Queue()
-
-        def read() -> None:
-            for line in sys.stdin:
-                loop.call_soon_threadsafe(lines.put_nowait, line)
-            loop.call_soon_threadsafe(lines.put_nowait, "")
-
-        # A daemon thread, not the executor: a read blocked on a terminal must not keep the
-        # process alive after SIGTERM.
-        threading.Thread(target=read, name="threadline-stdin", daemon=True).start()
-        while (line := await lines.get()):
+        async for line in typed_lines(sys.stdin):
             if line.strip():
                 await room.say(line.strip(), user=user)
         self.request_stop()

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TextIO
 
 import structlog
 
@@ -123,3 +125,36 @@ class LocalChannel(Channel):
             if inspect.isawaitable(outcome):
                 await outcome
         return [reply.message_id]
+
+
+async def typed_lines(source: TextIO, *, prompt: str = "", echo: TextIO | None = None
+                      ) -> AsyncIterator[str]:
+    """Lines a person types (or a pipe holds), without the newline, until end of input.
+
+    Read in a daemon thread rather than the loop's executor: a read blocked on a terminal must
+    not keep the process alive after Ctrl-C or SIGTERM. `prompt` is written to `echo` before
+    each line is read.
+    """
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    wanted = threading.Event()  # the next prompt waits until the previous line was handled
+
+    def read() -> None:
+        while True:
+            wanted.wait()
+            wanted.clear()
+            if prompt and echo is not None:
+                echo.write(prompt)
+                echo.flush()
+            line = source.readline()
+            loop.call_soon_threadsafe(lines.put_nowait, line.rstrip("\n") if line else None)
+            if not line:
+                return
+
+    threading.Thread(target=read, name="threadline-input", daemon=True).start()
+    while True:
+        wanted.set()
+        line = await lines.get()
+        if line is None:
+            return
+        yield line
