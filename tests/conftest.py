@@ -11,11 +11,6 @@ import pytest
 
 from threadline.history import InMemoryConversationStore, SqlConversationStore
 from threadline.history.store import ConversationStore
-from threadline.log import configure_logging
-
-# Tests show warnings and errors only; THREADLINE_LOG_LEVEL=debug brings the rest back.
-configure_logging("warning", "console")
-
 PG_URL = os.environ.get("THREADLINE_TEST_PG_URL")
 REQUIRE_PG = os.environ.get("THREADLINE_REQUIRE_PG") == "1"
 

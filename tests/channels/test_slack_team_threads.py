@@ -27,6 +27,7 @@ async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> N
         channel = SlackChannel(**fake.channel_settings())
         team.attach(channel)
         await channel.start(team)
+        stopped = False
         try:
             post = fake.message_event("@support my order 4412 never arrived")
             await fake.deliver_event(channel.events_url, post)
@@ -38,6 +39,8 @@ async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> N
             await fake.deliver_event(channel.events_url, follow_up)
             [_, second] = await fake.wait_for_calls("chat.postMessage", 2)
             assert second.params["thread_ts"] == post["ts"]
+            await team.stop()  # waits for the turns in flight to be recorded
+            stopped = True
 
             thread = f"slack:T0FAKE:C0GENERAL:{post['ts']}"
             stored = await store.get(thread)
@@ -50,5 +53,7 @@ async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> N
             assert not any(m.participant.id == "billing" for m in stored)
             channel_history = await store.get("slack:T0FAKE:C0GENERAL")
             assert [m.content for m in channel_history] == ["@support my order 4412 never arrived"]
+            assert stored[1].metadata.message_id is not None  # the reply's platform id
         finally:
-            await team.stop()
+            if not stopped:
+                await team.stop()

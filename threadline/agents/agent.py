@@ -43,7 +43,7 @@ from threadline.history.prompt import AssembledPrompt, PromptMessage
 from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
-from threadline.interceptors.base import Interceptor, TurnContext, run_chain
+from threadline.interceptors.base import Deliver, Interceptor, TurnContext, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter, writer_for
 
 log = structlog.get_logger("threadline.agent")
@@ -100,6 +100,7 @@ class AgentResult:
     prompt: PromptFigures | None = None
     stop_reason: str = "end_turn"
     model_calls: int = 0
+    delivered_ids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -223,13 +224,17 @@ class Agent:
         *,
         aliases: Sequence[str] = (),
         inbound_recorded: bool = False,
+        deliver: Deliver | None = None,
     ) -> AgentResult:
-        """Answer one inbound turn; see the module docstring for the path it takes."""
+        """Answer one inbound turn; see the module docstring for the path it takes.
+
+        With `deliver`, the reply is posted through it before the outbound turn is stored.
+        """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
             store=self.store,
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
-            inbound_recorded=inbound_recorded, aliases=tuple(aliases),
+            inbound_recorded=inbound_recorded, aliases=tuple(aliases), deliver=deliver,
         )
         chain = (CaptureInterceptor(self.writer), *self.interceptors)
         return await run_chain(chain, context, self._turn)

@@ -31,9 +31,10 @@ import structlog
 
 from threadline.agents.agent import Agent, AgentResult
 from threadline.channels.base import Channel
-from threadline.errors import ChannelError, ConfigError, StoreError
+from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import Addressee, mentions_in_text, normalize_mention
 from threadline.history.model import StoredMessage
+from threadline.interceptors.base import Deliver
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, LocalConversationLock
 
@@ -236,21 +237,24 @@ class Team:
         results: list[AgentResult],
         bound: Any,
     ) -> None:
-        answering = self._addressed(message, attachment, hops=hops)
+        replied_author = await self._author_of_replied(message) if hops == 0 else None
+        answering = self._addressed(message, attachment, hops=hops,
+                                    author_of_replied=replied_author)
         if answering and hops == 0:
             message = await self._in_reply_thread(message, attachment)
         for agent in answering:
+            deliver = (self._delivery(attachment.channel, message, agent.name)
+                       if attachment.channel is not None else None)
             try:
                 result = await agent.invoke(message, aliases=self._identity_aliases(
-                    agent, attachment), inbound_recorded=True)
+                    agent, attachment), inbound_recorded=True, deliver=deliver)
             except Exception:
                 bound.exception("team.agent_failed", agent=agent.name, message_id=message.id)
                 continue
             results.append(result)
             if result.outbound is None:
                 continue
-            if attachment.channel is not None and result.output:
-                await self._send(attachment.channel, message, result, bound)
+            self._remember_reply(message, result)
             if not self._names_an_agent(result.outbound, attachment, author=agent):
                 continue
             if hops + 1 > self.max_hops:
@@ -282,17 +286,19 @@ class Team:
         await self.writer.record(opening)
         return opening
 
-    async def _send(
-        self, channel: Channel, inbound: StoredMessage, result: AgentResult, bound: Any
-    ) -> None:
-        try:
-            sent = await channel.send_reply(inbound, result.output, agent_name=result.agent_name)
-        except ChannelError as exc:
-            bound.error("team.send_failed", agent=result.agent_name, error=str(exc),
-                        error_type=type(exc).__name__)
-            return
+    @staticmethod
+    def _delivery(channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
+        """Posts an agent's reply where `inbound` was said (capture stores it afterwards)."""
+
+        async def deliver(text: str) -> list[str]:
+            return await channel.send_reply(inbound, text, agent_name=agent_name)
+
+        return deliver
+
+    def _remember_reply(self, inbound: StoredMessage, result: AgentResult) -> None:
+        """Which agent wrote the posted parts (and answers in the thread), for replies to them."""
         thread = inbound.metadata.thread_id
-        for platform_id in [*sent, *([thread] if thread else [])]:
+        for platform_id in [*result.delivered_ids, *([thread] if thread else [])]:
             self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
         while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
             self._reply_authors.popitem(last=False)
@@ -320,8 +326,27 @@ class Team:
         return any(self._addressees[a.name].is_mentioned(message)
                    for a in attachment.agents if a is not author)
 
+    async def _author_of_replied(self, message: StoredMessage) -> str | None:
+        """The agent that wrote the message this one replies to (memory first, then store)."""
+        replied = message.metadata.reply_to_message_id
+        if replied is None:
+            return None
+        known = self._reply_authors.get((message.conversation_id, replied))
+        if known is not None:
+            return known
+        try:
+            stored = await self.store.find_by_platform_id(message.conversation_id, replied)
+        except StoreError as exc:
+            log.warning("team.reply_author_unknown", conversation_id=message.conversation_id,
+                        error=str(exc))
+            return None
+        if stored is not None and stored.participant.kind == "agent":
+            return stored.participant.id
+        return None
+
     def _addressed(
-        self, message: StoredMessage, attachment: _Attachment, *, hops: int
+        self, message: StoredMessage, attachment: _Attachment, *, hops: int,
+        author_of_replied: str | None = None,
     ) -> list[Agent]:
         """The agents that answer `message`, in the channel's order; see the module docstring."""
         author = message.participant
@@ -332,8 +357,6 @@ class Team:
         named = [a for a in candidates if self._addressees[a.name].is_mentioned(message)]
         if hops > 0:
             return named  # an agent's reply reaches only the agents it names
-        replied = message.metadata.reply_to_message_id
-        author_of_replied = self._reply_authors.get((message.conversation_id, replied or ""))
         named += [a for a in candidates if a.name == author_of_replied and a not in named]
         default = attachment.agents[0]
         if not named and default in candidates and self._addresses_bot(message, attachment):

@@ -140,6 +140,14 @@ class InMemoryConversationStore:
         wanted = set(ids)
         return [m for m in self._turns(conversation_id) if m.id in wanted]
 
+    async def find_by_platform_id(
+        self, conversation_id: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        conversation = self._conversations.get(conversation_id)
+        stored_id = conversation.platform_ids.get(platform_message_id) if conversation else None
+        found = await self.get_by_ids(conversation_id, [stored_id]) if stored_id else []
+        return found[0] if found else None
+
     def _searchable(self, conversation_id: str) -> list[IndexedTurn]:
         self._check_open()
         conversation = self._conversations.get(conversation_id)

@@ -211,6 +211,16 @@ def select_by_ids(
     return _messages(rows)
 
 
+def select_by_platform_id(
+    conn: SqlRunner, conversation_id: str, platform_message_id: str
+) -> StoredMessage | None:
+    rows = conn.rows(
+        f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
+        "AND message_id = :mid", {"cid": conversation_id, "mid": platform_message_id},
+    )
+    return _messages(rows)[0] if rows else None
+
+
 def search_hits(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int
 ) -> list[StoredMessage]:

@@ -456,6 +456,12 @@ class SqlConversationStore:
         return await self._call("read messages", False, ops.select_by_ids, conversation_id,
                                 list(ids))
 
+    async def find_by_platform_id(
+        self, conversation_id: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        return await self._call("read a message", False, ops.select_by_platform_id,
+                                conversation_id, platform_message_id)
+
     async def search(
         self, conversation_id: str, query: str, *, limit: int = 10, token_cap: int = 2000
     ) -> list[StoredMessage]:

@@ -77,6 +77,12 @@ class ConversationStore(Protocol):
         """The turns with these ids inside this conversation, in conversation order."""
         ...
 
+    async def find_by_platform_id(
+        self, conversation_id: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        """The turn of this conversation the platform knows by this id, if it is stored."""
+        ...
+
     async def search(
         self, conversation_id: str, query: str, *, limit: int = 10, token_cap: int = 2000
     ) -> list[StoredMessage]:

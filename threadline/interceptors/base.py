@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from threadline.agents.agent import Agent, AgentResult
 
 CallNext = Callable[[], Awaitable["AgentResult"]]
+# Posts a reply where the inbound turn was said; returns the platform ids of the parts posted.
+Deliver = Callable[[str], Awaitable[list[str]]]
 
 
 @dataclass(slots=True)
@@ -27,7 +29,8 @@ class TurnContext:
 
     `inbound_recorded` is True when the caller (the team) already stored the inbound turn, so
     capture does not write it twice. `aliases` are extra names the agent answers to in this
-    channel (the bot's platform ids).
+    channel (the bot's platform ids). `deliver`, when given, posts the reply on the platform
+    before capture records it, so the stored turn carries the platform's message id.
     """
 
     agent: Agent
@@ -37,6 +40,7 @@ class TurnContext:
     log: Any  # a structlog BoundLogger bound with conversation_id and agent
     inbound_recorded: bool = False
     aliases: tuple[str, ...] = ()
+    deliver: Deliver | None = None
 
 
 class Interceptor(Protocol):

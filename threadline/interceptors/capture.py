@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from weakref import WeakKeyDictionary
 
 import structlog
 
-from threadline.errors import ConfigError, InvalidMessageError
+from threadline.errors import ChannelError, ConfigError, InvalidMessageError
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
@@ -171,6 +173,9 @@ def writer_for(store: ConversationStore, outbox_path: str | Path | None = None) 
 class CaptureInterceptor:
     """Stores the inbound turn before the run and the outbound turn after it.
 
+    With a `deliver` in the context, the reply is posted first and then stored with the
+    platform's message id, so a later reply to it reaches the agent that wrote it.
+
     Why it exists: the shared history is the product. Every turn any agent sees or says must
     land in the store, in order, exactly once, even across a database outage; and a store
     problem must never cost the user their reply.
@@ -183,6 +188,31 @@ class CaptureInterceptor:
         if not context.inbound_recorded:
             await self.writer.record(context.inbound)
         result = await call_next()
-        if result.outbound is not None:
-            await self.writer.record(result.outbound)
+        if result.outbound is None:
+            return result
+        if context.deliver is not None and result.output:
+            ids = await self._deliver(context, result.output)
+            if ids:
+                result = replace(result, delivered_ids=tuple(ids),
+                                 outbound=with_platform_ids(result.outbound, ids))
+        assert result.outbound is not None
+        await self.writer.record(result.outbound)
         return result
+
+    @staticmethod
+    async def _deliver(context: TurnContext, text: str) -> list[str]:
+        """Post the reply; a platform failure is logged and the turn is still recorded."""
+        assert context.deliver is not None
+        try:
+            return await context.deliver(text)
+        except ChannelError as exc:
+            context.log.error("capture.delivery_failed", error=str(exc),
+                              error_type=type(exc).__name__)
+            return []
+
+
+def with_platform_ids(message: StoredMessage, ids: Sequence[str]) -> StoredMessage:
+    """The turn as posted: the first part's platform id, and every part's when it was split."""
+    extra = {**message.metadata.extra, "part_ids": list(ids)} if len(ids) > 1 else (
+        message.metadata.extra)
+    return replace(message, metadata=replace(message.metadata, message_id=ids[0], extra=extra))
