@@ -11,6 +11,7 @@ import pytest
 
 from threadline.history import InMemoryConversationStore, SqlConversationStore
 from threadline.history.store import ConversationStore
+
 PG_URL = os.environ.get("THREADLINE_TEST_PG_URL")
 REQUIRE_PG = os.environ.get("THREADLINE_REQUIRE_PG") == "1"
 
