@@ -4,36 +4,12 @@ and a conversation's messages are handled in the order Telegram sent them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, BOB, FORUM, GROUP, FakeTelegram, private_chat
 from threadline.channels.base import Channel
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.history.model import StoredMessage
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
-    async with SqlConversationStore(sqlite_url) as store:
-        yield RecordingEvents(store)
-
-
-@pytest.fixture
-async def channel(fake: FakeTelegram, events: RecordingEvents) -> AsyncIterator[TelegramChannel]:
-    channel = TelegramChannel(name="tg", **fake.channel_settings())
-    await channel.start(events)
-    yield channel
-    await channel.stop()
 
 
 async def test_private_chat_is_a_dm_answered_without_quoting(

@@ -16,23 +16,9 @@ from threadline.history.model import StoredMessage
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
 async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
     async with SqlConversationStore(sqlite_url) as store:
         yield RecordingEvents(store, reply=lambda m: None)  # the tests reply themselves
-
-
-@pytest.fixture
-async def channel(fake: FakeTelegram, events: RecordingEvents) -> AsyncIterator[TelegramChannel]:
-    channel = TelegramChannel(name="tg", **fake.channel_settings())
-    await channel.start(events)
-    yield channel
-    await channel.stop()
 
 
 async def inbound_from(fake: FakeTelegram, events: RecordingEvents) -> StoredMessage:

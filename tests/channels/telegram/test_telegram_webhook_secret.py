@@ -10,21 +10,8 @@ from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram, unused_port
 from threadline.channels.telegram import TelegramChannel
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
 
 SECRET = "s3cret-token_for-tests"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
-    async with SqlConversationStore(sqlite_url) as store:
-        yield RecordingEvents(store)
 
 
 @pytest.fixture

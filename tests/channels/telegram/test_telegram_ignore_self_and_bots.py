@@ -3,28 +3,11 @@ themselves (anonymous admins) are people, not bots."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, BOT, GROUP, OTHER_BOT, FakeTelegram, TgUser
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 
 GROUP_ANONYMOUS_BOT = TgUser(1087968824, "Group", username="GroupAnonymousBot", is_bot=True)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
-    async with SqlConversationStore(sqlite_url) as store:
-        yield RecordingEvents(store)
 
 
 async def start(fake: FakeTelegram, events: RecordingEvents, **settings: bool) -> TelegramChannel:

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, GROUP, TOKEN, FakeTelegram, unused_port
 from threadline.channels.telegram import TelegramChannel
 from threadline.errors import ChannelAuthError, ChannelError, ConfigError
-from threadline.history import SqlConversationStore
 
 CONFLICT = "Conflict: terminated by other getUpdates request; make sure that only one bot " \
            "instance is running"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
-    async with SqlConversationStore(sqlite_url) as store:
-        yield RecordingEvents(store)
 
 
 async def test_identity_and_privacy_mode_warning(

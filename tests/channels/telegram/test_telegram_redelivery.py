@@ -16,12 +16,6 @@ from threadline.history.model import StoredMessage
 SECRET = "s3cret-token_for-tests"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
 class CountingEvents(RecordingEvents):
     """Counts every `on_message` call, before the store's own dedup can hide a duplicate."""
 

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, FORUM, GROUP, FakeTelegram
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-async def events(sqlite_url: str) -> AsyncIterator[RecordingEvents]:
-    async with SqlConversationStore(sqlite_url) as store:
-        yield RecordingEvents(store)
 
 
 @pytest.mark.parametrize("topic_id", [None, 31])
