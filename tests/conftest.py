@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from threadline.history import InMemoryConversationStore, SqlConversationStore
 from threadline.history.store import ConversationStore
@@ -51,6 +52,13 @@ async def drop_pg_schema(url: str) -> None:
         await connection.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
     finally:
         await connection.close()
+
+
+@pytest.fixture(autouse=True)
+def isolated_logging() -> Iterator[None]:
+    """Commands run in-process configure logging; each test starts from structlog's defaults."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ import asyncio
 import importlib
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 import structlog
@@ -144,48 +144,22 @@ class MetricsInterceptor:
         return result
 
 
-class InFlight:
-    """The `ChannelEvents` the channels see: the team's, counted, so shutdown can drain them."""
+class CountedEvents:
+    """The `ChannelEvents` the channels see: the team's, with each inbound message counted."""
 
     def __init__(self, team: Team, metrics: Metrics) -> None:
         self.team = team
         self.metrics = metrics
-        self.count = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    @asynccontextmanager
-    async def _tracked(self) -> AsyncIterator[None]:
-        self.count += 1
-        self._idle.clear()
-        try:
-            yield
-        finally:
-            self.count -= 1
-            if self.count == 0:
-                self._idle.set()
 
     async def on_message(self, message: StoredMessage, channel: Channel) -> None:
         self.metrics.inbound.labels(channel.name).inc()
-        async with self._tracked():
-            await self.team.on_message(message, channel)
+        await self.team.on_message(message, channel)
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        async with self._tracked():
-            await self.team.on_edit(conversation_id, message_id, content)
+        await self.team.on_edit(conversation_id, message_id, content)
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        async with self._tracked():
-            await self.team.on_delete(conversation_id, message_id)
-
-    async def drain(self, time_limit: float) -> bool:
-        """Wait until no event is being handled; False if `time_limit` passed first."""
-        try:
-            async with asyncio.timeout(time_limit):
-                await self._idle.wait()
-        except TimeoutError:
-            return False
-        return True
+        await self.team.on_delete(conversation_id, message_id)
 
 
 class Runtime:
@@ -199,7 +173,7 @@ class Runtime:
         self.channels = tuple(channels)
         self.metrics = metrics
         self.ops: OpsServer | None = None
-        self.events = InFlight(team, metrics)
+        self.events = CountedEvents(team, metrics)
         self._started: set[str] = set()
         self._stop = asyncio.Event()
         self._readers: list[asyncio.Task[None]] = []
@@ -247,11 +221,8 @@ class Runtime:
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
                                  host=self.settings.ops.host, port=self.settings.ops.port)
             await self.ops.start()
-        # What `Team.start` does, with the counted events in front of the team.
-        self.team.writer.start()
-        for channel in self.channels:
-            await channel.start(self.events)
-            self._started.add(channel.name)
+        await self.team.start(self.events)
+        self._started.update(channel.name for channel in self.channels)
         for name, channel_settings in self.settings.channels.items():
             room = next((c for c in self.channels if c.name == name), None)
             if isinstance(channel_settings, LocalChannelSettings) and channel_settings.stdin \
@@ -300,15 +271,12 @@ class Runtime:
 
     async def stop(self) -> None:
         """Stop channels, finish turns in flight, flush the outbox, close the store."""
-        log.info("runtime.stopping", in_flight=self.events.count)
+        log.info("runtime.stopping")
         self._started.clear()
         for reader in self._readers:
             reader.cancel()  # stop reading; a line being answered finishes (say is shielded)
-        if not await self.events.drain(self.settings.shutdown_timeout):
-            log.warning("runtime.shutdown_timeout", in_flight=self.events.count,
-                        shutdown_timeout=self.settings.shutdown_timeout)
         try:
-            await self.team.stop()
+            await self.team.stop(drain_timeout=self.settings.shutdown_timeout)
         finally:
             for agent in self.team.agents:
                 await agent.close()

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import structlog
 
 from threadline.agents.agent import Agent, AgentResult
-from threadline.channels.base import Channel
+from threadline.channels.base import Channel, ChannelEvents
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import Addressee, mentions_in_text, normalize_mention
 from threadline.history.model import StoredMessage
@@ -140,21 +140,32 @@ class Team:
         self._attachments[id(channel)] = _Attachment(
             channel, chosen, _respond_to_all_names(respond_to_all, chosen))
 
-    async def start(self) -> None:
-        """Replay any leftover outbox, then start every attached channel."""
+    async def start(self, events: ChannelEvents | None = None) -> None:
+        """Replay any leftover outbox, then start every attached channel.
+
+        `events` is what the channels deliver to: the team itself, or a wrapper around it
+        (the runtime's, which counts inbound events for its metrics).
+        """
         self.writer.start()
         for attachment in self._attachments.values():
             assert attachment.channel is not None
-            await attachment.channel.start(self)
+            await attachment.channel.start(events or self)
 
-    async def stop(self) -> None:
-        """Stop the channels, finish queued turns, and stop the store writer's replay."""
+    async def stop(self, *, drain_timeout: float = 30.0) -> None:
+        """Finish the turns in flight while channels can still send, then stop them.
+
+        Turns still running after `drain_timeout` seconds are logged and left to the
+        channels' own shutdown; what they stored is kept, what they had not yet posted is not.
+        """
+        pending = self._in_flight - {asyncio.current_task()}
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=drain_timeout)
+            if late:
+                log.warning("team.shutdown_timeout", in_flight=len(late),
+                            drain_timeout=drain_timeout)
         for attachment in self._attachments.values():
             assert attachment.channel is not None
             await attachment.channel.stop()
-        pending = self._in_flight - {asyncio.current_task()}
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
         await self.writer.close()
 
     # -- ChannelEvents ---------------------------------------------------------------------
