@@ -96,3 +96,9 @@ async def test_dms_are_always_addressed() -> None:
     prompt = await assemble_prompt(store, t.conversation_id, "support", "Support", NO_RECALL)
     assert prompt.included_ids == [t.turns[0].id]
     assert prompt.messages[0]["content"] == "Bob: hello there, no mention"
+
+
+def test_quoted_mentions_do_not_address_anyone() -> None:
+    assert mentions_in_text('@billing, Ann said "@support is slow"') == ["billing"]
+    assert mentions_in_text("> @support wrote this\n@triage can you check?") == ["triage"]
+    assert mentions_in_text("type `@name` to call an agent") == []

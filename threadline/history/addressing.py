@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from threadline.history.model import StoredMessage
 
 _MARKUP = re.compile(r"^<[@#][!&]?([^>|]+)(?:\|[^>]*)?>$")
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`]*`|^>.*$', re.MULTILINE)
 _TEXT_MENTION = re.compile(r"(?:<@[!&]?([\w.-]+)(?:\|[^>]*)?>|(?<![\w@])@([\w.-]+))")
 
 
@@ -27,8 +28,12 @@ def normalize_mention(raw: str) -> str:
 
 
 def mentions_in_text(text: str) -> list[str]:
-    """Normalized mentions written in a text (`<@U1>`, `<@!1>`, `@name`), in order, once each."""
-    found = (a or b for a, b in _TEXT_MENTION.findall(text))
+    """Normalized mentions written in a text (`<@U1>`, `<@!1>`, `@name`), in order, once each.
+
+    Mentions inside quotations ("...", “...”, `...`, or a line starting with `>`) are only
+    quoted, not addressed: an agent quoting "@support said so" does not call on support.
+    """
+    found = (a or b for a, b in _TEXT_MENTION.findall(_QUOTED.sub(" ", text)))
     return list(dict.fromkeys(normalize_mention(m) for m in found))
 
 
