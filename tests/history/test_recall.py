@@ -141,3 +141,19 @@ async def test_scope_and_time_window_limit_what_is_loaded() -> None:
                                          AssemblerOptions(scope="channel", recall=False))
     assert "thread" not in channel_only.messages[0].content
     assert "old channel" in channel_only.messages[0].content
+
+
+async def test_search_tool_leaves_out_the_turn_being_answered() -> None:
+    store = InMemoryConversationStore()
+    t = Transcript()
+    t.say(ANN, "my parcel went to Lisbon")
+    for i in range(3):
+        t.say(BOB, f"unrelated chatter {i}")
+    asked = t.say(BOB, "where did the parcel go?")
+    await t.store_in(store)
+    tool = make_conversation_search_tool(store, t.conversation_id, exclude_ids=(asked.id,))
+    answer = await tool.run({"query": "where did the parcel go?", "limit": 5})
+    assert "my parcel went to Lisbon" in answer
+    assert "where did the parcel go?" not in answer
+    plain = make_conversation_search_tool(store, t.conversation_id)
+    assert "where did the parcel go?" in await plain.run({"query": "parcel", "limit": 5})

@@ -306,8 +306,8 @@ class Agent:
         return merge_roles([*prompt.messages, inbound_turn])
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
-        # The search tool's `run` is a field holding a closure; it has the Tool shape.
-        search: Tool = make_conversation_search_tool(context.store, context.conversation_id)
+        search: Tool = make_conversation_search_tool(
+            context.store, context.conversation_id, exclude_ids=(context.inbound.id,))
         tools: list[Tool] = [*self.tools, search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]

@@ -8,7 +8,7 @@ spoke and when (an absolute date, so "yesterday" in a turn still means something
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from threadline.errors import SearchQueryError
@@ -73,16 +73,23 @@ def make_conversation_search_tool(
     *,
     token_cap: int = 1500,
     context: int = 1,
+    exclude_ids: Collection[str] = (),
 ) -> ConversationSearchTool:
-    """The search tool for one conversation; the id lives only in this closure."""
+    """The search tool for one conversation; the id lives only in this closure.
+
+    `exclude_ids` are turns that must not come back as hits (the message being answered,
+    which matches its own question best).
+    """
 
     async def run(input: dict[str, Any]) -> str:
         try:
             query, limit = read_search_input(input)
-            windows = await store.search_context(conversation_id, query, limit=limit,
+            windows = await store.search_context(conversation_id, query,
+                                                 limit=limit + len(exclude_ids),
                                                  context=context, token_cap=token_cap)
         except (ValueError, SearchQueryError) as exc:
             return f"error: {exc}"
+        windows = [w for w in windows if set(w.hit_ids) - set(exclude_ids)][:limit]
         if not windows:
             return "No earlier messages match that. Try other key words."
         return format_windows(windows)
