@@ -74,6 +74,8 @@ class ModelSettings(_Section):
     api_key: str | None = None
     base_url: str | None = None
     max_tokens: int = Field(default=1024, gt=0)
+    # The cheap model that writes rolling summaries (extractive, without a model, offline).
+    summary_model: str = "claude-haiku-4-5"
 
 
 class LogSettings(_Section):

@@ -43,7 +43,10 @@ from threadline.errors import ConfigError, StoreError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
-from threadline.interceptors.base import CallNext, TurnContext
+from threadline.history.summary import Summarizer
+from threadline.interceptors.base import CallNext, Interceptor, TurnContext
+from threadline.interceptors.error_reply import ErrorReplyInterceptor
+from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.ops import Metrics, OpsServer
 
 log = structlog.get_logger("threadline.runtime")
@@ -62,6 +65,15 @@ def build_provider(settings: Settings) -> ModelProvider:
 
     model: ModelProvider = OfflineModel()
     return model
+
+
+def build_summarizer(settings: Settings, provider: ModelProvider) -> Summarizer:
+    """Rolling summaries by the cheap model, or extractive ones when there is no model."""
+    from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
+
+    if settings.resolved_provider() == "anthropic":
+        return SummarizerAgent(provider, model=settings.model.summary_model)
+    return ExtractiveSummarizer()
 
 
 def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
@@ -184,13 +196,18 @@ class Runtime:
         store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
         metrics = Metrics()
         provider = provider or build_provider(settings)
+        summarizer = build_summarizer(settings, provider)
+        # Capture first (always), then a friendly reply instead of a stack trace, one log line
+        # per turn, and the Prometheus figures.
+        interceptors: list[Interceptor] = [
+            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name), model=agent.model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
                 assembler_options=assembler_options(agent), aliases=agent.aliases,
-                interceptors=[MetricsInterceptor(metrics)], provider=provider,
+                interceptors=interceptors, provider=provider, summarizer=summarizer,
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
             )
             for name, agent in settings.agents.items()
