@@ -23,7 +23,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)
-	$(BIN)/python bench/store.py
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	for script in store assembler memory recall agent channels; do \
+		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) threadline.egg-info
