@@ -35,6 +35,7 @@ from threadline.history.assembler import AssemblerOptions, assemble_prompt  # no
 from threadline.history.model import utc_now  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.summary import summary_participant_id  # noqa: E402
+from threadline.log import configure_logging  # noqa: E402
 
 SIZES = (100, 1_000, 10_000)
 CACHE = Path(tempfile.gettempdir()) / "threadline-bench"
@@ -134,6 +135,7 @@ async def tokens_per_turn(path: Path) -> None:
 
 
 async def main() -> None:
+    configure_logging("warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200)

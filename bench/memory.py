@@ -28,11 +28,13 @@ from threadline.agents.summarizer import ExtractiveSummarizer  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
 from threadline.history.summary import latest_summary  # noqa: E402
+from threadline.log import configure_logging  # noqa: E402
 
 OPTIONS = AssemblerOptions(token_budget=3000)
 
 
 async def main() -> None:
+    configure_logging("warning")
     rng = random.Random(5)
     conversation = build_conversation(rng, "slack:T1:CMEM", turns=500, sessions=20,
                                       humans=HUMANS[:4], agents=AGENTS, facts=50,

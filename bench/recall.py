@@ -31,9 +31,10 @@ from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
 from threadline.history.search import conversation_key, format_windows  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
+from threadline.log import configure_logging  # noqa: E402
 
 BUDGET = 3000
-TOOL_TOKEN_CAP = 500
+TOOL_TOKEN_CAP = 1500  # the conversation_search tool's own default
 CACHE = Path(tempfile.gettempdir()) / "threadline-bench"
 
 
@@ -148,6 +149,7 @@ async def latency_at_scale(conversations: list[Conversation], rows: int) -> None
 
 
 async def main() -> None:
+    configure_logging("warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1M-row latency figures")
     parser.add_argument("--rows", type=int, default=1_000_000)

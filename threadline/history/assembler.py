@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-import structlog
-
 from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
@@ -29,8 +27,6 @@ from threadline.history.tokens import (
     default_counter,
     exchange_tokens,
 )
-
-log = structlog.get_logger("threadline.assembler")
 
 TRUNCATION_MARKER = "\n[... message truncated to fit the token budget]"
 SUMMARY_HEADER = "Summary of the earlier conversation:"
@@ -123,7 +119,6 @@ async def assemble_prompt(
     """The prompt `agent_id` sees for the newest turn of `conversation_id`; see the module doc."""
     options = options or AssemblerOptions()
     counter = counter or default_counter()
-    bound = log.bind(conversation_id=conversation_id, agent=agent_id)
     notes: list[str] = []
 
     summary = await latest_summary(store, conversation_id, agent_id)
@@ -203,6 +198,4 @@ async def assemble_prompt(
         summary_created=summary_created,
         notes=notes,
     )
-    bound.debug("prompt.assembled", tokens=total, included=len(included),
-                dropped=len(dropped), filtered=len(filtered), recalled=len(recalled_ids))
     return result
