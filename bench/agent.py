@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from figures import percentile  # noqa: E402
+
 from threadline.agents.agent import Agent  # noqa: E402
 from threadline.agents.llm import ModelRequest, ModelResponse  # noqa: E402
 from threadline.agents.team import Team  # noqa: E402
@@ -59,11 +61,6 @@ def message(conversation: str, turn: int) -> StoredMessage:
         content=f"@support question {turn} about order {4400 + turn}: when will it arrive?",
         metadata={"channel_type": "local", "message_id": f"{conversation}-{turn}"},
     )
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(len(ordered) * share), len(ordered) - 1)]
 
 
 async def components(store: SqlConversationStore) -> tuple[list[float], list[float]]:

@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dataset import AGENTS, HUMANS, SMALL_TALK  # noqa: E402
+from figures import percentile  # noqa: E402
 from fill import fill_to  # noqa: E402
 
 from threadline.history import (  # noqa: E402
@@ -71,11 +72,6 @@ def stored_summary(conversation_id: str, last_sequence: int) -> StoredMessage:
         content="Ann reported order 4412 missing; Bob prefers email; the refund was approved. " * 4,
         metadata=MessageMetadata(is_summary=True, summary_of=(1, last_sequence)),
     )
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(len(ordered) * share), len(ordered) - 1)]
 
 
 async def prepare(store: ConversationStore, rows: int) -> None:

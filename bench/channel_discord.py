@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from figures import percentile  # noqa: E402
+
 from tests.fakes.discord_gateway import FakeDiscord, FakeUser  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.discord_channel import DiscordChannel  # noqa: E402
@@ -115,7 +117,7 @@ async def main(*, count: int, concurrency: int, store_kind: str) -> None:
             stored = await store.count()
 
     def pct(values: list[float], q: float) -> float:
-        return values[min(len(values) - 1, int(q * len(values)))] * 1000
+        return percentile(values, q) * 1000
 
     print(f"store={store_kind} events={count} concurrency={concurrency} turns_stored={stored}")
     print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")

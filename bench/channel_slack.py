@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from figures import percentile  # noqa: E402
+
 from tests.fakes.slack import FakeSlack  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.slack import SlackChannel  # noqa: E402
@@ -106,7 +108,7 @@ async def main(*, count: int, concurrency: int, mode: str) -> None:
             stored = await store.count()
 
     def pct(values: list[float], q: float) -> float:
-        return values[min(len(values) - 1, int(q * len(values)))] * 1000
+        return percentile(values, q) * 1000
 
     print(f"mode={mode} events={count} concurrency={concurrency} turns_stored={stored}")
     print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")

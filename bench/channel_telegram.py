@@ -31,6 +31,8 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from figures import percentile  # noqa: E402
+
 from tests.fakes.telegram import ALICE, FakeTelegram, TgChat, unused_port  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.telegram import TelegramChannel  # noqa: E402
@@ -75,11 +77,6 @@ class BenchEvents:
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         raise AssertionError("the benchmark sends no deletions")
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def channel_for(fake: FakeTelegram, mode: str) -> TelegramChannel:

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from figures import percentile
+
 
 @dataclass(frozen=True)
 class PeerFigures:
@@ -27,11 +29,6 @@ def remove_database(path: Path) -> None:
     """Delete a SQLite file and its WAL companions, so a run starts empty."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 async def _time_loads(load: Callable[[], Awaitable[object]], repeats: int) -> list[float]:

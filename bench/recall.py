@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dataset import Conversation, long_conversations, question_turn  # noqa: E402
+from figures import percentile  # noqa: E402
 from fill import fill_to  # noqa: E402
 
 from threadline.history import SqlConversationStore  # noqa: E402
@@ -36,11 +37,6 @@ from threadline.log import configure_logging  # noqa: E402
 BUDGET = 3000
 TOOL_TOKEN_CAP = 1500  # the conversation_search tool's own default
 CACHE = Path(tempfile.gettempdir()) / "threadline-bench"
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(len(ordered) * share), len(ordered) - 1)]
 
 
 def fts5_all_words(db: Path, conversation_id: str, question: str) -> list[str]:

@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import PeerFigures, percentile, remove_database, run_peers  # noqa: E402
+from figures import percentile  # noqa: E402
+from peers import PeerFigures, remove_database, run_peers  # noqa: E402
 
 from threadline.history import (  # noqa: E402
     InMemoryConversationStore,
