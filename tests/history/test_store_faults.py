@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, inspect
 from tests.history.helpers import ANN, turn
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import SqlConversationStore
-from threadline.history.sql_store import _alembic_config, head_revision
+from threadline.history.sql_backends import _alembic_config, head_revision
 
 FAST = 10  # seconds: a fault that takes longer than this to surface counts as a hang
 

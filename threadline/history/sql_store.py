@@ -17,33 +17,23 @@ on asyncpg through SQLAlchemy's async engine.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from functools import lru_cache, partial
-from pathlib import Path
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
-from urllib.parse import urlencode
 
 import structlog
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, create_engine, event, make_url, text
-from sqlalchemy.engine import URL
+from sqlalchemy import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import NullPool
 
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import sql_operations as ops
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, cap_by_tokens, merge_windows
+from threadline.history.sql_backends import PostgresBackend, SqliteBackend
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -51,230 +41,10 @@ log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
 
 MAX_BATCH = 500
-# Write transactions between background WAL checkpoints on SQLite.
-CHECKPOINT_EVERY = 500
 # Failures that mean "the database is not there right now", as opposed to a bug in a query.
 _UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError, sqlite3.OperationalError)
-MIGRATIONS = Path(__file__).with_name("migrations")
 # Turns waiting for the next group commit, their token counts, and who awaits the result.
 _AppendRequest = tuple[Sequence[StoredMessage], list[int], "asyncio.Future[list[bool]]"]
-
-
-def _alembic_config(connection: Connection) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
-    return config
-
-
-def upgrade_schema(connection: Connection) -> None:
-    """Run the packaged migrations up to the newest revision on this connection."""
-    command.upgrade(_alembic_config(connection), "head")
-
-
-@lru_cache(maxsize=1)
-def head_revision() -> str | None:
-    """The newest packaged migration, which a current database is stamped with."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    return ScriptDirectory.from_config(config).get_current_head()
-
-
-def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
-    return fn(ops.AlchemyRunner(connection), *args)
-
-
-class _SqliteBackend:
-    """Runs operations on the standard sqlite3 driver: one writer thread, a few reader threads.
-
-    Each thread keeps one raw connection; a write is a single hop to the writer thread that
-    runs BEGIN IMMEDIATE, the statements and COMMIT. SQLAlchemy is used only for migrations.
-    """
-
-    def __init__(self, url: URL, *, busy_timeout: float, readers: int) -> None:
-        self.url = url.set(drivername="sqlite")
-        self.busy_timeout = busy_timeout
-        database = self.url.database or ""
-        # `sqlite:///file:PATH?mode=ro&uri=true` (SQLAlchemy's URI form) opens read-only.
-        self.uri = self.url.query.get("uri") == "true"
-        path = database.removeprefix("file:") if self.uri else database
-        if path in ("", ":memory:") or self.url.query.get("mode") == "memory":
-            raise StoreError(
-                "SqlConversationStore needs a SQLite file (for example "
-                "'sqlite+aiosqlite:///threadline.db'); for memory only, use "
-                "InMemoryConversationStore"
-            )
-        self.path = Path(path)
-        options = {k: v for k, v in self.url.query.items() if k != "uri"}
-        self.target = f"file:{path}?{urlencode(options)}" if self.uri else path
-        self.read_only = options.get("mode") == "ro"
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="threadline-sqlite-writer")
-        self._checkpointer = ThreadPoolExecutor(
-            1, thread_name_prefix="threadline-sqlite-checkpoint")
-        self._writes_since_checkpoint = 0
-        self._checkpointing: asyncio.Future[None] | None = None
-        self._readers = ThreadPoolExecutor(readers, thread_name_prefix="threadline-sqlite-reader")
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
-        self._opened_lock = threading.Lock()
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.target, uri=self.uri, timeout=self.busy_timeout,
-                                     isolation_level=None, check_same_thread=False,
-                                     cached_statements=256)
-        connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute("PRAGMA foreign_keys = ON")
-        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the
-        # background, not inside whichever append crosses the threshold; see _checkpoint.
-        connection.execute("PRAGMA wal_autocheckpoint = 0")
-        with self._opened_lock:
-            self._opened.append(connection)
-        return connection
-
-    def _runner(self) -> ops.SqliteRunner:
-        runner: ops.SqliteRunner | None = getattr(self._local, "runner", None)
-        if runner is None:
-            runner = self._local.runner = ops.SqliteRunner(self._connect())
-        return runner
-
-    def _in_write(self, fn: Callable[..., T], *args: Any) -> T:
-        runner = self._runner()
-        # Writers take the write lock up front so a busy database fails at BEGIN, inside
-        # busy_timeout, instead of deadlocking on a lock upgrade half-way through.
-        runner.connection.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(runner, *args)
-        except BaseException:
-            runner.connection.rollback()
-            raise
-        runner.connection.execute("COMMIT")
-        return result
-
-    def _in_read(self, fn: Callable[..., T], *args: Any) -> T:
-        runner = self._runner()
-        runner.connection.execute("BEGIN")  # one snapshot for every statement of the read
-        try:
-            return fn(runner, *args)
-        finally:
-            runner.connection.rollback()
-
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._writer, partial(self._in_write, fn, *args))
-        self._writes_since_checkpoint += 1
-        if self._writes_since_checkpoint >= CHECKPOINT_EVERY and (
-                self._checkpointing is None or self._checkpointing.done()):
-            self._writes_since_checkpoint = 0
-            self._checkpointing = loop.run_in_executor(self._checkpointer, self._checkpoint,
-                                                       "PASSIVE")
-        return result
-
-    def _checkpoint(self, mode: str) -> None:
-        """Copy the write-ahead log into the database file, beside the writer, never blocking it.
-
-        A PASSIVE checkpoint takes no lock that writers wait on; if readers hold old pages it
-        copies what it can and the next one finishes the job.
-        """
-        try:
-            self._runner().connection.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
-        except sqlite3.Error as exc:
-            log.warning("store.checkpoint_failed", path=str(self.path), error=str(exc))
-
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, partial(self._in_read, fn, *args))
-
-    async def migrate(self) -> None:
-        if not self.path.parent.exists():
-            raise StoreUnavailableError(
-                f"the folder {str(self.path.parent)!r} for the SQLite database does not exist; "
-                "create it or point the store URL elsewhere"
-            )
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._writer, self._migrate_locked)
-
-    def _schema_is_current(self) -> bool:
-        try:
-            rows = self._runner().rows("SELECT version_num FROM threadline_alembic_version", {})
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return False
-            raise
-        return [row[0] for row in rows] == [head_revision()]
-
-    def _migrate_locked(self) -> None:
-        if self._schema_is_current():
-            return  # the usual start: no write lock, and a read-only database opens fine
-        if self.read_only:
-            raise StoreUnavailableError(
-                f"the SQLite database {str(self.path)!r} is opened read-only (mode=ro) and its "
-                "schema is missing or older than this Threadline; open it once read-write"
-            )
-        # Two processes starting on a new file must not both create the schema: the lock file
-        # covers the moment before the database exists, BEGIN IMMEDIATE the rest.
-        with open(f"{self.path}.migrate-lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            self._runner().connection.execute("PRAGMA journal_mode = WAL")
-            engine = create_engine("sqlite://", creator=self._connect, poolclass=NullPool)
-
-            @event.listens_for(engine, "begin")
-            def _begin(connection: Connection) -> None:
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-            try:
-                with engine.begin() as connection:
-                    upgrade_schema(connection)
-            finally:
-                engine.dispose()
-
-    async def close(self) -> None:
-        self._writer.shutdown(wait=True)
-        if not self.read_only:
-            await asyncio.get_running_loop().run_in_executor(self._checkpointer,
-                                                             self._checkpoint, "TRUNCATE")
-        self._checkpointer.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
-        with self._opened_lock:
-            for connection in self._opened:
-                connection.close()
-            self._opened.clear()
-
-
-class _PostgresBackend:
-    """Runs operations on asyncpg through SQLAlchemy's async engine (`run_sync`)."""
-
-    def __init__(self, url: URL, *, connect_timeout: float, pool_size: int) -> None:
-        if url.drivername == "postgresql":
-            url = url.set(drivername="postgresql+asyncpg")
-        # `?search_path=NAME` keeps Threadline's tables in their own schema.
-        search_path = url.query.get("search_path")
-        url = url.difference_update_query(["search_path"])
-        connect_args: dict[str, Any] = {"timeout": connect_timeout, "command_timeout": 60}
-        if search_path:
-            connect_args["server_settings"] = {"search_path": str(search_path)}
-        self.url = url
-        self._engine: AsyncEngine = create_async_engine(
-            url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
-            pool_timeout=connect_timeout, connect_args=connect_args,
-        )
-
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        async with self._engine.begin() as connection:
-            return await connection.run_sync(_on_alchemy, fn, *args)
-
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        async with self._engine.connect() as connection:
-            return await connection.run_sync(_on_alchemy, fn, *args)
-
-    async def migrate(self) -> None:
-        async with self._engine.begin() as connection:
-            # One migrating worker at a time; the others wait, then find the schema current.
-            await connection.execute(text("SELECT pg_advisory_xact_lock(7305417101)"))
-            await connection.run_sync(upgrade_schema)
-
-    async def close(self) -> None:
-        await self._engine.dispose()
 
 
 class SqlConversationStore:
@@ -296,10 +66,10 @@ class SqlConversationStore:
         self._stop_words = stop_words
         backend = parsed.get_backend_name()
         if backend == "sqlite":
-            self._backend: _SqliteBackend | _PostgresBackend = _SqliteBackend(
+            self._backend: SqliteBackend | PostgresBackend = SqliteBackend(
                 parsed, busy_timeout=busy_timeout, readers=readers)
         elif backend == "postgresql":
-            self._backend = _PostgresBackend(parsed, connect_timeout=busy_timeout,
+            self._backend = PostgresBackend(parsed, connect_timeout=busy_timeout,
                                              pool_size=pool_size)
         else:
             raise StoreError(
