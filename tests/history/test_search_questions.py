@@ -56,3 +56,22 @@ async def test_windows_respect_the_cap_and_the_conversation_edges(
     assert len(everything) == 1  # all six hits touch: one window
     assert [m.content.split()[3] for m in everything[0].messages] == [str(i) for i in range(6)]
     assert all(m.conversation_id == "c1" for w in everything for m in w.messages)
+
+
+async def test_common_words_give_way_to_rare_ones(sqlite_url: str) -> None:
+    """A word in most turns of a big store is dropped from the search; a rare one still finds."""
+    from threadline.history import SqlConversationStore
+    from threadline.history.search import SearchQuery, prune_common
+
+    counts = {"hello": 90_000, "world": 50_000, "miso": 3}
+    pruned = prune_common(SearchQuery.parse("hello world miso"), counts.__getitem__,
+                          max_matches=40_000)
+    assert pruned.terms == ("miso",)
+    only_common = prune_common(SearchQuery.parse("hello world"), counts.__getitem__,
+                               max_matches=40_000)
+    assert only_common.terms == ("world",)  # the rarest always stays
+    async with SqlConversationStore(sqlite_url) as store:
+        await store.append_many([turn(f"hello world {i}", minute=i) for i in range(50)]
+                                + [turn("hello, my cat Miso says hello", minute=60)])
+        hits = await store.search("c1", "hello world, what is the cat called? Miso?")
+        assert hits[0].content == "hello, my cat Miso says hello"

@@ -9,6 +9,7 @@ cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend r
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -18,9 +19,11 @@ from sqlalchemy import Connection, TextClause, text
 
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
+    MAX_POSTINGS,
     MAX_RANKED,
     SearchQuery,
     conversation_key,
+    fts5_quoted,
     fts5_trigram_match,
     fts5_word_match,
     prune_common,
@@ -59,6 +62,9 @@ class SqliteRunner:
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
+        # How many turns of the word index hold a word: counted once (it walks the word's
+        # postings), then kept; a count that lags behind new turns only makes pruning milder.
+        self.word_counts: OrderedDict[str, int] = OrderedDict()
 
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
         return self.connection.execute(sql, params).fetchall()
@@ -241,6 +247,9 @@ def _search_sqlite(
         ("threadline_messages_fts", fts5_word_match, "0.0, 1.0, 0.5"),
         ("threadline_messages_trigram", fts5_trigram_match, "0.0, 1.0"),
     ):
+        if table == "threadline_messages_fts" and isinstance(conn, SqliteRunner):
+            query = prune_common(query, lambda word: _index_count(conn, word),
+                                 max_matches=MAX_POSTINGS)
         match = build(query, key)
         if match is None:
             continue
@@ -263,6 +272,18 @@ def _search_sqlite(
     for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
         best.setdefault(row[0], row)
     return _messages(list(best.values())[:limit])
+
+
+def _index_count(conn: SqliteRunner, word: str) -> int:
+    """Turns of the whole word index holding `word`, remembered per connection."""
+    known = conn.word_counts.get(word)
+    if known is None:
+        known = _count_matches(conn, "threadline_messages_fts",
+                               '{content participant_name} : ' + fts5_quoted(word))
+        conn.word_counts[word] = known
+        if len(conn.word_counts) > 20_000:
+            conn.word_counts.popitem(last=False)
+    return known
 
 
 def _count_matches(conn: SqlRunner, table: str, match: str | None) -> int:
