@@ -175,10 +175,15 @@ def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
 
 
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """One lower-cased word's English stem; words repeat, and Snowball in Python is slow."""
+    return str(_stemmer().stemWord(word))
+
+
 def stem_words(text: str) -> list[str]:
     """Lower-cased, stemmed words of a text, as the in-memory store indexes them."""
-    stemmer = _stemmer()
-    return [stemmer.stemWord(w.lower()) for w in _WORD.findall(text)]
+    return [stem(w.lower()) for w in _WORD.findall(text)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +205,8 @@ def bm25_rank(
     query: SearchQuery, documents: Sequence[IndexedTurn], *, limit: int
 ) -> list[StoredMessage]:
     """BM25 over indexed turns, for stores without a full-text index of their own."""
-    stemmer = _stemmer()
-    terms = [stemmer.stemWord(t) for t in query.terms]
-    phrases = [" ".join(stemmer.stemWord(w) for w in p) for p in query.phrases]
+    terms = [stem(t) for t in query.terms]
+    phrases = [" ".join(stem(w) for w in p) for p in query.phrases]
     if not documents or (not terms and not phrases and not query.trigrams):
         return []
     average_length = sum(d.length for d in documents) / len(documents)
