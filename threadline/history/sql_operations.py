@@ -47,7 +47,14 @@ LONG_CONVERSATION = 20_000
 
 
 class SqlRunner(Protocol):
-    """Runs one statement with `:name` parameters inside the caller's transaction."""
+    """Runs one statement with `:name` parameters inside the caller's transaction.
+
+    `word_counts` remembers how many turns of the whole index hold a word (see `search_hits`);
+    counting walks the word's postings once, and a count that lags behind new turns only
+    makes the pruning milder.
+    """
+
+    word_counts: OrderedDict[str, int]
 
     @property
     def dialect(self) -> str: ...
@@ -64,8 +71,6 @@ class SqliteRunner:
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
-        # How many turns of the word index hold a word: counted once (it walks the word's
-        # postings), then kept; a count that lags behind new turns only makes pruning milder.
         self.word_counts: OrderedDict[str, int] = OrderedDict()
 
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
@@ -83,8 +88,9 @@ def _clause(sql: str) -> TextClause:
 class AlchemyRunner:
     """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg)."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, word_counts: OrderedDict[str, int]) -> None:
         self.connection = connection
+        self.word_counts = word_counts
 
     @property
     def dialect(self) -> str:
@@ -232,7 +238,13 @@ def select_by_platform_id(
 def search_hits(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int
 ) -> list[StoredMessage]:
-    """Best-ranked searchable turns of one conversation (no summaries), best first."""
+    """Best-ranked searchable turns of one conversation (no summaries), best first.
+
+    The words most common in the whole index are dropped first (see `prune_common`): FTS5's
+    bm25() walks every posting of every query word to weigh it, and a PostgreSQL plan through
+    the GIN index reads every turn holding any of them.
+    """
+    query = prune_common(query, lambda word: _index_count(conn, word), max_matches=MAX_POSTINGS)
     if conn.dialect == "sqlite":
         return _search_sqlite(conn, conversation_id, query, limit)
     return _search_postgres(conn, conversation_id, query, limit)
@@ -249,9 +261,6 @@ def _search_sqlite(
         ("threadline_messages_fts", fts5_word_match, "0.0, 1.0, 0.5"),
         ("threadline_messages_trigram", fts5_trigram_match, "0.0, 1.0"),
     ):
-        if table == "threadline_messages_fts" and isinstance(conn, SqliteRunner):
-            query = prune_common(query, lambda word: _index_count(conn, word),
-                                 max_matches=MAX_POSTINGS)
         match = build(query, key)
         if match is None:
             continue
@@ -276,12 +285,18 @@ def _search_sqlite(
     return _messages(list(best.values())[:limit])
 
 
-def _index_count(conn: SqliteRunner, word: str) -> int:
-    """Turns of the whole word index holding `word`, remembered per connection."""
+def _index_count(conn: SqlRunner, word: str) -> int:
+    """Turns of the whole index holding `word`, remembered in `conn.word_counts`."""
     known = conn.word_counts.get(word)
     if known is None:
-        known = _count_matches(conn, "threadline_messages_fts",
-                               '{content participant_name} : ' + fts5_quoted(word))
+        if conn.dialect == "sqlite":
+            known = _count_matches(conn, "threadline_messages_fts",
+                                   "{content participant_name} : " + fts5_quoted(word))
+        else:
+            known = int(conn.rows(
+                "SELECT count(*) FROM threadline_messages "
+                "WHERE search_vector @@ websearch_to_tsquery('english', :word)",
+                {"word": word})[0][0])
         conn.word_counts[word] = known
         if len(conn.word_counts) > 20_000:
             conn.word_counts.popitem(last=False)
