@@ -25,45 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from figures import percentile  # noqa: E402
+from instant import InstantReplies  # noqa: E402
 
 from tests.fakes.discord_gateway import FakeDiscord, FakeUser  # noqa: E402
-from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.discord_channel import DiscordChannel  # noqa: E402
 from threadline.history import InMemoryConversationStore, SqlConversationStore  # noqa: E402
-from threadline.history.model import MessageMetadata, Participant, StoredMessage  # noqa: E402
-from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
-
-
-class InstantReplies:
-    """Stores each inbound turn, replies at once, stores the reply; times each round trip."""
-
-    def __init__(self, store: ConversationStore) -> None:
-        self.store = store
-        self.started: dict[str, tuple[float, asyncio.Future[None]]] = {}
-        self.latencies: list[float] = []
-
-    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-        if not await self.store.append(message):
-            return
-        [posted_id] = await channel.send_reply(message, f"ack {message.content}")
-        await self.store.append(StoredMessage(
-            id=f"discord:{posted_id}", conversation_id=message.conversation_id,
-            participant=Participant(kind="agent", id="bench-agent"), content="ack",
-            scope=message.scope, metadata=MessageMetadata(
-                channel_type="discord", channel_id=message.metadata.channel_id,
-                thread_id=message.metadata.thread_id, message_id=posted_id,
-                reply_to_message_id=message.metadata.message_id),
-        ))
-        started, finished = self.started.pop(message.metadata.message_id or "")
-        self.latencies.append(time.perf_counter() - started)
-        finished.set_result(None)
-
-    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        await self.store.edit_message(conversation_id, message_id, content)
-
-    async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        await self.store.delete_messages(conversation_id, [message_id])
 
 
 async def _round(fake: FakeDiscord, events: InstantReplies, *, rooms: list[str],

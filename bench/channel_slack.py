@@ -22,42 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from figures import percentile  # noqa: E402
+from instant import InstantReplies  # noqa: E402
 
 from tests.fakes.slack import FakeSlack  # noqa: E402
-from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.slack import SlackChannel  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
-from threadline.history.model import MessageMetadata, Participant, StoredMessage  # noqa: E402
-
-
-class InstantReplies:
-    """Stores each inbound turn, replies at once, stores the reply; times each round trip."""
-
-    def __init__(self, store: SqlConversationStore) -> None:
-        self.store = store
-        self.started: dict[str, tuple[float, asyncio.Future[None]]] = {}
-        self.latencies: list[float] = []
-
-    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-        if not await self.store.append(message):
-            return
-        [ts] = await channel.send_reply(message, f"ack {message.content}")
-        await self.store.append(StoredMessage(
-            id=f"{message.id.rsplit(':', 1)[0]}:{ts}", conversation_id=message.conversation_id,
-            participant=Participant(kind="agent", id="bench-agent"), content="ack",
-            scope=message.scope, metadata=MessageMetadata(
-                channel_type="slack", channel_id=message.metadata.channel_id, message_id=ts,
-                thread_id=message.metadata.thread_id or message.metadata.message_id),
-        ))
-        started, finished = self.started.pop(message.metadata.message_id or "")
-        self.latencies.append(time.perf_counter() - started)
-        finished.set_result(None)
-
-    async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        await self.store.edit_message(conversation_id, message_id, content)
-
-    async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        await self.store.delete_messages(conversation_id, [message_id])
 
 
 async def _round(fake: FakeSlack, channel: SlackChannel, events: InstantReplies, *,
