@@ -33,6 +33,8 @@ def mentions_in_text(text: str) -> list[str]:
     Mentions inside quotations ("...", “...”, `...`, or a line starting with `>`) are only
     quoted, not addressed: an agent quoting "@support said so" does not call on support.
     """
+    if "@" not in text:
+        return []
     found = (a or b for a, b in _TEXT_MENTION.findall(_QUOTED.sub(" ", text)))
     return list(dict.fromkeys(normalize_mention(m) for m in found))
 
@@ -68,15 +70,15 @@ class Addressee:
         `own_message_ids` are the platform ids of the agent's own turns and of the threads it
         posted in, so a reply in such a thread counts as addressed to it.
         """
-        return (
+        return (  # cheapest checks first: this runs for every loaded turn of every prompt
             self.wrote(message)
             or message.scope == "dm"
-            or self.is_mentioned(message)
-            or self.is_replied_to(message)
             or (message.metadata.thread_id is not None
                 and message.metadata.thread_id in own_message_ids)
             or (message.metadata.reply_to_message_id is not None
                 and message.metadata.reply_to_message_id in own_message_ids)
+            or self.is_replied_to(message)
+            or self.is_mentioned(message)
         )
 
 
