@@ -12,7 +12,6 @@ import asyncio
 import fcntl
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, partial
@@ -61,9 +60,8 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(config).get_current_head()
 
 
-def _on_alchemy(connection: Connection, word_counts: OrderedDict[str, int],
-                fn: Callable[..., T], *args: Any) -> T:
-    return fn(ops.AlchemyRunner(connection, word_counts), *args)
+def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
+    return fn(ops.AlchemyRunner(connection), *args)
 
 
 class SqliteBackend:
@@ -236,7 +234,6 @@ class PostgresBackend:
         if search_path:
             connect_args["server_settings"] = {"search_path": str(search_path)}
         self.url = url
-        self._word_counts: OrderedDict[str, int] = OrderedDict()  # see ops.SqlRunner
         self._engine: AsyncEngine = create_async_engine(
             url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
             pool_timeout=connect_timeout, connect_args=connect_args,
@@ -244,11 +241,11 @@ class PostgresBackend:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.begin() as connection:
-            return await connection.run_sync(_on_alchemy, self._word_counts, fn, *args)
+            return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.connect() as connection:
-            return await connection.run_sync(_on_alchemy, self._word_counts, fn, *args)
+            return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def migrate(self) -> None:
         async with self._engine.begin() as connection:
