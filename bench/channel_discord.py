@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -24,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from figures import percentile  # noqa: E402
-from instant import InstantReplies  # noqa: E402
+from instant import InstantReplies, print_round_trips  # noqa: E402
 
 from tests.fakes.discord_gateway import FakeDiscord, FakeUser  # noqa: E402
 from threadline.channels.discord_channel import DiscordChannel  # noqa: E402
@@ -83,15 +81,8 @@ async def main(*, count: int, concurrency: int, store_kind: str) -> None:
                 await channel.stop()
             stored = await store.count()
 
-    def pct(values: list[float], q: float) -> float:
-        return percentile(values, q) * 1000
-
     print(f"store={store_kind} events={count} concurrency={concurrency} turns_stored={stored}")
-    print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")
-    print(f"latency under load: p50 {pct(loaded, 0.5):.1f} ms, p99 {pct(loaded, 0.99):.1f} ms")
-    print(f"latency one at a time: p50 {pct(alone, 0.5):.1f} ms, p99 {pct(alone, 0.99):.1f} ms,"
-          f" mean {statistics.fmean(alone) * 1000:.1f} ms")
-
+    print_round_trips(count=count, elapsed=elapsed, loaded=loaded, alone=alone)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

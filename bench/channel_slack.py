@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -21,8 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from figures import percentile  # noqa: E402
-from instant import InstantReplies  # noqa: E402
+from instant import InstantReplies, print_round_trips  # noqa: E402
 
 from tests.fakes.slack import FakeSlack  # noqa: E402
 from threadline.channels.slack import SlackChannel  # noqa: E402
@@ -76,15 +74,8 @@ async def main(*, count: int, concurrency: int, mode: str) -> None:
                 await channel.stop()
             stored = await store.count()
 
-    def pct(values: list[float], q: float) -> float:
-        return percentile(values, q) * 1000
-
     print(f"mode={mode} events={count} concurrency={concurrency} turns_stored={stored}")
-    print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")
-    print(f"latency under load: p50 {pct(loaded, 0.5):.1f} ms, p99 {pct(loaded, 0.99):.1f} ms")
-    print(f"latency one at a time: p50 {pct(alone, 0.5):.1f} ms, p99 {pct(alone, 0.99):.1f} ms,"
-          f" mean {statistics.fmean(alone) * 1000:.1f} ms")
-
+    print_round_trips(count=count, elapsed=elapsed, loaded=loaded, alone=alone)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from dataclasses import replace
+
+from figures import percentile
 
 from threadline.channels.base import Channel
 from threadline.history.model import Participant, StoredMessage
@@ -43,3 +46,16 @@ class InstantReplies:
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         await self.store.delete_messages(conversation_id, [message_id])
+
+
+def print_round_trips(*, count: int, elapsed: float, loaded: list[float],
+                      alone: list[float]) -> None:
+    """The figures every channel benchmark prints, from round-trip times in seconds."""
+
+    def ms(values: list[float], share: float) -> float:
+        return percentile(values, share) * 1000
+
+    print(f"throughput: {count / elapsed:,.0f} events/s end to end ({elapsed:.2f} s)")
+    print(f"latency under load: p50 {ms(loaded, 0.5):.1f} ms, p99 {ms(loaded, 0.99):.1f} ms")
+    print(f"latency one at a time: p50 {ms(alone, 0.5):.1f} ms, p99 {ms(alone, 0.99):.1f} ms,"
+          f" mean {statistics.fmean(alone) * 1000:.1f} ms")
