@@ -14,7 +14,7 @@ def test_mentions_are_normalized_across_platform_syntax() -> None:
     assert normalize_mention("<@U123BOT>") == "u123bot"
     assert normalize_mention("<@!4242>") == "4242"
     assert normalize_mention("@Support_Bot") == "support_bot"
-    assert mentions_in_text("hi <@U1|ann> and @billing, mail x@y.com") == ["u1", "billing"]
+    assert mentions_in_text("hi <@U1|ann> and @billing, mail x@y.com") == ("u1", "billing")
 
 
 async def busy_channel() -> tuple[InMemoryConversationStore, Transcript]:
@@ -99,6 +99,6 @@ async def test_dms_are_always_addressed() -> None:
 
 
 def test_quoted_mentions_do_not_address_anyone() -> None:
-    assert mentions_in_text('@billing, Ann said "@support is slow"') == ["billing"]
-    assert mentions_in_text("> @support wrote this\n@triage can you check?") == ["triage"]
-    assert mentions_in_text("type `@name` to call an agent") == []
+    assert mentions_in_text('@billing, Ann said "@support is slow"') == ("billing",)
+    assert mentions_in_text("> @support wrote this\n@triage can you check?") == ("triage",)
+    assert mentions_in_text("type `@name` to call an agent") == ()

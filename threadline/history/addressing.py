@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from threadline.history.model import StoredMessage
 
@@ -18,6 +19,7 @@ _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`]*`|^>.*$', re.MULTILINE)
 _TEXT_MENTION = re.compile(r"(?:<@[!&]?([\w.-]+)(?:\|[^>]*)?>|(?<![\w@])@([\w.-]+))")
 
 
+@lru_cache(maxsize=65_536)
 def normalize_mention(raw: str) -> str:
     """One mention as a comparable key: markup and a leading @ removed, lower-cased."""
     text = raw.strip()
@@ -27,16 +29,18 @@ def normalize_mention(raw: str) -> str:
     return text.lstrip("@").strip().lower()
 
 
-def mentions_in_text(text: str) -> list[str]:
+@lru_cache(maxsize=16_384)
+def mentions_in_text(text: str) -> tuple[str, ...]:
     """Normalized mentions written in a text (`<@U1>`, `<@!1>`, `@name`), in order, once each.
 
     Mentions inside quotations ("...", “...”, `...`, or a line starting with `>`) are only
     quoted, not addressed: an agent quoting "@support said so" does not call on support.
+    Cached: every prompt re-reads the same turns.
     """
     if "@" not in text:
-        return []
+        return ()
     found = (a or b for a, b in _TEXT_MENTION.findall(_QUOTED.sub(" ", text)))
-    return list(dict.fromkeys(normalize_mention(m) for m in found))
+    return tuple(dict.fromkeys(normalize_mention(m) for m in found))
 
 
 @dataclass(frozen=True, slots=True)

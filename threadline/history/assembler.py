@@ -9,6 +9,7 @@ summarized, so a person can see why an agent knew what it knew.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -121,13 +122,17 @@ async def assemble_prompt(
     counter = counter or default_counter()
     notes: list[str] = []
 
-    summary = await latest_summary(store, conversation_id, agent_id)
-    summary_range = summary.metadata.summary_of if summary else None
     since = (utc_now() - timedelta(minutes=options.time_window_minutes)
              if options.time_window_minutes else None)
-    loaded = await store.get(conversation_id, scope=options.scope, since=since,
-                             limit=options.max_turns_to_load,
-                             after_sequence=summary_range[1] if summary_range else None)
+    # Both reads at once: the newest turns after the summary are the newest turns, less
+    # those the summary covers.
+    summary, recent = await asyncio.gather(
+        latest_summary(store, conversation_id, agent_id),
+        store.get(conversation_id, scope=options.scope, since=since,
+                  limit=options.max_turns_to_load))
+    summary_range = summary.metadata.summary_of if summary else None
+    loaded = [m for m in recent
+              if summary_range is None or (m.sequence or 0) > summary_range[1]]
     if not loaded:
         return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"])
     newest = loaded[-1]
