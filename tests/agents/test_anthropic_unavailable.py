@@ -175,3 +175,29 @@ async def test_the_default_client_reads_the_key_and_base_url_from_the_environmen
     headers = fake.requests[0].headers
     # This SDK version may send the key as x-api-key or as a bearer token; either carries it.
     assert "sk-from-env" in headers.get("x-api-key", "") + headers.get("authorization", "")
+
+
+async def test_an_agent_answers_kindly_when_the_model_stays_overloaded(
+    fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """529 until the retries run out, through the real SDK and the whole turn: a friendly
+    reply reaches the user and both turns are stored."""
+    from threadline.agents import Agent
+    from threadline.history import SqlConversationStore, StoredMessage
+    from threadline.history.model import Participant
+    from threadline.interceptors import ErrorReplyInterceptor
+
+    fake.script(*[error(529, "overloaded_error", "Overloaded", retry_after=0.01)] * 3)
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'a.db'}") as store:
+        agent = Agent(name="support", model="claude-test", conversation_history=store,
+                      provider=AnthropicProvider(fake.client(), max_retries=2),
+                      interceptors=[ErrorReplyInterceptor()])
+        result = await agent.invoke(StoredMessage(
+            conversation_id="c1", content="@support hello",
+            participant=Participant(kind="user", id="U1", display_name="Ann")))
+        assert len(fake.requests) == 3
+        assert result.output.startswith("Sorry, I could not answer that just now")
+        assert result.stop_reason == "error"
+        stored = await store.get("c1")
+        assert [m.participant.id for m in stored] == ["U1", "support"]
+        assert stored[1].content == result.output
