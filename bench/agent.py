@@ -4,7 +4,13 @@ Prints, on SQLite (and PostgreSQL when THREADLINE_TEST_PG_URL is set; otherwise 
 was skipped):
 - platform overhead per turn, p50/p99: inbound message -> model request sent (routing, storing
   the inbound turn, assembling the prompt), and model reply -> outbound turn stored;
-- turns per second over 100 concurrent conversations through one Team.
+- turns per second over 100 concurrent conversations through one Team;
+- on PostgreSQL, the same over 1, 2 and 4 worker processes sharing the database (each turn is
+  received by one worker, round robin, as behind a load balancer; any worker may answer it:
+  whoever owns its conversation). The ratio to one process says whether it scales.
+
+Every turn goes the whole way: recorded in the inbox, owned, routed, answered, both turns
+stored, marked answered.
 
 Conversations grow as the run goes (up to TURNS_PER_CONVERSATION human turns each, so the
 assembler reads real histories). Each figure is one run on this machine: orders of magnitude.
@@ -130,6 +136,59 @@ async def report(label: str, url: str) -> None:
           f"conversations ({CONCURRENT_TURNS} turns each, answered and both turns stored)")
 
 
+async def worker(url: str, index: int, workers: int) -> None:
+    """One worker process of the scaling run: receive its share, answer whatever it owns."""
+    from threadline.locks import PostgresConversationLock
+
+    async with SqlConversationStore(url) as store:
+        lock = PostgresConversationLock(url)
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())],
+                    lock=lock, scan_interval=0.1)
+        team.pipeline.start()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "go"
+        arrivals = [message(f"con{c}", t) for t in range(CONCURRENT_TURNS)
+                    for c in range(CONCURRENT_CONVERSATIONS)]
+        for turn in arrivals[index::workers]:
+            await team.pipeline.receive(turn, None)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "stop"
+        await team.stop()
+        await lock.close()
+
+
+async def scaling(base: str, workers: int) -> float:
+    """Turns per second when `workers` processes share one PostgreSQL database."""
+    url, schema = await postgres_url(base)
+    try:
+        async with SqlConversationStore(url) as store:  # migrated once, before the workers
+            processes = [await asyncio.create_subprocess_exec(
+                sys.executable, __file__, "--worker", url, str(i), str(workers),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+                for i in range(workers)]
+            for process in processes:
+                assert process.stdout is not None
+                await process.stdout.readline()  # ready
+            total = CONCURRENT_CONVERSATIONS * CONCURRENT_TURNS
+            started = time.perf_counter()
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write(b"go\n")
+                await process.stdin.drain()
+            answered = 0
+            while answered < total:
+                await asyncio.sleep(0.02)
+                answered = await store.count() // 2  # each answered turn stores two
+            elapsed = time.perf_counter() - started
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write(b"stop\n")
+                await process.stdin.drain()
+                await process.wait()
+        return total / elapsed
+    finally:
+        await drop_schema(base, schema)
+
+
 async def postgres_url(base: str) -> tuple[str, str]:
     import asyncpg
 
@@ -163,6 +222,11 @@ async def main() -> None:
         await report("PostgreSQL", url)
     finally:
         await drop_schema(base, schema)
+    one = await scaling(base, 1)
+    for workers in (1, 2, 4):
+        rate = one if workers == 1 else await scaling(base, workers)
+        print(f"PostgreSQL, {workers} worker process(es): {rate:,.0f} turns/s over "
+              f"{CONCURRENT_CONVERSATIONS} conversations ({rate / one:.2f}x one process)")
 
 
 if __name__ == "__main__":
@@ -171,4 +235,7 @@ if __name__ == "__main__":
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    asyncio.run(main())
+    if sys.argv[1:2] == ["--worker"]:
+        asyncio.run(worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    else:
+        asyncio.run(main())

@@ -20,9 +20,9 @@ from typing import IO, TextIO
 
 from threadline.config import DEFAULT_STORE_URL, load_settings
 from threadline.errors import ConfigError
+from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.sql_store import SqlConversationStore
-from threadline.interceptors.outbox import message_from_dict, message_to_dict
 
 ACTIONS = {
     "list": "List conversations, most recently active first.",

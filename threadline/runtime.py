@@ -47,6 +47,7 @@ from threadline.history.summary import Summarizer
 from threadline.interceptors.base import CallNext, Interceptor, TurnContext
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
+from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 
 log = structlog.get_logger("threadline.runtime")
@@ -167,6 +168,10 @@ class CountedEvents:
         self.metrics.inbound.labels(channel.name).inc()
         await self.team.on_message(message, channel)
 
+    async def until_answered(self, message: StoredMessage, channel: Channel) -> None:
+        self.metrics.inbound.labels(channel.name).inc()
+        await self.team.until_answered(message, channel)
+
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
         await self.team.on_edit(conversation_id, message_id, content)
 
@@ -189,6 +194,7 @@ class Runtime:
         self._started: set[str] = set()
         self._stop = asyncio.Event()
         self._readers: list[asyncio.Task[None]] = []
+        self._guard: SingleProcessGuard | None = None
 
     @classmethod
     def build(cls, settings: Settings, *, provider: ModelProvider | None = None) -> Runtime:
@@ -212,7 +218,9 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
-        team = Team(agents)
+        lock = (PostgresConversationLock(settings.store.url)
+                if store.dialect == "postgresql" else None)
+        team = Team(agents, lock=lock)
         channels = []
         for name, channel_settings in settings.channels.items():
             joined = [(a, e) for a in agents for e in settings.agents[a.name].channels
@@ -228,6 +236,9 @@ class Runtime:
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
+        if self.store.dialect == "sqlite" and self.store.url.database:
+            self._guard = SingleProcessGuard(f"{self.store.url.database}.owner-lock")
+            self._guard.acquire()  # SQLite serves one process: a second one stops here
         await self.store.__aenter__()
         writer = self.team.writer
         if writer.outbox is not None:
@@ -299,6 +310,9 @@ class Runtime:
                 await agent.close()
             if self.ops is not None:
                 await self.ops.stop()
+            await self.team.lock.close()
             with suppress(StoreError):
                 await self.store.close()
+            if self._guard is not None:
+                self._guard.release()
         log.info("runtime.stopped")

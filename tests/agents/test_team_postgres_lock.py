@@ -1,18 +1,17 @@
-"""Two worker processes on one PostgreSQL database still answer a conversation one turn at a time.
+"""Two worker processes on one PostgreSQL database answer a conversation one turn at a time.
 
 Each "process" is a Team with its own store connection pool and its own
-`PostgresConversationLock`, so the only thing serializing them is PostgreSQL's advisory lock.
+`PostgresConversationLock`, so the only things they share are PostgreSQL's inbox tables and its
+advisory locks.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
 
-from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
+from tests.interceptors.scripted import ANN, BOB, ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
@@ -23,57 +22,49 @@ from threadline.locks import PostgresConversationLock
 pytestmark = pytest.mark.postgres
 
 
-class SignallingLock(PostgresConversationLock):
-    """The real lock, announcing when a worker starts asking PostgreSQL for a conversation."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.asking = asyncio.Event()
-
-    @asynccontextmanager
-    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
-        if conversation_id == "c1":
-            self.asking.set()
-        async with super().hold(conversation_id):
-            yield
-
-
-async def test_a_conversation_held_by_one_worker_waits_in_the_other(pg_url: str) -> None:
+async def test_a_conversation_owned_by_one_worker_is_answered_there_in_order(
+        pg_url: str) -> None:
     release = asyncio.Event()
     first_inside = asyncio.Event()
 
-    async def slow(request: ModelRequest) -> ModelResponse:
-        first_inside.set()
-        await release.wait()
-        return ModelResponse(text="first answer")
+    async def answer(request: ModelRequest) -> ModelResponse:
+        asked = last_user_text(request).splitlines()[-1]
+        if asked.endswith("one"):
+            first_inside.set()
+            await release.wait()
+        return ModelResponse(text=f"answer to {asked.split()[-1]}")
 
-    locks = [PostgresConversationLock(pg_url), SignallingLock(pg_url)]
+    locks = [PostgresConversationLock(pg_url), PostgresConversationLock(pg_url)]
     async with SqlConversationStore(pg_url) as store_a, SqlConversationStore(pg_url) as store_b:
+        model_a, model_b = ScriptedModel(answer), ScriptedModel(answer)
         worker_a = Team([Agent(name="support", conversation_history=store_a,
-                               provider=ScriptedModel(slow))], lock=locks[0])
-        model_b = ScriptedModel(lambda r: ModelResponse(text="second answer"))
+                               provider=model_a)], lock=locks[0])
         worker_b = Team([Agent(name="support", conversation_history=store_b,
                                provider=model_b)], lock=locks[1])
 
         first = asyncio.create_task(worker_a.handle(say("@support one", who=ANN,
                                                         conversation_id="c1")))
         await first_inside.wait()
-        second = asyncio.create_task(worker_b.handle(say("@support two", who=BOB,
-                                                         conversation_id="c1")))
-        async with asyncio.timeout(10):
-            await locks[1].asking.wait()
+        # B records the next turn of c1 while A owns c1; it cannot answer it.
+        assert await worker_b.pipeline.receive(say("@support two", who=BOB,
+                                                   conversation_id="c1"), None)
         # Another conversation is not held up by c1 in either worker.
         other = await worker_b.handle(say("@support elsewhere", conversation_id="c2"))
-        assert [r.output for r in other] == ["second answer"]
-        assert not second.done() and len(model_b.requests) == 1
+        assert [r.output for r in other] == ["answer to elsewhere"]
 
         release.set()
         await first
-        await second
+        for _ in range(200):  # worker A answers "two" too: it owns c1
+            if len(await store_a.get("c1")) == 4:
+                break
+            await asyncio.sleep(0.05)
         stored = [m.content for m in await store_a.get("c1")]
-        assert stored == ["@support one", "first answer", "@support two", "second answer"]
-        # Worker B's prompt already held worker A's finished turn.
-        assert "first answer" in model_b.requests[-1].messages[-2].content
+        assert stored == ["@support one", "answer to one", "@support two", "answer to two"]
+        # Whoever answered "two" saw the answer to "one" in its prompt.
+        asked_two = [r for r in model_a.requests + model_b.requests
+                     if last_user_text(r).endswith("two")]
+        assert len(asked_two) == 1
+        assert "answer to one" in "\n".join(m.content for m in asked_two[0].messages)
         await worker_a.stop()
         await worker_b.stop()
     for lock in locks:

@@ -31,7 +31,7 @@ class Room:
     async def post(self, text: str, who: Participant = ANN, **metadata: object) -> list[str]:
         """Who answered this message, as the platform saw it."""
         before = len(self.channel.sent)
-        await self.team.on_message(say(text, who=who, conversation_id="local:room", **metadata),
+        await self.team.until_answered(say(text, who=who, conversation_id="local:room", **metadata),
                                    self.channel)
         return [agent or "" for _, _, agent in self.channel.sent[before:]]
 
@@ -115,8 +115,8 @@ async def test_the_bots_own_posts_and_redeliveries_are_not_answered(room: Room) 
     assert await room.post("echo of my own post", who=Participant(kind="user", id="UBOT")) == []
     assert await room.store.count("local:room") == 0  # our own capture stored the original
     first = say("@support once", conversation_id="local:room", message_id="p1")
-    await room.team.on_message(first, room.channel)
-    await room.team.on_message(first, room.channel)  # the platform delivers it again
+    await room.team.until_answered(first, room.channel)
+    await room.team.until_answered(first, room.channel)  # the platform delivers it again
     assert [agent for _, _, agent in room.channel.sent] == ["support"]
 
 

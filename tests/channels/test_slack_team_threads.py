@@ -26,7 +26,7 @@ async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> N
         team = Team([support, billing])
         channel = SlackChannel(**fake.channel_settings())
         team.attach(channel)
-        await channel.start(team)
+        await team.start()
         stopped = False
         try:
             post = fake.message_event("@support my order 4412 never arrived")

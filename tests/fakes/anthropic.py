@@ -8,8 +8,9 @@ rejects with a 400 (first turn not from the user, orphan tool_result or unanswer
 empty text blocks, more than 4 cache_control breakpoints, bad tool names), and records every
 request body it received, byte for byte.
 
-Replies are scripted per test, in order: `fake.script(text("hi"), error(529, ...), ...)`. With
-nothing scripted it answers "fake reply N". Usage figures are estimated (4 characters a token)
+Replies are scripted per test, in order: `fake.script(text("hi"), error(529, ...), ...)`.
+With nothing scripted it asks `fake.responder(body)` when one is set, else answers
+"fake reply N". Usage figures are estimated (4 characters a token)
 and prompt caching is simulated: a request whose prefix up to a cache_control breakpoint was
 seen before reports those tokens as cache reads, otherwise as cache writes.
 """
@@ -133,6 +134,7 @@ class FakeAnthropic:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._ids = itertools.count(1)
         self._cache = _CacheState()
         self._closing = asyncio.Event()
@@ -200,8 +202,12 @@ class FakeAnthropic:
         problem = "body: not valid JSON" if body is None else validation_problem(body)
         if problem is not None:
             return _error_response(400, "invalid_request_error", problem)
-        reply = (self._replies.popleft() if self._replies
-                 else text(f"fake reply {len(self.requests)}"))
+        if self._replies:
+            reply = self._replies.popleft()
+        elif self.responder is not None:
+            reply = self.responder(body)
+        else:
+            reply = text(f"fake reply {len(self.requests)}")
         if reply.delay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), reply.delay)

@@ -8,7 +8,6 @@ is gone. Hard text and query syntax that only PostgreSQL could trip over are cov
 from __future__ import annotations
 
 import asyncio
-import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect
 
+from tests.fakes.tcp_proxy import TcpProxy, unused_port
 from tests.history.helpers import ANN, turn
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import SqlConversationStore
@@ -127,60 +127,13 @@ async def test_a_database_from_the_first_migration_is_upgraded_not_dropped(
 # -- PostgreSQL ---------------------------------------------------------------------------
 
 
-def _unused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class _TcpProxy:
-    """A local TCP proxy to PostgreSQL that a test can stop, restart or make go silent."""
-
-    def __init__(self, target_port: int) -> None:
-        self.port = _unused_port()
-        self.target_port = target_port
-        self.silent = False
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._writers):
-            writer.transport.abort()
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        if self.silent:
-            await reader.read()  # accept, then never answer
-            return
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        self._writers.add(up_writer)
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            try:
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            except ConnectionError:
-                pass
-            finally:
-                sink.transport.abort()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-
 @pytest.fixture
-async def pg_proxy(pg_url: str) -> AsyncIterator[tuple[_TcpProxy, str]]:
+async def pg_proxy(pg_url: str) -> AsyncIterator[tuple[TcpProxy, str]]:
     """A running proxy and a store URL that goes through it to the test's fresh schema."""
     from sqlalchemy import make_url
 
     url = make_url(pg_url)
-    proxy = _TcpProxy(url.port or 5432)
+    proxy = TcpProxy(url.port or 5432)
     await proxy.start()
     yield proxy, url.set(port=proxy.port).render_as_string(hide_password=False)
     await proxy.stop()
@@ -189,7 +142,7 @@ async def pg_proxy(pg_url: str) -> AsyncIterator[tuple[_TcpProxy, str]]:
 async def test_postgres_not_listening_fails_fast(pg_url: str) -> None:
     from sqlalchemy import make_url
 
-    nowhere = make_url(pg_url).set(port=_unused_port()).render_as_string(hide_password=False)
+    nowhere = make_url(pg_url).set(port=unused_port()).render_as_string(hide_password=False)
     store = SqlConversationStore(nowhere, busy_timeout=1.0)
     async with asyncio.timeout(FAST):
         outcomes = await _append_burst(store, "nobody listens", 5)
@@ -201,7 +154,7 @@ async def test_postgres_not_listening_fails_fast(pg_url: str) -> None:
 
 
 async def test_postgres_stopped_and_back_the_store_recovers(
-    pg_proxy: tuple[_TcpProxy, str],
+    pg_proxy: tuple[TcpProxy, str],
 ) -> None:
     proxy, url = pg_proxy
     async with asyncio.timeout(FAST * 2), SqlConversationStore(url, busy_timeout=1.0) as store:
@@ -217,7 +170,7 @@ async def test_postgres_stopped_and_back_the_store_recovers(
 
 
 async def test_postgres_that_accepts_but_never_answers_times_out(
-    pg_proxy: tuple[_TcpProxy, str],
+    pg_proxy: tuple[TcpProxy, str],
 ) -> None:
     proxy, url = pg_proxy
     proxy.silent = True

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.model import (
     MessageMetadata,
     Participant,
@@ -17,7 +18,7 @@ from threadline.history.model import (
     ToolExchange,
     ToolResult,
 )
-from threadline.interceptors.outbox import Outbox, message_from_dict, message_to_dict
+from threadline.interceptors.outbox import Outbox
 
 text = st.text(max_size=40)
 ids = st.text(min_size=1, max_size=12)

@@ -4,10 +4,15 @@
                     conversation_history=SqlConversationStore("sqlite+aiosqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
-One turn, top to bottom: capture (always first: stores the inbound turn) -> the agent's own
-interceptors -> `assemble_prompt` from the store -> model call -> the tools it asked for ->
-model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run, or
-`timeout` seconds have passed -> an `AgentResult` whose outbound turn capture then stores.
+One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
+the turn pipeline passes `deliver`) -> the agent's own interceptors -> `assemble_prompt` from
+the store -> model call -> the tools it asked for -> model call ... until the model ends its
+turn, `max_tool_rounds` tool rounds have run, or `timeout` seconds have passed -> an
+`AgentResult` whose reply delivery posts and capture then stores.
+
+Embedded without channels, `invoke` is the pipeline's answering step alone: both turns are
+recorded through the agent's writer, nothing is posted. With channels, `Team` runs the whole
+pipeline (`threadline.pipeline`) and gives every agent its one writer.
 """
 
 from __future__ import annotations
@@ -39,12 +44,14 @@ from threadline.history.model import (
 )
 from threadline.history.processors import Processor
 from threadline.history.projection import merge_roles, project_turn
-from threadline.history.prompt import AssembledPrompt, PromptMessage
+from threadline.history.prompt import PromptMessage
 from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
-from threadline.interceptors.base import Deliver, Interceptor, TurnContext, run_chain
-from threadline.interceptors.capture import CaptureInterceptor, DurableWriter, writer_for
+from threadline.interceptors.base import Interceptor, run_chain
+from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
+from threadline.interceptors.delivery import DeliveryInterceptor
+from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.agent")
 
@@ -55,52 +62,6 @@ UNFINISHED_REPLY = {
     "max_tool_rounds": "I could not finish this: I reached my limit of tool steps for one turn.",
     "timeout": "I could not finish this in time. Please try again or ask something smaller.",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class PromptFigures:
-    """What the assembled prompt held: the numbers behind what the agent knew this turn."""
-
-    token_count: int
-    included: int
-    dropped_for_budget: int
-    filtered: int
-    recalled: int
-    summary_used: bool
-    summary_created: bool
-    notes: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, prompt: AssembledPrompt, *notes: str) -> PromptFigures:
-        return cls(
-            token_count=prompt.token_count, included=len(prompt.included_ids),
-            dropped_for_budget=len(prompt.dropped_for_budget_ids),
-            filtered=len(prompt.filtered_ids), recalled=len(prompt.recalled_ids),
-            summary_used=prompt.summary_used, summary_created=prompt.summary_created,
-            notes=(*prompt.notes, *notes),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class AgentResult:
-    """One agent turn: the reply, its tool activity, what it cost, and the turn to store.
-
-    `outbound` is None when there is nothing to say (an empty reply, or a turn an interceptor
-    dropped). `stop_reason` is the model's (`end_turn`, `max_tokens`, ...) or ours:
-    `max_tool_rounds`, `timeout`, `rate_limited`, `error`. `latency` is in seconds.
-    """
-
-    agent_name: str
-    conversation_id: str
-    output: str
-    outbound: StoredMessage | None
-    tool_exchanges: tuple[ToolExchange, ...] = ()
-    usage: ModelUsage = field(default_factory=ModelUsage)
-    latency: float = 0.0
-    prompt: PromptFigures | None = None
-    stop_reason: str = "end_turn"
-    model_calls: int = 0
-    delivered_ids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -206,37 +167,53 @@ class Agent:
         self.participant = Participant(kind="agent", id=name, display_name=name)
         self._outbox_path = outbox_path
         self._writer: DurableWriter | None = None
+        self._started_writer = False
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
 
     @property
     def writer(self) -> DurableWriter:
-        """The store's durable writer (shared by every agent on the store); started on first use."""
+        """The durable writer capture records through: the team's, or the agent's own.
+
+        An agent used alone makes its own (with the store's default outbox, or `outbox_path`)
+        on first use; a `Team` gives all its agents one, so a store has one outbox and one
+        replay order.
+        """
         if self._writer is None:
-            self._writer = writer_for(self.store, self._outbox_path)
+            self._writer = DurableWriter.for_store(self.store, self._outbox_path)
+            self._started_writer = True
             self._writer.start()
         return self._writer
+
+    @writer.setter
+    def writer(self, writer: DurableWriter) -> None:
+        if writer.store is not self.store:
+            raise ConfigError(f"agent {self.name!r}: its writer must write to its own store")
+        self._writer = writer
+        self._started_writer = False
 
     async def invoke(
         self,
         message: StoredMessage,
         *,
         aliases: Sequence[str] = (),
-        inbound_recorded: bool = False,
         deliver: Deliver | None = None,
+        reason: str = "direct",
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
         With `deliver`, the reply is posted through it before the outbound turn is stored.
+        `reason` says why this agent answers (the team's routing decision).
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
             store=self.store,
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
-            inbound_recorded=inbound_recorded, aliases=tuple(aliases), deliver=deliver,
+            aliases=tuple(aliases), deliver=deliver, reason=reason,
         )
-        chain = (CaptureInterceptor(self.writer), *self.interceptors)
+        delivery = (DeliveryInterceptor(),) if deliver is not None else ()
+        chain = (CaptureInterceptor(self.writer), *delivery, *self.interceptors)
         return await run_chain(chain, context, self._turn)
 
     def reply_result(
@@ -250,8 +227,11 @@ class Agent:
         )
 
     async def close(self) -> None:
-        """Stop the store writer's background replay (what is left stays in the outbox)."""
-        if self._writer is not None:
+        """Stop the agent's own writer's replay (what is left stays in the outbox).
+
+        A writer the team gave is the team's to close.
+        """
+        if self._writer is not None and self._started_writer:
             await self._writer.close()
 
     # -- one turn --------------------------------------------------------------------------
@@ -359,6 +339,7 @@ class Agent:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
         return StoredMessage(
+            id=reply_turn_id(inbound.id, self.name),
             conversation_id=inbound.conversation_id,
             participant=self.participant,
             content=text,

@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from threadline.history.model import ToolCall
 from threadline.history.prompt import PromptMessage
+from threadline.turn import ModelUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +37,6 @@ class ModelRequest:
     messages: Sequence[PromptMessage]
     tools: Sequence[ToolSpec] = ()
     max_tokens: int = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class ModelUsage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,57 +3,33 @@
     team = Team([support, billing])
     team.attach(slack, respond_to_all=["support"])
     await team.start()                       # starts the channels; they deliver to the team
-    results = await team.handle(message)     # or deliver a message without a channel
+    results = await team.handle(message)     # or hand over a message without a channel
 
-Who answers a message (a human's, or another bot's when `answer_bots` is set):
-- every agent it names: `@support`, an alias, or a platform mention of the agent's own ids;
-- the agent whose reply it answers (the reply's platform id is remembered when sent);
-- otherwise, when it addresses the bot itself (a mention of the channel's identity, a DM, a
-  reply to the bot), the channel's first agent: agents sharing one bot are told apart by name;
-- every agent set to `respond_to_all` in that channel, addressed or not.
-An agent's reply that names another agent is handed to it in-process (not through the platform
-echo), for at most `max_hops` agent-to-agent turns in a row. No agent answers its own messages.
-
-Turns of one conversation are handled one at a time, in arrival order (a FIFO lock per
-conversation); different conversations run concurrently. Across worker processes on PostgreSQL,
-`PostgresConversationLock` serializes a conversation with `pg_advisory_lock`.
+The team says who is where (which agents listen on which channel, who answers everything);
+what happens to a turn, from the moment a channel hands it over until its replies are posted
+and stored, is the turn pipeline's job (`threadline.pipeline`), and who answers is decided by
+`threadline.history.addressing.route`. Every agent of a team writes through one
+`DurableWriter`, so a store has one outbox and one replay order.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Iterable, Sequence
 
 import structlog
 
-from threadline.agents.agent import Agent, AgentResult
+from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, ChannelEvents
 from threadline.errors import ConfigError, StoreError
-from threadline.history.addressing import Addressee, mentions_in_text, normalize_mention
+from threadline.history.addressing import Addressee, Listener, normalize_mention
+from threadline.history.inbox import MemoryInbox, TurnInbox
 from threadline.history.model import StoredMessage
-from threadline.interceptors.base import Deliver
 from threadline.interceptors.capture import DurableWriter
-from threadline.locks import ConversationLock, LocalConversationLock
+from threadline.locks import ConversationLock, SingleProcessLock
+from threadline.pipeline import Attachment, TurnPipeline
+from threadline.turn import AgentResult
 
 log = structlog.get_logger("threadline.team")
-T = TypeVar("T")
-
-MAX_REMEMBERED_REPLIES = 10_000
-
-
-# -- the team ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Attachment:
-    """Which agents listen on a channel; the first answers whatever addresses the bot itself."""
-
-    channel: Channel | None
-    agents: tuple[Agent, ...]
-    respond_to_all: frozenset[str]
 
 
 def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) -> frozenset[str]:
@@ -69,21 +45,36 @@ def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) 
     return names
 
 
-def _from_bot(message: StoredMessage) -> bool:
-    return message.participant.kind == "agent" or bool(message.metadata.extra.get("is_bot"))
+def _attachment(channel: Channel | None, agents: Sequence[Agent],
+                respond_to_all: bool | Iterable[str]) -> Attachment:
+    everyone = _respond_to_all_names(respond_to_all, agents)
+    return Attachment(channel=channel, agents=tuple(agents), listeners=tuple(
+        Listener(name=a.name, addressee=Addressee.of(a.name, a.aliases),
+                 respond_to_all=a.name in everyone) for a in agents))
 
 
 class Team:
-    """Several agents sharing one store and one or more channels; see the module docstring."""
+    """Several agents sharing one store and one or more channels; see the module docstring.
+
+    `max_agent_turns` bounds the agent turns one inbound message may cause in total (its
+    answers and every hand-off they start); `max_hops` bounds how deep hand-offs go.
+    `lock` owns a conversation across worker processes (`PostgresConversationLock`); the
+    default serves one process. `inbox` defaults to the store's own (`store.inbox`), or one in
+    memory for stores without one.
+    """
 
     def __init__(
         self,
         agents: Sequence[Agent],
         *,
         max_hops: int = 3,
+        max_agent_turns: int = 4,
         answer_bots: bool = False,
         respond_to_all: bool | Iterable[str] = False,
         lock: ConversationLock | None = None,
+        inbox: TurnInbox | None = None,
+        writer: DurableWriter | None = None,
+        scan_interval: float = 1.0,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -93,32 +84,28 @@ class Team:
                 f"agent names must differ (case-insensitively, as mentions are): "
                 f"{', '.join(a.name for a in agents)}"
             )
-        stores = {id(a.store) for a in agents}
-        if len(stores) != 1:
+        if len({id(a.store) for a in agents}) != 1:
             raise ConfigError(
                 "every agent of a Team must share one conversation store (pass the same "
                 "conversation_history= to each), so they all see one history"
             )
-        if max_hops < 0:
-            raise ConfigError(f"Team max_hops must be >= 0, got {max_hops}")
+        if max_hops < 0 or max_agent_turns < 1:
+            raise ConfigError(f"Team needs max_hops >= 0 and max_agent_turns >= 1, got "
+                              f"{max_hops} and {max_agent_turns}")
         self.agents = tuple(agents)
         self.store = agents[0].store
-        self.max_hops = max_hops
-        self.answer_bots = answer_bots
-        self.lock: ConversationLock = lock or LocalConversationLock()
-        self._default = _Attachment(None, self.agents,
-                                    _respond_to_all_names(respond_to_all, self.agents))
-        self._attachments: dict[int, _Attachment] = {}
-        self._addressees = {a.name: Addressee.of(a.name, a.aliases) for a in agents}
-        self._arrival = LocalConversationLock()
-        self._in_flight: set[asyncio.Task[Any]] = set()
-        # (conversation, platform message id) -> agent name, so a reply to a reply reaches
-        # the agent that wrote it even when several agents share one bot account.
-        self._reply_authors: OrderedDict[tuple[str, str], str] = OrderedDict()
-
-    @property
-    def writer(self) -> DurableWriter:
-        return self.agents[0].writer
+        self.writer = writer or agents[0].writer
+        for agent in agents:
+            agent.writer = self.writer
+        store_inbox = getattr(self.store, "inbox", None)
+        chosen = inbox or (store_inbox if isinstance(store_inbox, TurnInbox) else MemoryInbox())
+        self.lock: ConversationLock = lock or SingleProcessLock()
+        self.pipeline = TurnPipeline(
+            agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,
+            lock=self.lock, default=_attachment(None, self.agents, respond_to_all),
+            max_hops=max_hops, max_agent_turns=max_agent_turns, answer_bots=answer_bots,
+            scan_interval=scan_interval)
+        self._channels: list[Channel] = []
 
     # -- set-up --------------------------------------------------------------------------
 
@@ -137,255 +124,70 @@ class Team:
                 f"channel {channel.name!r}: attach needs agents of this team; "
                 f"{', '.join(strangers) or 'none given'}"
             )
-        self._attachments[id(channel)] = _Attachment(
-            channel, chosen, _respond_to_all_names(respond_to_all, chosen))
+        if channel.name in self.pipeline.attachments:
+            raise ConfigError(f"a channel named {channel.name!r} is already attached; channel "
+                              "names must differ (turns are routed back to them by name)")
+        self.pipeline.attachments[channel.name] = _attachment(channel, chosen, respond_to_all)
+        self._channels.append(channel)
 
     async def start(self, events: ChannelEvents | None = None) -> None:
-        """Replay any leftover outbox, then start every attached channel.
+        """Start every attached channel, then answer: turns left from before first.
 
         `events` is what the channels deliver to: the team itself, or a wrapper around it
-        (the runtime's, which counts inbound events for its metrics).
+        (the runtime's, which counts inbound events for its metrics). Turns they hand over
+        while others are still connecting are recorded and answered once all are.
         """
-        self.writer.start()
-        for attachment in self._attachments.values():
-            assert attachment.channel is not None
-            await attachment.channel.start(events or self)
+        for channel in self._channels:
+            await channel.start(events or self)
+        self.pipeline.start()
 
     async def stop(self, *, drain_timeout: float = 30.0) -> None:
-        """Finish the turns in flight while channels can still send, then stop them.
+        """Finish the turns being answered while channels can still send, then stop them.
 
-        Turns still running after `drain_timeout` seconds are logged and left to the
-        channels' own shutdown; what they stored is kept, what they had not yet posted is not.
+        Turns still running after `drain_timeout` seconds are logged; turns recorded and not
+        yet answered stay in the inbox and are answered at the next start.
         """
-        pending = self._in_flight - {asyncio.current_task()}
-        if pending:
-            _, late = await asyncio.wait(pending, timeout=drain_timeout)
-            if late:
-                log.warning("team.shutdown_timeout", in_flight=len(late),
-                            drain_timeout=drain_timeout)
-        for attachment in self._attachments.values():
-            assert attachment.channel is not None
-            await attachment.channel.stop()
+        await self.pipeline.stop(drain_timeout=drain_timeout)
+        for channel in self._channels:
+            await channel.stop()
         await self.writer.close()
 
     # -- ChannelEvents ---------------------------------------------------------------------
 
     async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-        try:
-            await self.handle(message, channel)
-        except Exception:
-            log.exception("team.message_failed", conversation_id=message.conversation_id,
-                          channel=channel.name, message_id=message.id)
+        """Record the turn durably (then the channel may acknowledge it); answered after."""
+        await self.pipeline.receive(message, channel)
+
+    async def until_answered(self, message: StoredMessage, channel: Channel) -> None:
+        """Hand over a turn and wait until this process has answered it (the local channel)."""
+        await self.pipeline.answered(message, channel)
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        await self._in_order(conversation_id, lambda: self._change(
-            "edit", conversation_id, self.store.edit_message(conversation_id, message_id,
-                                                             content)))
+        await self._change("edit", conversation_id, self.store.edit_message(
+            conversation_id, message_id, content))
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        await self._in_order(conversation_id, lambda: self._change(
-            "delete", conversation_id, self.store.delete_messages(conversation_id,
-                                                                  [message_id])))
+        await self._change("delete", conversation_id, self.store.delete_messages(
+            conversation_id, [message_id]))
 
-    async def _change(self, action: str, conversation_id: str, work: Awaitable[object]) -> None:
+    @staticmethod
+    async def _change(action: str, conversation_id: str, work: Awaitable[object]) -> None:
         try:
             await work
         except StoreError as exc:
             log.error("team.change_failed", action=action, conversation_id=conversation_id,
                       error=str(exc))
 
-    # -- delivery --------------------------------------------------------------------------
-
     async def handle(
         self, message: StoredMessage, channel: Channel | None = None
     ) -> list[AgentResult]:
-        """Store one inbound turn, let the addressed agents answer, return their results.
+        """Hand over one inbound turn and return the results of the agents that answered it.
 
-        With a channel, replies are posted there; without one (a local channel, a demo, a
-        test) they are only stored and returned.
+        With a channel, replies are posted there; without one (a script, a test) they are only
+        stored and returned. A turn already received returns no results.
         """
-        attachment = self._attachments.get(id(channel), self._default) if channel else (
-            self._default)
-        return await self._in_order(message.conversation_id,
-                                    lambda: self._process(message, attachment))
-
-    async def _in_order(self, conversation_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run `work` after everything that arrived earlier for this conversation.
-
-        The in-process lock is FIFO, so turns go in arrival order; `self.lock` then holds the
-        conversation across worker processes (on PostgreSQL an advisory lock, which is not
-        FIFO by itself, hence both).
-        """
-        task = asyncio.current_task()
-        if task is not None:
-            self._in_flight.add(task)
-        try:
-            async with self._arrival.hold(conversation_id), self.lock.hold(conversation_id):
-                return await work()
-        finally:
-            if task is not None:
-                self._in_flight.discard(task)
-
-    async def _process(self, message: StoredMessage, attachment: _Attachment) -> list[AgentResult]:
-        bound = log.bind(conversation_id=message.conversation_id,
-                         channel=attachment.channel.name if attachment.channel else None)
-        if self._own_bot(message):
-            bound.debug("team.own_echo_ignored", message_id=message.id)
-            return []
-        if await self.writer.record(message) == "duplicate":
-            bound.info("team.redelivery_ignored", message_id=message.id)
-            return []
-        results: list[AgentResult] = []
-        await self._answer(message, attachment, hops=0, results=results, bound=bound)
-        return results
-
-    async def _answer(
-        self,
-        message: StoredMessage,
-        attachment: _Attachment,
-        *,
-        hops: int,
-        results: list[AgentResult],
-        bound: Any,
-    ) -> None:
-        replied_author = await self._author_of_replied(message) if hops == 0 else None
-        answering = self._addressed(message, attachment, hops=hops,
-                                    author_of_replied=replied_author)
-        if answering and hops == 0:
-            message = await self._in_reply_thread(message, attachment)
-        for agent in answering:
-            deliver = (self._delivery(attachment.channel, message, agent.name)
-                       if attachment.channel is not None else None)
-            try:
-                result = await agent.invoke(message, aliases=self._identity_aliases(
-                    agent, attachment), inbound_recorded=True, deliver=deliver)
-            except Exception:
-                bound.exception("team.agent_failed", agent=agent.name, message_id=message.id)
-                continue
-            results.append(result)
-            if result.outbound is None:
-                continue
-            self._remember_reply(message, result)
-            if not self._names_an_agent(result.outbound, attachment, author=agent):
-                continue
-            if hops + 1 > self.max_hops:
-                bound.warning("team.hop_limit", agent=agent.name, hops=hops,
-                              max_hops=self.max_hops)
-                continue
-            await self._answer(result.outbound, attachment, hops=hops + 1, results=results,
-                               bound=bound)
-
-    async def _in_reply_thread(
-        self, message: StoredMessage, attachment: _Attachment
-    ) -> StoredMessage:
-        """The turn as it stands in the conversation the reply will live in.
-
-        When the platform answers in a new thread (Slack, under a channel post), the post is
-        also recorded as the first turn of that thread's conversation, so the reply and every
-        follow-up in the thread see what started it.
-        """
-        channel = attachment.channel
-        if channel is None:
-            return message
-        home = channel.reply_conversation_id(message)
-        if home == message.conversation_id:
-            return message
-        root = message.metadata.message_id
-        opening = replace(message, id=f"{home}:{root}", conversation_id=home, scope="thread",
-                          metadata=replace(message.metadata, thread_id=root),
-                          sequence=None, token_count=None)
-        await self.writer.record(opening)
-        return opening
-
-    @staticmethod
-    def _delivery(channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
-        """Posts an agent's reply where `inbound` was said (capture stores it afterwards)."""
-
-        async def deliver(text: str) -> list[str]:
-            return await channel.send_reply(inbound, text, agent_name=agent_name)
-
-        return deliver
-
-    def _remember_reply(self, inbound: StoredMessage, result: AgentResult) -> None:
-        """Which agent wrote the posted parts (and answers in the thread), for replies to them."""
-        thread = inbound.metadata.thread_id
-        for platform_id in [*result.delivered_ids, *([thread] if thread else [])]:
-            self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
-        while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
-            self._reply_authors.popitem(last=False)
-
-    # -- routing ---------------------------------------------------------------------------
-
-    def _own_bot(self, message: StoredMessage) -> bool:
-        """A message posted by one of our own bot accounts (seen by another of our channels)."""
-        author = normalize_mention(message.participant.id)
-        return any(
-            a.channel is not None and a.channel.identity is not None
-            and author in {normalize_mention(n) for n in a.channel.identity.aliases}
-            for a in self._attachments.values()
-        )
-
-    def _identity_aliases(self, agent: Agent, attachment: _Attachment) -> tuple[str, ...]:
-        """The bot's platform ids count as the agent's own names when it is the default."""
-        channel = attachment.channel
-        if channel is None or channel.identity is None or attachment.agents[0] is not agent:
-            return ()
-        return channel.identity.aliases
-
-    def _names_an_agent(self, message: StoredMessage, attachment: _Attachment, *,
-                        author: Agent) -> bool:
-        return any(self._addressees[a.name].is_mentioned(message)
-                   for a in attachment.agents if a is not author)
-
-    async def _author_of_replied(self, message: StoredMessage) -> str | None:
-        """The agent that wrote the message this one replies to (memory first, then store)."""
-        replied = message.metadata.reply_to_message_id
-        if replied is None:
-            return None
-        known = self._reply_authors.get((message.conversation_id, replied))
-        if known is not None:
-            return known
-        try:
-            stored = await self.store.find_by_platform_id(message.conversation_id, replied)
-        except StoreError as exc:
-            log.warning("team.reply_author_unknown", conversation_id=message.conversation_id,
-                        error=str(exc))
-            return None
-        if stored is not None and stored.participant.kind == "agent":
-            return stored.participant.id
-        return None
-
-    def _addressed(
-        self, message: StoredMessage, attachment: _Attachment, *, hops: int,
-        author_of_replied: str | None = None,
-    ) -> list[Agent]:
-        """The agents that answer `message`, in the channel's order; see the module docstring."""
-        author = message.participant
-        if hops == 0 and _from_bot(message) and not self.answer_bots:
-            return []
-        candidates = [a for a in attachment.agents
-                      if not (author.kind == "agent" and author.id == a.name)]
-        named = [a for a in candidates if self._addressees[a.name].is_mentioned(message)]
-        if hops > 0:
-            return named  # an agent's reply reaches only the agents it names
-        named += [a for a in candidates if a.name == author_of_replied and a not in named]
-        default = attachment.agents[0]
-        if not named and default in candidates and self._addresses_bot(message, attachment):
-            named.append(default)
-        named += [a for a in candidates
-                  if a.name in attachment.respond_to_all and a not in named]
-        return sorted(named, key=attachment.agents.index)
-
-    @staticmethod
-    def _addresses_bot(message: StoredMessage, attachment: _Attachment) -> bool:
-        if message.scope == "dm":
-            return True
-        channel = attachment.channel
-        if channel is None or channel.identity is None:
-            return False
-        bot = {normalize_mention(n) for n in channel.identity.aliases}
-        mentioned = {normalize_mention(m) for m in message.metadata.mentions}
-        mentioned.update(mentions_in_text(message.content))
-        replied_to = message.metadata.reply_to_participant_id
-        return bool(bot & mentioned) or (
-            replied_to is not None and normalize_mention(replied_to) in bot)
+        if channel is not None and channel.name not in self.pipeline.attachments:
+            raise ConfigError(f"channel {channel.name!r} is not attached to this team")
+        if not self.pipeline.started:
+            self.pipeline.start()
+        return await self.pipeline.answered(message, channel)

@@ -46,7 +46,17 @@ class ChannelEvents(Protocol):
     """Receives normalized events from a channel (implemented by the runtime)."""
 
     async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-        """A new inbound message; the receiver decides who answers and calls `send_reply`."""
+        """A new inbound message: returns once it is durably recorded as "to answer".
+
+        Only then may the channel acknowledge it to the platform; the answer runs afterwards,
+        owned by the turn pipeline, which calls `send_reply`. Raises `TurnNotRecordedError`
+        when the turn could not be recorded: the channel must then not acknowledge it, so the
+        platform delivers it again. A redelivered turn returns without effect.
+        """
+        ...
+
+    async def until_answered(self, message: StoredMessage, channel: Channel) -> None:
+        """Like `on_message`, but returns once the turn was answered (for the local channel)."""
         ...
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:

@@ -1,7 +1,8 @@
 """The local channel: a chat room inside the process, for the demo, tests and a terminal.
 
     local = LocalChannel(name="local", room="main", on_reply=print_reply)
-    await local.start(team)
+    team.attach(local)
+    await team.start()
     await local.say("@support where is my order?", user="ada")   # returns once answered
 
 Conversation ids are `local:ROOM`. A message addresses agents with `@name`, parsed by the same
@@ -107,7 +108,7 @@ class LocalChannel(Channel):
             raise ChannelError(f"local channel {self.name!r} is not started (or was stopped); "
                                "call start() before say()")
         message = self.message(text, user=user, message_id=message_id)
-        task = asyncio.ensure_future(events.on_message(message, self))
+        task = asyncio.ensure_future(events.until_answered(message, self))
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
         # Shielded: a caller that stops waiting does not abandon a turn half answered.

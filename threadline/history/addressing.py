@@ -8,7 +8,7 @@ Mentions are compared case-insensitively after normalizing platform markup: `<@U
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -107,3 +107,71 @@ def addressed_turns(
         else:
             dropped.append(message)
     return kept, dropped
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """An agent listening on a channel: how it is named, and whether it answers everything."""
+
+    name: str
+    addressee: Addressee
+    respond_to_all: bool = False
+
+
+def from_bot(message: StoredMessage) -> bool:
+    """Written by an agent or by another bot account."""
+    return message.participant.kind == "agent" or bool(message.metadata.extra.get("is_bot"))
+
+
+def addresses_bot(message: StoredMessage, bot_aliases: Iterable[str]) -> bool:
+    """A DM, a mention of the bot account itself, or a reply to one of its messages."""
+    if message.scope == "dm":
+        return True
+    bot = {normalize_mention(n) for n in bot_aliases}
+    if not bot:
+        return False
+    mentioned = {normalize_mention(m) for m in message.metadata.mentions}
+    mentioned.update(mentions_in_text(message.content))
+    replied_to = message.metadata.reply_to_participant_id
+    return bool(bot & mentioned) or (
+        replied_to is not None and normalize_mention(replied_to) in bot)
+
+
+def route(
+    message: StoredMessage,
+    listeners: Sequence[Listener],
+    *,
+    bot_aliases: Iterable[str] = (),
+    author_of_replied: str | None = None,
+    handoff: bool = False,
+    answer_bots: bool = False,
+) -> list[tuple[str, str]]:
+    """Which listeners answer `message`, in channel order, each with the reason why.
+
+    - An agent named in the message (mention or alias) answers, and then only the named ones:
+      an explicit `@billing` inside a thread `support` answered reaches billing alone.
+    - Otherwise the agent whose message it replies to (`author_of_replied`, which includes the
+      agent that answered in this thread); otherwise, when it addresses the bot account (a DM,
+      a mention of the bot, a reply to it), the channel's first listener.
+    - Listeners set to `respond_to_all` answer whatever else happens.
+    - A `handoff` (an agent's reply) reaches only the agents it names. Nobody answers its own
+      message; other bots' messages only with `answer_bots`.
+    """
+    author = message.participant
+    if not handoff and from_bot(message) and not answer_bots:
+        return []
+    candidates = [listener for listener in listeners
+                  if not (author.kind == "agent" and author.id == listener.name)]
+    reasons = {c.name: "mention" for c in candidates if c.addressee.is_mentioned(message)}
+    if handoff:
+        return [(c.name, "handoff") for c in candidates if c.name in reasons]
+    names = [c.name for c in candidates]
+    if not reasons and author_of_replied in names:
+        reasons[author_of_replied] = "reply"
+    elif not reasons and listeners and listeners[0].name in names and addresses_bot(
+            message, bot_aliases):
+        reasons[listeners[0].name] = "dm" if message.scope == "dm" else "bot"
+    for candidate in candidates:
+        if candidate.respond_to_all:
+            reasons.setdefault(candidate.name, "respond_to_all")
+    return [(name, reasons[name]) for name in names if name in reasons]

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Self
 
 from threadline.errors import StoreError
+from threadline.history.inbox import MemoryInbox
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -56,6 +57,7 @@ class InMemoryConversationStore:
             raise ValueError("max_conversations and max_messages_per_conversation must be >= 1")
         self.max_conversations = max_conversations
         self.max_messages_per_conversation = max_messages_per_conversation
+        self.inbox = MemoryInbox()
         self._counter = token_counter
         self._stop_words = stop_words
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()

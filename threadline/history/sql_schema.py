@@ -215,3 +215,34 @@ def row_to_message(
         id_, conversation_id, participant, content, from_micros(ts_us), scope, meta, tools,
         sequence, token_count,
     ))
+
+
+inbox = Table(
+    "threadline_inbox",
+    metadata,
+    Column("row_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("turn_id", String(255), nullable=False, unique=True),
+    Column("conversation_id", String(512), nullable=False),
+    Column("channel", String(255)),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("message_json", Text),
+    Column("received_us", BigInteger, nullable=False),
+    Column("updated_us", BigInteger, nullable=False),
+    Index("ix_threadline_inbox_open", "conversation_id", "row_id",
+          sqlite_where=text("state IN ('received', 'answering')"),
+          postgresql_where=text("state IN ('received', 'answering')")),
+)
+
+deliveries = Table(
+    "threadline_deliveries",
+    metadata,
+    Column("delivery_key", String(600), primary_key=True),
+    Column("conversation_id", String(512), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("outbound_id", String(255), nullable=False),
+    Column("platform_ids", Text),
+    Column("updated_us", BigInteger, nullable=False),
+)

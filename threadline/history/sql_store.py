@@ -34,6 +34,7 @@ from threadline.history import sql_operations as ops
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, cap_by_tokens, merge_windows
 from threadline.history.sql_backends import PostgresBackend, SqliteBackend
+from threadline.history.sql_inbox import SqlTurnInbox
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -82,6 +83,7 @@ class SqlConversationStore:
         self._pending: list[_AppendRequest] = []
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
+        self.inbox = SqlTurnInbox(self._call)
 
     @property
     def dialect(self) -> str:

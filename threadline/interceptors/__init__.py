@@ -1,14 +1,17 @@
 """Interceptors: middleware around an agent run. Capture is always first and needs no setup."""
 
-from threadline.interceptors.base import Interceptor, TurnContext
+from threadline.interceptors.base import Interceptor
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
+from threadline.interceptors.delivery import DeliveryInterceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.outbox import Outbox
 from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
+from threadline.turn import TurnContext
 
 __all__ = [
     "CaptureInterceptor",
+    "DeliveryInterceptor",
     "DurableWriter",
     "ErrorReplyInterceptor",
     "Interceptor",

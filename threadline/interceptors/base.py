@@ -3,44 +3,18 @@
 An interceptor is any async callable `(context, call_next) -> AgentResult`. It may act before
 the turn, after it (on the result `await call_next()` returns), or instead of it (return a
 result without calling `call_next`; `context.agent.reply_result(...)` builds one). Interceptors
-are registered per agent and run in order, after the capture interceptor, which is always first.
+are registered per agent and run in order, inside the capture interceptor, which is always
+first (and, when the turn is delivered to a platform, the pipeline's delivery step second).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
-from threadline.history.model import StoredMessage
-from threadline.history.store import ConversationStore
+from threadline.turn import AgentResult, TurnContext
 
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent, AgentResult
-
-CallNext = Callable[[], Awaitable["AgentResult"]]
-# Posts a reply where the inbound turn was said; returns the platform ids of the parts posted.
-Deliver = Callable[[str], Awaitable[list[str]]]
-
-
-@dataclass(slots=True)
-class TurnContext:
-    """One turn of one agent: who is answering, what, where, and a logger that says so.
-
-    `inbound_recorded` is True when the caller (the team) already stored the inbound turn, so
-    capture does not write it twice. `aliases` are extra names the agent answers to in this
-    channel (the bot's platform ids). `deliver`, when given, posts the reply on the platform
-    before capture records it, so the stored turn carries the platform's message id.
-    """
-
-    agent: Agent
-    inbound: StoredMessage
-    conversation_id: str
-    store: ConversationStore
-    log: Any  # a structlog BoundLogger bound with conversation_id and agent
-    inbound_recorded: bool = False
-    aliases: tuple[str, ...] = ()
-    deliver: Deliver | None = None
+CallNext = Callable[[], Awaitable[AgentResult]]
 
 
 class Interceptor(Protocol):

@@ -2,11 +2,12 @@
 
 `CaptureInterceptor` is always the first interceptor of every agent. It appends the inbound turn
 before the run and the outbound turn (with its tool activity) after it, through a
-`DurableWriter`: when an append fails, the turn goes to the durable outbox (fsynced to disk)
-and a background task replays the outbox in order, with backoff, until the store takes it. A
-new turn arriving while the outbox holds others goes behind them (never ahead, which would
-reorder the conversation) and wakes the replay at once; a writer that starts and finds a
-leftover outbox replays it first. The store's duplicate protection makes every replay safe.
+`DurableWriter`: when an append fails, for any store, built-in or custom, the turn goes to the
+durable outbox (fsynced to disk) and a background task replays the outbox in order, with
+backoff, until the store takes it. A new turn arriving while the outbox holds others goes
+behind them (never ahead, which would reorder the conversation) and wakes the replay at once; a
+writer that starts and finds a leftover outbox replays it first. The store's duplicate
+protection makes every replay safe.
 """
 
 from __future__ import annotations
@@ -14,23 +15,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-from weakref import WeakKeyDictionary
+from typing import Literal
 
 import structlog
 
-from threadline.errors import ChannelError, ConfigError, InvalidMessageError
+from threadline.channels.intake import RecentKeys
+from threadline.errors import InvalidMessageError
+from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
-from threadline.interceptors.base import CallNext, TurnContext
+from threadline.interceptors.base import CallNext
 from threadline.interceptors.outbox import Outbox
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import AgentResult
+from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.capture")
 
@@ -40,11 +38,13 @@ Recorded = Literal["stored", "duplicate", "outboxed"]
 def default_outbox_path(store: ConversationStore) -> Path | None:
     """Where a store's outbox lives by default: next to a SQLite file, or in the working folder.
 
-    None for stores that are not persistent (the in-memory store): their turns do not outlive
-    the process anyway.
+    None for the in-memory store: its turns do not outlive the process anyway. A custom store
+    gets a file named after its class in the working folder.
     """
-    if not isinstance(store, SqlConversationStore):
+    if isinstance(store, InMemoryConversationStore):
         return None
+    if not isinstance(store, SqlConversationStore):
+        return Path.cwd() / f"threadline-{type(store).__name__.lower()}.outbox.jsonl"
     if store.dialect == "sqlite" and store.url.database:
         return Path(f"{store.url.database}.outbox.jsonl")
     url = store.url.render_as_string(hide_password=True)
@@ -71,6 +71,16 @@ class DurableWriter:
         self._wake = asyncio.Event()
         self._replay_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        # Turns this writer stored lately: recording one again (each agent answering a turn
+        # records it) costs no database round trip.
+        self._recent = RecentKeys(4096)
+
+    @classmethod
+    def for_store(cls, store: ConversationStore, outbox_path: str | Path | None = None
+                  ) -> DurableWriter:
+        """A writer with the store's default outbox (see `default_outbox_path`) or `outbox_path`."""
+        path = Path(outbox_path) if outbox_path is not None else default_outbox_path(store)
+        return cls(store, Outbox(path) if path is not None else None)
 
     def start(self) -> None:
         """Replay a leftover outbox (from a crash or an earlier outage) in the background."""
@@ -80,13 +90,17 @@ class DurableWriter:
 
     async def record(self, message: StoredMessage) -> Recorded:
         """Store one turn now if possible, otherwise durably in the outbox; never loses it."""
+        if not self._recent.first_sighting(message.id):
+            return "duplicate"
         if self.outbox is None or not self.outbox.has_pending():
             try:
                 return "stored" if await self.store.append(message) else "duplicate"
             except InvalidMessageError:
+                self._recent.forget(message.id)
                 raise  # a wrong turn stays wrong on every retry: the caller must hear of it
             except Exception as exc:
                 if self.outbox is None:
+                    self._recent.forget(message.id)
                     raise
                 log.warning("capture.append_failed", conversation_id=message.conversation_id,
                             message_id=message.id, error=str(exc))
@@ -146,73 +160,22 @@ class DurableWriter:
             self._task = None
 
 
-_writers: WeakKeyDictionary[ConversationStore, DurableWriter] = WeakKeyDictionary()
-
-
-def writer_for(store: ConversationStore, outbox_path: str | Path | None = None) -> DurableWriter:
-    """The one writer of a store in this process, shared by every agent that uses the store.
-
-    One writer per store keeps a single replay order and a single outbox file; asking for a
-    different outbox path for the same store is a configuration error.
-    """
-    path = Path(outbox_path) if outbox_path is not None else default_outbox_path(store)
-    writer = _writers.get(store)
-    if writer is not None:
-        current = writer.outbox.path if writer.outbox else None
-        if outbox_path is not None and current != path:
-            raise ConfigError(
-                f"the conversation store already writes its outbox to {current}; every agent on "
-                f"one store must use the same outbox_path (got {path})"
-            )
-        return writer
-    writer = DurableWriter(store, Outbox(path) if path is not None else None)
-    _writers[store] = writer
-    return writer
-
-
 class CaptureInterceptor:
     """Stores the inbound turn before the run and the outbound turn after it.
 
-    With a `deliver` in the context, the reply is posted first and then stored with the
-    platform's message id, so a later reply to it reaches the agent that wrote it.
-
     Why it exists: the shared history is the product. Every turn any agent sees or says must
     land in the store, in order, exactly once, even across a database outage; and a store
-    problem must never cost the user their reply.
+    problem must never cost the user their reply. It writes through the writer it is given
+    (the team's, shared by every agent on the store); the reply is delivered inside it, so the
+    stored turn carries its platform ids.
     """
 
     def __init__(self, writer: DurableWriter) -> None:
         self.writer = writer
 
     async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
-        if not context.inbound_recorded:
-            await self.writer.record(context.inbound)
+        await self.writer.record(context.inbound)
         result = await call_next()
-        if result.outbound is None:
-            return result
-        if context.deliver is not None and result.output:
-            ids = await self._deliver(context, result.output)
-            if ids:
-                result = replace(result, delivered_ids=tuple(ids),
-                                 outbound=with_platform_ids(result.outbound, ids))
-        assert result.outbound is not None
-        await self.writer.record(result.outbound)
+        if result.outbound is not None:
+            await self.writer.record(result.outbound)
         return result
-
-    @staticmethod
-    async def _deliver(context: TurnContext, text: str) -> list[str]:
-        """Post the reply; a platform failure is logged and the turn is still recorded."""
-        assert context.deliver is not None
-        try:
-            return await context.deliver(text)
-        except ChannelError as exc:
-            context.log.error("capture.delivery_failed", error=str(exc),
-                              error_type=type(exc).__name__)
-            return []
-
-
-def with_platform_ids(message: StoredMessage, ids: Sequence[str]) -> StoredMessage:
-    """The turn as posted: the first part's platform id, and every part's when it was split."""
-    extra = {**message.metadata.extra, "part_ids": list(ids)} if len(ids) > 1 else (
-        message.metadata.extra)
-    return replace(message, metadata=replace(message.metadata, message_id=ids[0], extra=extra))

@@ -7,13 +7,9 @@ the full exception in the log, with the conversation and agent it happened in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from threadline.errors import ModelError, ModelUnavailableError, StoreError
-from threadline.interceptors.base import CallNext, TurnContext
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import AgentResult
+from threadline.interceptors.base import CallNext
+from threadline.turn import AgentResult, TurnContext
 
 TEMPLATE = "Sorry, I could not answer that just now ({reason}). Please try again in a minute."
 

@@ -11,13 +11,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from threadline.errors import ConfigError
-from threadline.interceptors.base import CallNext, TurnContext
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import AgentResult
+from threadline.interceptors.base import CallNext
+from threadline.turn import AgentResult, TurnContext
 
 DEFAULT_REPLY = "You are sending messages faster than I can answer. Please wait a moment."
 

@@ -7,12 +7,9 @@ needs every turn as one searchable event, bound to its conversation and agent.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from threadline.interceptors.base import CallNext, TurnContext
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import AgentResult
+from threadline.interceptors.base import CallNext
+from threadline.turn import AgentResult, TurnContext
 
 
 class TurnLogInterceptor:

@@ -22,7 +22,7 @@ async def run_team(url: str, fake: FakeTelegram, update: dict[str, object], post
         team = Team(agents)
         channel = TelegramChannel(name="tg", **fake.channel_settings())
         team.attach(channel)
-        await channel.start(team)
+        await team.start()
         try:
             await fake.deliver(update)
             await fake.wait_for_calls("sendMessage", posts)

@@ -1,0 +1,116 @@
+"""What a process finds when it starts after a crash: open turns are answered, once.
+
+The crash is reproduced in the database a dead process leaves behind (the inbox rows and reply
+ledger entries it wrote), then a new team starts on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from structlog.testing import capture_logs
+
+from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
+from threadline.agents.agent import Agent
+from threadline.agents.llm import ModelRequest, ModelResponse
+from threadline.agents.team import Team
+from threadline.history import SqlConversationStore
+from threadline.history.inbox import TurnState
+from threadline.turn import reply_turn_id
+
+
+async def answered_all(store: SqlConversationStore) -> None:
+    async with asyncio.timeout(10):
+        while await store.inbox.conversations_waiting():  # noqa: ASYNC110 - polls a database
+            await asyncio.sleep(0.02)
+
+
+async def test_turns_received_before_a_crash_are_answered_in_order_after_it(
+        tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 't.db'}"
+    async with SqlConversationStore(url) as store:
+        first, second = say("@support one", conversation_id="c1"), say(
+            "@support two", conversation_id="c1")
+        assert await store.inbox.receive(first, channel="room")
+        assert await store.inbox.receive(second, channel="room")
+        assert await store.inbox.begin(first.id) == 1  # the dead process was answering it
+        assert not await store.inbox.receive(first, channel="room")  # a redelivery: not new
+
+        model = ScriptedModel()
+        team = Team([Agent(name="support", conversation_history=store, provider=model)],
+                    scan_interval=0.05)
+        channel = RecordingChannel()
+        team.attach(channel)
+        await team.start()
+        await answered_all(store)
+        await team.stop()
+        stored = [m.content for m in await store.get("c1")]
+    assert stored == ["@support one", "re: Ann: @support one", "@support two",
+                      "re: Ann: @support two"]
+    assert [text for _, text, _ in channel.sent] == stored[1::2]
+
+
+async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_again(
+        tmp_path: Path) -> None:
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
+        delivered, uncertain = (say("@support one", conversation_id="c1"),
+                                say("@support two", conversation_id="c2"))
+        for message in (delivered, uncertain):
+            await store.inbox.receive(message, channel="room")
+            await store.inbox.begin(message.id)
+            await store.append(message)
+        # c1: posted and recorded as delivered, then the process died before finishing.
+        reply = Agent(name="support", provider=ScriptedModel())._outbound(
+            delivered, "the answer to one", ())
+        await store.append(reply)
+        await store.inbox.start_delivery(reply.id, conversation_id="c1", outbound_id=reply.id)
+        await store.inbox.finish_delivery(reply.id, ["p1"])
+        # c2: claimed for posting, then the process died: posted or not, nobody knows.
+        claimed = reply_turn_id(uncertain.id, "support")
+        await store.inbox.start_delivery(claimed, conversation_id="c2", outbound_id=claimed)
+
+        model = ScriptedModel()
+        team = Team([Agent(name="support", conversation_history=store, provider=model)],
+                    scan_interval=0.05)
+        channel = RecordingChannel()
+        team.attach(channel)
+        with capture_logs() as logs:
+            await team.start()
+            await answered_all(store)
+        await team.stop()
+        assert [m.content for m in await store.get("c1")] == ["@support one",
+                                                              "the answer to one"]
+    assert model.requests == [] and channel.sent == []
+    events = [e["event"] for e in logs]
+    assert "pipeline.reply_already_delivered" in events
+    assert "pipeline.delivery_uncertain" in events
+
+
+async def test_a_turn_that_keeps_failing_is_given_up_and_the_next_one_answered(
+        tmp_path: Path) -> None:
+    async def reply(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="fine")
+
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
+        poison, next_one = say("@support crash me", conversation_id="c1"), say(
+            "@support and me?", conversation_id="c1")
+        await store.inbox.receive(poison, channel="room")
+        await store.inbox.receive(next_one, channel="room")
+        for _ in range(3):  # three processes died answering it
+            await store.inbox.begin(poison.id)
+        team = Team([Agent(name="support", conversation_history=store,
+                           provider=ScriptedModel(reply))], scan_interval=0.05)
+        channel = RecordingChannel()
+        team.attach(channel)
+        with capture_logs() as logs:
+            await team.start()
+            await answered_all(store)
+        await team.stop()
+        rows = await store._call("read", False, lambda conn: conn.rows(
+            "SELECT turn_id, state, error FROM threadline_inbox ORDER BY row_id", {}))
+    assert [(r[0], r[1]) for r in rows] == [(poison.id, TurnState.GIVEN_UP.value),
+                                           (next_one.id, TurnState.ANSWERED.value)]
+    assert "not answered after 3 attempts" in rows[0][2]
+    assert [text for _, text, _ in channel.sent] == ["fine"]
+    assert any(e["event"] == "pipeline.turn_given_up" for e in logs)

@@ -1,0 +1,68 @@
+"""The turn inbox and reply ledger behave the same on every store (memory, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.history.helpers import turn
+from threadline.history.inbox import DeliveryState, TurnInbox, TurnState
+from threadline.history.store import ConversationStore
+
+
+def inbox_of(store: ConversationStore) -> TurnInbox:
+    inbox: Any = store.inbox  # type: ignore[attr-defined]
+    assert isinstance(inbox, TurnInbox)
+    return inbox
+
+
+async def test_a_turn_is_received_once_and_waits_in_arrival_order(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    first, second, elsewhere = (turn("one", id="t1"), turn("two", id="t2"),
+                                turn("other", id="t3", conversation_id="c2"))
+    assert await inbox.receive(first, channel="slack")
+    assert await inbox.receive(second, channel="slack")
+    assert await inbox.receive(elsewhere, channel=None)
+    assert not await inbox.receive(first, channel="slack")  # a redelivery
+    waiting = await inbox.open_turns("c1")
+    assert [t.message for t in waiting] == [first, second]
+    assert [(t.channel, t.state, t.attempts) for t in waiting] == [
+        ("slack", TurnState.RECEIVED, 0)] * 2
+    assert await inbox.conversations_waiting() == ["c1", "c2"]
+
+
+async def test_states_and_attempts_are_kept(store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    message = turn("one", id="t1")
+    await inbox.receive(message, channel="slack")
+    assert await inbox.begin("t1") == 1
+    assert await inbox.begin("t1") == 2  # taken again after a crash
+    [open_turn] = await inbox.open_turns("c1")
+    assert (open_turn.state, open_turn.attempts) == (TurnState.ANSWERING, 2)
+    await inbox.finish("t1", TurnState.GIVEN_UP, error="boom")
+    assert await inbox.open_turns("c1") == []
+    assert await inbox.conversations_waiting() == []
+    assert not await inbox.receive(message, channel="slack")  # given up is not new either
+
+
+async def test_a_turn_already_in_the_history_is_not_new(store: ConversationStore) -> None:
+    if type(store).__name__ == "InMemoryConversationStore":
+        return  # the in-memory inbox knows only what it received itself
+    message = turn("stored before the inbox existed", id="t1")
+    await store.append(message)
+    assert not await inbox_of(store).receive(message, channel="slack")
+
+
+async def test_a_reply_is_claimed_once_and_delivered_once(store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    assert await inbox.delivery("t1>support") is None
+    assert await inbox.start_delivery("t1>support", conversation_id="c1",
+                                      outbound_id="t1>support") is None
+    again = await inbox.start_delivery("t1>support", conversation_id="c1",
+                                       outbound_id="t1>support")
+    assert again is not None and again.state is DeliveryState.DELIVERING
+    await inbox.finish_delivery("t1>support", ["p1", "p2"])
+    done = await inbox.delivery("t1>support")
+    assert done is not None
+    assert (done.state, done.platform_ids, done.outbound_id) == (
+        DeliveryState.DELIVERED, ("p1", "p2"), "t1>support")

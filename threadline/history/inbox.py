@@ -1,0 +1,162 @@
+"""The inbox: every inbound turn, durable from the moment a platform is told it was received.
+
+A turn enters as `received` (the platform may be acknowledged once `receive` returned), becomes
+`answering` when a worker takes it (each take counts an attempt), and ends `answered`, or
+`given_up` with the error after too many attempts. Dedup means "already answered or being
+answered": a redelivery of a turn the inbox holds, in any state, or of a turn already in the
+history, is not new.
+
+Replies have a ledger of their own, keyed by (turn answered, agent): a reply is `delivering`
+before it is posted and `delivered`, with its platform ids, after. A retried turn never posts a
+reply twice; a `delivering` entry found later means the process died between posting and
+recording, which is logged and not reposted blindly.
+
+`SqlConversationStore` keeps both in its database (shared by every worker process);
+`MemoryInbox` serves the in-memory store and custom stores, for one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from threadline.history.model import StoredMessage
+
+
+class TurnState(StrEnum):
+    RECEIVED = "received"
+    ANSWERING = "answering"
+    ANSWERED = "answered"
+    GIVEN_UP = "given_up"
+
+
+OPEN_STATES = (TurnState.RECEIVED, TurnState.ANSWERING)
+
+
+class DeliveryState(StrEnum):
+    DELIVERING = "delivering"
+    DELIVERED = "delivered"
+
+
+@dataclass(frozen=True, slots=True)
+class InboxTurn:
+    """One inbound turn waiting in (or done with) the inbox; `channel` is where it arrived."""
+
+    message: StoredMessage
+    channel: str | None
+    state: TurnState = TurnState.RECEIVED
+    attempts: int = 0
+    error: str | None = None
+
+    @property
+    def turn_id(self) -> str:
+        return self.message.id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.message.conversation_id
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One reply's ledger entry: its state, the stored turn and the platform ids it went out as."""
+
+    key: str
+    state: DeliveryState
+    outbound_id: str
+    platform_ids: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class TurnInbox(Protocol):
+    """Durable inbound turns and the reply ledger; see the module docstring."""
+
+    async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
+        """Record a turn as to be answered; False if the inbox or the history already has it."""
+        ...
+
+    async def open_turns(self, conversation_id: str) -> list[InboxTurn]:
+        """The conversation's turns still to answer (received or answering), oldest first."""
+        ...
+
+    async def conversations_waiting(self, *, limit: int = 100) -> list[str]:
+        """Conversations with turns still to answer, the longest waiting first."""
+        ...
+
+    async def begin(self, turn_id: str) -> int:
+        """Mark a turn as being answered; returns its attempt number (1 for the first)."""
+        ...
+
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
+        """Mark a turn answered or given up (with the error that made it so)."""
+        ...
+
+    async def start_delivery(self, key: str, *, conversation_id: str,
+                             outbound_id: str) -> Delivery | None:
+        """Claim a reply for posting: None if claimed now, else the entry already there."""
+        ...
+
+    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
+        """Record that the claimed reply was posted, as these platform ids."""
+        ...
+
+    async def delivery(self, key: str) -> Delivery | None:
+        """The ledger entry of a reply, if any."""
+        ...
+
+
+class MemoryInbox:
+    """A `TurnInbox` in this process's memory: for the in-memory store and custom stores.
+
+    It outlives nothing: a turn in flight when the process dies is lost with the process, as the
+    in-memory history is. Finished turns beyond `remember` are forgotten, oldest first.
+    """
+
+    def __init__(self, *, remember: int = 10_000) -> None:
+        self._remember = remember
+        self._turns: dict[str, InboxTurn] = {}
+        self._deliveries: dict[str, Delivery] = {}
+
+    async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
+        if message.id in self._turns:
+            return False
+        self._turns[message.id] = InboxTurn(message=message, channel=channel)
+        return True
+
+    async def open_turns(self, conversation_id: str) -> list[InboxTurn]:
+        return [t for t in self._turns.values()
+                if t.conversation_id == conversation_id and t.state in OPEN_STATES]
+
+    async def conversations_waiting(self, *, limit: int = 100) -> list[str]:
+        waiting = (t.conversation_id for t in self._turns.values() if t.state in OPEN_STATES)
+        return list(dict.fromkeys(waiting))[:limit]
+
+    async def begin(self, turn_id: str) -> int:
+        turn = self._turns[turn_id]
+        self._turns[turn_id] = replace(turn, state=TurnState.ANSWERING,
+                                       attempts=turn.attempts + 1)
+        return turn.attempts + 1
+
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
+        self._turns[turn_id] = replace(self._turns[turn_id], state=state, error=error)
+        finished = [k for k, t in self._turns.items() if t.state not in OPEN_STATES]
+        for key in finished[: max(len(finished) - self._remember, 0)]:
+            del self._turns[key]
+
+    async def start_delivery(self, key: str, *, conversation_id: str,
+                             outbound_id: str) -> Delivery | None:
+        existing = self._deliveries.get(key)
+        if existing is not None:
+            return existing
+        self._deliveries[key] = Delivery(key=key, state=DeliveryState.DELIVERING,
+                                         outbound_id=outbound_id)
+        return None
+
+    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
+        self._deliveries[key] = replace(self._deliveries[key], state=DeliveryState.DELIVERED,
+                                        platform_ids=tuple(platform_ids))
+
+    async def delivery(self, key: str) -> Delivery | None:
+        return self._deliveries.get(key)

@@ -1,0 +1,149 @@
+"""The `TurnInbox` of `SqlConversationStore`: two tables beside the history, on both databases.
+
+Each operation is one short transaction. `receive` inserts nothing when the turn is already in
+the inbox or in the history (a redelivery after the inbox row was pruned). Several worker
+processes share the tables; who answers a conversation is decided by the pipeline's
+conversation lock, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from threadline.history.codec import message_from_dict, message_to_dict
+from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnState
+from threadline.history.model import StoredMessage
+from threadline.history.sql_operations import SqlRunner
+
+# How the store runs one operation: (what it does, whether it writes, the function, its args).
+RunOperation = Callable[..., Awaitable[Any]]
+
+_OPEN = "state IN ('received', 'answering')"
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
+    if conn.rows("SELECT 1 FROM threadline_messages WHERE id = :id", {"id": message.id}):
+        return False
+    now = _now_us()
+    return conn.rowcount(
+        "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
+        "message_json, received_us, updated_us) VALUES (:turn_id, :cid, :channel, 'received', "
+        "0, :message, :now, :now) ON CONFLICT DO NOTHING",
+        {"turn_id": message.id, "cid": message.conversation_id, "channel": channel,
+         "message": json.dumps(message_to_dict(message), ensure_ascii=False, sort_keys=True,
+                               default=repr),
+         "now": now},
+    ) == 1
+
+
+def _open_turns(conn: SqlRunner, conversation_id: str) -> list[InboxTurn]:
+    rows = conn.rows(
+        f"SELECT message_json, channel, state, attempts, error FROM threadline_inbox "
+        f"WHERE conversation_id = :cid AND {_OPEN} ORDER BY row_id",
+        {"cid": conversation_id})
+    return [InboxTurn(message=message_from_dict(json.loads(row[0])), channel=row[1],
+                      state=TurnState(row[2]), attempts=int(row[3]), error=row[4])
+            for row in rows]
+
+
+def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
+    rows = conn.rows(
+        f"SELECT conversation_id, MIN(row_id) AS first FROM threadline_inbox WHERE {_OPEN} "
+        "GROUP BY conversation_id ORDER BY first LIMIT :limit", {"limit": limit})
+    return [str(row[0]) for row in rows]
+
+
+def _begin(conn: SqlRunner, turn_id: str) -> int:
+    rows = conn.rows(
+        "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "
+        "updated_us = :now WHERE turn_id = :turn_id RETURNING attempts",
+        {"turn_id": turn_id, "now": _now_us()})
+    return int(rows[0][0]) if rows else 0
+
+
+def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> None:
+    # An answered turn's text lives on in the history; the inbox keeps only its outcome.
+    forget_text = ", message_json = NULL" if state == TurnState.ANSWERED.value else ""
+    conn.rowcount(
+        f"UPDATE threadline_inbox SET state = :state, error = :error, updated_us = :now"
+        f"{forget_text} WHERE turn_id = :turn_id",
+        {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
+
+
+def _delivery_from(row: Sequence[Any]) -> Delivery:
+    return Delivery(key=str(row[0]), state=DeliveryState(row[1]), outbound_id=str(row[2]),
+                    platform_ids=tuple(json.loads(row[3])) if row[3] else ())
+
+
+def _select_delivery(conn: SqlRunner, key: str) -> Delivery | None:
+    rows = conn.rows(
+        "SELECT delivery_key, state, outbound_id, platform_ids FROM threadline_deliveries "
+        "WHERE delivery_key = :key", {"key": key})
+    return _delivery_from(rows[0]) if rows else None
+
+
+def _start_delivery(conn: SqlRunner, key: str, conversation_id: str,
+                    outbound_id: str) -> Delivery | None:
+    inserted = conn.rowcount(
+        "INSERT INTO threadline_deliveries (delivery_key, conversation_id, state, outbound_id, "
+        "updated_us) VALUES (:key, :cid, 'delivering', :outbound_id, :now) "
+        "ON CONFLICT DO NOTHING",
+        {"key": key, "cid": conversation_id, "outbound_id": outbound_id, "now": _now_us()})
+    return None if inserted == 1 else _select_delivery(conn, key)
+
+
+def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
+    conn.rowcount(
+        "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "
+        "updated_us = :now WHERE delivery_key = :key",
+        {"key": key, "ids": json.dumps(list(platform_ids)), "now": _now_us()})
+
+
+class SqlTurnInbox:
+    """The inbox in the store's database; `run` is the store's way of running an operation."""
+
+    def __init__(self, run: RunOperation) -> None:
+        self._run = run
+
+    async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
+        inserted: bool = await self._run("record an inbound turn", True, _insert_turn, message,
+                                         channel)
+        return inserted
+
+    async def open_turns(self, conversation_id: str) -> list[InboxTurn]:
+        turns: list[InboxTurn] = await self._run("read the inbox", False, _open_turns,
+                                                 conversation_id)
+        return turns
+
+    async def conversations_waiting(self, *, limit: int = 100) -> list[str]:
+        waiting: list[str] = await self._run("read the inbox", False, _conversations_waiting,
+                                             limit)
+        return waiting
+
+    async def begin(self, turn_id: str) -> int:
+        attempts: int = await self._run("take a turn", True, _begin, turn_id)
+        return attempts
+
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
+        await self._run("finish a turn", True, _finish, turn_id, state.value, error)
+
+    async def start_delivery(self, key: str, *, conversation_id: str,
+                             outbound_id: str) -> Delivery | None:
+        existing: Delivery | None = await self._run("claim a reply", True, _start_delivery, key,
+                                                    conversation_id, outbound_id)
+        return existing
+
+    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
+        await self._run("record a delivered reply", True, _finish_delivery, key,
+                        list(platform_ids))
+
+    async def delivery(self, key: str) -> Delivery | None:
+        found: Delivery | None = await self._run("read a reply", False, _select_delivery, key)
+        return found

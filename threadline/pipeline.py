@@ -1,0 +1,438 @@
+"""The turn pipeline: one owner for every inbound turn, from the platform event to the reply.
+
+    receive          the channel hands over a normalized turn; a turn the inbox or the history
+                     already holds is not new (a platform redelivery)
+    record           the turn is durable in the inbox as "to answer"; only now may the channel
+                     acknowledge the platform (`receive` returned), so a crash loses nothing
+    own              one process at a time owns a conversation (the conversation lock) and takes
+                     its open turns in arrival order; a process that dies releases it, and
+                     whoever owns it next answers what was left (`scan` finds it)
+    route            who answers, and why: `history.addressing.route`, decided once
+    answer           each addressed agent runs its turn (capture, delivery and its own
+                     interceptors around it); its reply is claimed in the reply ledger, posted,
+                     recorded as delivered with its platform ids, and stored
+    hand off         a reply that names other agents is answered by them, within the budget of
+                     `max_agent_turns` per inbound turn and `max_hops` in depth
+    finish           the inbound turn is marked answered (or given up after `max_attempts`)
+
+A turn answered again after a crash does not post twice: the reply ledger says what was already
+delivered (its stored reply is reused) or that the process died between posting and recording
+it (logged, not reposted blindly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict, deque
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from threadline.channels.base import Channel
+from threadline.errors import ChannelError, StoreError, TurnNotRecordedError
+from threadline.history.addressing import Listener, normalize_mention, route
+from threadline.history.inbox import DeliveryState, InboxTurn, TurnInbox, TurnState
+from threadline.history.model import StoredMessage
+from threadline.interceptors.capture import DurableWriter
+from threadline.locks import ConversationLock
+from threadline.turn import AgentResult, Deliver, reply_turn_id
+
+if TYPE_CHECKING:
+    from threadline.agents.agent import Agent
+
+log = structlog.get_logger("threadline.pipeline")
+
+MAX_REMEMBERED_REPLIES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """Which agents listen on a channel (None: turns handed over without one)."""
+
+    channel: Channel | None
+    agents: tuple[Agent, ...]
+    listeners: tuple[Listener, ...]
+
+
+class TurnPipeline:
+    """Receives, records, routes, answers and delivers turns; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        agents: dict[str, Agent],
+        inbox: TurnInbox,
+        writer: DurableWriter,
+        lock: ConversationLock,
+        default: Attachment,
+        max_hops: int = 3,
+        max_agent_turns: int = 4,
+        max_attempts: int = 3,
+        answer_bots: bool = False,
+        scan_interval: float = 1.0,
+    ) -> None:
+        self.agents = agents
+        self.inbox = inbox
+        self.writer = writer
+        self.store = writer.store
+        self.lock = lock
+        self.default = default
+        self.max_hops = max_hops
+        self.max_agent_turns = max_agent_turns
+        self.max_attempts = max_attempts
+        self.answer_bots = answer_bots
+        self.scan_interval = scan_interval
+        self.attachments: dict[str, Attachment] = {}
+        self._wanted: set[str] = set()
+        self._owners: dict[str, asyncio.Task[None]] = {}
+        self._waiting: dict[str, list[asyncio.Future[list[AgentResult]]]] = {}
+        self._scanner: asyncio.Task[None] | None = None
+        self._closing = False
+        self.started = False
+        # Conversations answered at once in this process (each held one costs the lock a
+        # database connection on PostgreSQL); the others wait their turn here.
+        self._slots = asyncio.Semaphore(lock.concurrency)
+        # (conversation, platform message id) -> agent name: a reply to a reply reaches the
+        # agent that wrote it even when several agents share one bot account.
+        self._reply_authors: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    # -- receive and record ----------------------------------------------------------------
+
+    async def receive(self, message: StoredMessage, channel: Channel | None) -> bool:
+        """Record an inbound turn durably as "to answer"; False for a redelivery.
+
+        Returns only once the turn is durable: the caller may then acknowledge the platform.
+        Raises `TurnNotRecordedError` when it could not be recorded (do not acknowledge).
+        """
+        if self._own_bot(message):
+            log.debug("pipeline.own_echo_ignored", conversation_id=message.conversation_id,
+                      turn_id=message.id)
+            return False
+        try:
+            new = await self.inbox.receive(message, channel=channel.name if channel else None)
+        except StoreError as exc:
+            raise TurnNotRecordedError(
+                f"turn {message.id} of conversation {message.conversation_id} was not recorded "
+                f"({exc}); it was not acknowledged, so the platform can deliver it again"
+            ) from exc
+        if not new:
+            log.info("pipeline.redelivery_ignored", conversation_id=message.conversation_id,
+                     turn_id=message.id)
+            return False
+        self.wake(message.conversation_id)
+        return True
+
+    async def answered(self, message: StoredMessage, channel: Channel | None
+                       ) -> list[AgentResult]:
+        """Receive a turn and wait until this process has answered it; its results.
+
+        For callers without a platform to acknowledge (the local channel, tests, scripts).
+        A redelivery returns no results.
+        """
+        done: asyncio.Future[list[AgentResult]] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(message.id, []).append(done)
+        try:
+            if not await self.receive(message, channel):
+                return []
+            return await asyncio.shield(done)
+        finally:
+            waiting = self._waiting.get(message.id, [])
+            if done in waiting:
+                waiting.remove(done)
+            if not waiting:
+                self._waiting.pop(message.id, None)
+
+    # -- own each conversation -------------------------------------------------------------
+
+    def wake(self, conversation_id: str) -> None:
+        """Make sure this process tries to own the conversation and answer its open turns."""
+        if self._closing:
+            return  # recorded; answered after the restart
+        self._wanted.add(conversation_id)
+        if self.started and conversation_id not in self._owners:
+            self._owners[conversation_id] = asyncio.get_running_loop().create_task(
+                self._own(conversation_id), name=f"threadline-turns-{conversation_id}")
+
+    async def _own(self, conversation_id: str) -> None:
+        """Answer the conversation's open turns while it is wanted and ours to own."""
+        delay = 0.05
+        try:
+            while conversation_id in self._wanted and not self._closing:
+                self._wanted.discard(conversation_id)
+                async with self._slots, self.lock.try_hold(conversation_id) as owned:
+                    if owned:
+                        await self._answer_open_turns(conversation_id)
+                        delay = 0.05
+                        continue
+                # Another process owns it and answers what it finds; look again in a moment,
+                # in case it let go just before our turn was recorded.
+                if await self.inbox.open_turns(conversation_id):
+                    self._wanted.add(conversation_id)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+        except StoreError as exc:
+            log.warning("pipeline.store_unavailable", conversation_id=conversation_id,
+                        error=str(exc), retry_in=self.scan_interval)
+        except Exception:
+            log.exception("pipeline.owner_failed", conversation_id=conversation_id)
+        finally:
+            del self._owners[conversation_id]
+
+    async def _answer_open_turns(self, conversation_id: str) -> None:
+        while not self._closing:
+            turns = await self.inbox.open_turns(conversation_id)
+            if not turns:
+                return
+            for turn in turns:
+                if self._closing:
+                    return
+                await self._answer(turn)
+
+    async def scan(self) -> None:
+        """Wake every conversation with turns still to answer (after a crash, or left by a
+        process that died)."""
+        for conversation_id in await self.inbox.conversations_waiting(limit=1000):
+            if conversation_id not in self._owners:
+                log.info("pipeline.open_turns_found", conversation_id=conversation_id)
+                self.wake(conversation_id)
+
+    async def _scan_forever(self) -> None:
+        while True:
+            try:
+                await self.scan()
+            except StoreError as exc:
+                log.warning("pipeline.scan_failed", error=str(exc))
+            await asyncio.sleep(self.scan_interval)
+
+    def start(self) -> None:
+        """Begin answering: what was received meanwhile, and turns left from before (a crash,
+        another process).
+
+        Call it once the channels are connected: routing needs each channel's bot identity.
+        """
+        self._closing = False
+        self.started = True
+        self.writer.start()
+        for conversation_id in list(self._wanted):
+            self.wake(conversation_id)
+        if self._scanner is None:
+            self._scanner = asyncio.get_running_loop().create_task(self._scan_forever())
+
+    async def stop(self, *, drain_timeout: float = 30.0) -> None:
+        """Finish the turns being answered (for at most `drain_timeout` s); take no new ones.
+
+        Turns recorded but not yet answered stay in the inbox for the next start.
+        """
+        self._closing = True
+        self.started = False
+        if self._scanner is not None:
+            self._scanner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scanner
+            self._scanner = None
+        owners = [t for t in self._owners.values() if t is not asyncio.current_task()]
+        if owners:
+            _, late = await asyncio.wait(owners, timeout=drain_timeout)
+            if late:
+                log.warning("pipeline.shutdown_timeout", in_flight=len(late),
+                            drain_timeout=drain_timeout)
+
+    # -- one turn --------------------------------------------------------------------------
+
+    async def _answer(self, turn: InboxTurn) -> None:
+        attempt = await self.inbox.begin(turn.turn_id)
+        bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
+                         channel=turn.channel, attempt=attempt)
+        if attempt > self.max_attempts:
+            error = (f"not answered after {self.max_attempts} attempts (the process answering "
+                     f"it stopped or failed each time; last error: {turn.error or 'none'})")
+            bound.error("pipeline.turn_given_up", error=error)
+            await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
+            self._resolve(turn.turn_id, [])
+            return
+        try:
+            results = await self._answer_turn(turn.message, turn.channel, bound,
+                                              retried=attempt > 1)
+        except StoreError:
+            raise  # the store is away: the turn stays open and is taken again later
+        except Exception as exc:
+            bound.exception("pipeline.turn_failed")
+            state = TurnState.GIVEN_UP if attempt >= self.max_attempts else TurnState.RECEIVED
+            await self.inbox.finish(turn.turn_id, state, error=repr(exc)[:2000])
+            if state is TurnState.RECEIVED:
+                raise  # leave the conversation; the scan takes the turn again
+            self._resolve(turn.turn_id, [])
+            return
+        await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
+        self._resolve(turn.turn_id, results)
+
+    async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
+                           bound: Any, *, retried: bool) -> list[AgentResult]:
+        attachment = self.attachments.get(channel_name or "", self.default)
+        await self.writer.record(message)  # in the history, in the order turns are answered
+        routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
+                       author_of_replied=await self._author_of_replied(message),
+                       answer_bots=self.answer_bots)
+        if not routes:
+            return []
+        message = await self._in_reply_thread(message, attachment.channel)
+        results: list[AgentResult] = []
+        pending = deque([(message, 0, routes)])
+        while pending:
+            inbound, hops, routes = pending.popleft()
+            for name, reason in routes:
+                if len(results) >= self.max_agent_turns:
+                    bound.warning("pipeline.turn_budget_spent", agent=name,
+                                  max_agent_turns=self.max_agent_turns)
+                    return results
+                result = await self._run_agent(self.agents[name], inbound, attachment,
+                                               reason=reason, retried=retried, bound=bound)
+                if result is None:
+                    continue
+                results.append(result)
+                if result.outbound is None:
+                    continue
+                self._remember_reply(inbound, result)
+                onward = route(result.outbound, attachment.listeners, handoff=True)
+                if not onward:
+                    continue
+                if hops + 1 > self.max_hops:
+                    bound.warning("pipeline.hop_limit", agent=name, hops=hops,
+                                  max_hops=self.max_hops)
+                    continue
+                pending.append((result.outbound, hops + 1, onward))
+        return results
+
+    async def _run_agent(self, agent: Agent, inbound: StoredMessage, attachment: Attachment,
+                         *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
+        """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
+        (only a turn taken again after a crash can have one)."""
+        reply_id = reply_turn_id(inbound.id, agent.name)
+        earlier = None
+        if retried:
+            try:
+                earlier = await self.inbox.delivery(reply_id)
+            except StoreError as exc:
+                bound.warning("pipeline.ledger_unavailable", agent=agent.name, error=str(exc))
+        if earlier is not None and earlier.state is DeliveryState.DELIVERING:
+            bound.error("pipeline.delivery_uncertain", agent=agent.name, reply_id=reply_id,
+                        detail="a process stopped between posting this reply and recording "
+                               "it; not posted again")
+            return None
+        if earlier is not None:
+            stored = await self.store.get_by_ids(inbound.conversation_id, [reply_id])
+            bound.info("pipeline.reply_already_delivered", agent=agent.name, reply_id=reply_id)
+            return AgentResult(agent_name=agent.name, conversation_id=inbound.conversation_id,
+                               output=stored[0].content if stored else "",
+                               outbound=stored[0] if stored else None,
+                               delivered_ids=earlier.platform_ids, stop_reason="delivered")
+        channel = attachment.channel
+        deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None
+        aliases = (channel.identity.aliases if channel is not None and channel.identity
+                   and attachment.agents[0] is agent else ())
+        try:
+            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason)
+        except StoreError:
+            raise
+        except Exception:
+            bound.exception("pipeline.agent_failed", agent=agent.name)
+            return None
+
+    def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
+        """Posts a reply once: claimed in the ledger first, recorded as delivered after."""
+
+        async def deliver(outbound: StoredMessage) -> list[str]:
+            bound = log.bind(conversation_id=inbound.conversation_id, agent=agent_name,
+                             reply_id=outbound.id, channel=channel.name)
+            try:
+                earlier = await self.inbox.start_delivery(
+                    outbound.id, conversation_id=outbound.conversation_id,
+                    outbound_id=outbound.id)
+                ledger = True
+            except StoreError as exc:
+                # The reply matters more than the ledger: post it, and say so.
+                bound.warning("pipeline.ledger_unavailable", error=str(exc))
+                earlier, ledger = None, False
+            if earlier is not None:
+                bound.warning("pipeline.reply_not_reposted", state=earlier.state.value)
+                return list(earlier.platform_ids)
+            try:
+                ids = await channel.send_reply(inbound, outbound.content, agent_name=agent_name)
+            except ChannelError as exc:
+                bound.error("pipeline.delivery_failed", error=str(exc),
+                            error_type=type(exc).__name__)
+                ids = []
+            if ledger:
+                try:
+                    await self.inbox.finish_delivery(outbound.id, ids)
+                except StoreError as exc:
+                    bound.warning("pipeline.ledger_unavailable", error=str(exc))
+            return ids
+
+        return deliver
+
+    def _resolve(self, turn_id: str, results: list[AgentResult]) -> None:
+        for waiter in self._waiting.pop(turn_id, []):
+            if not waiter.done():
+                waiter.set_result(results)
+
+    # -- what routing needs to know --------------------------------------------------------
+
+    def _own_bot(self, message: StoredMessage) -> bool:
+        """A message posted by one of our own bot accounts (seen by another of our channels)."""
+        author = normalize_mention(message.participant.id)
+        return any(author in {normalize_mention(a) for a in self._bot_aliases(attachment)}
+                   for attachment in self.attachments.values())
+
+    @staticmethod
+    def _bot_aliases(attachment: Attachment) -> tuple[str, ...]:
+        channel = attachment.channel
+        return channel.identity.aliases if channel is not None and channel.identity else ()
+
+    async def _author_of_replied(self, message: StoredMessage) -> str | None:
+        """The agent that wrote the message this one replies to (memory first, then store)."""
+        replied = message.metadata.reply_to_message_id
+        if replied is None:
+            return None
+        known = self._reply_authors.get((message.conversation_id, replied))
+        if known is not None:
+            return known
+        try:
+            stored = await self.store.find_by_platform_id(message.conversation_id, replied)
+        except StoreError as exc:
+            log.warning("pipeline.reply_author_unknown", conversation_id=message.conversation_id,
+                        error=str(exc))
+            return None
+        if stored is not None and stored.participant.kind == "agent":
+            return stored.participant.id
+        return None
+
+    def _remember_reply(self, inbound: StoredMessage, result: AgentResult) -> None:
+        """Which agent wrote the posted parts (and answers in the thread), for replies to them."""
+        thread = inbound.metadata.thread_id
+        for platform_id in [*result.delivered_ids, *([thread] if thread else [])]:
+            self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
+        while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
+            self._reply_authors.popitem(last=False)
+
+    async def _in_reply_thread(self, message: StoredMessage, channel: Channel | None
+                               ) -> StoredMessage:
+        """The turn as it stands in the conversation the reply will live in.
+
+        When the platform answers in a new thread (Slack, under a channel post), the post is
+        also recorded as the first turn of that thread's conversation, so the reply and every
+        follow-up in the thread see what started it.
+        """
+        if channel is None:
+            return message
+        home = channel.reply_conversation_id(message)
+        if home == message.conversation_id:
+            return message
+        root = message.metadata.message_id
+        opening = replace(message, id=f"{home}:{root}", conversation_id=home, scope="thread",
+                          metadata=replace(message.metadata, thread_id=root),
+                          sequence=None, token_count=None)
+        await self.writer.record(opening)
+        return opening

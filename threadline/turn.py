@@ -1,0 +1,114 @@
+"""One agent turn as data: what an interceptor sees (`TurnContext`) and what a turn gives back.
+
+A leaf module: agents, interceptors and the turn pipeline all import it and it imports none of
+them, so none of them imports another just to name a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from threadline.history.model import StoredMessage, ToolExchange
+from threadline.history.prompt import AssembledPrompt
+from threadline.history.store import ConversationStore
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """Tokens one or more model calls cost, as the provider reported them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+# Posts a reply (the outbound turn) where the inbound turn was said; returns the platform ids of
+# the parts posted (none when it could not be posted).
+Deliver = Callable[[StoredMessage], Awaitable[list[str]]]
+
+
+def reply_turn_id(inbound_id: str, agent_name: str) -> str:
+    """The id of `agent_name`'s reply to a turn: the same on every attempt, so a turn answered
+    again after a crash stores its reply once and finds it in the reply ledger."""
+    return f"{inbound_id}>{agent_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFigures:
+    """What the assembled prompt held: the numbers behind what the agent knew this turn."""
+
+    token_count: int
+    included: int
+    dropped_for_budget: int
+    filtered: int
+    recalled: int
+    summary_used: bool
+    summary_created: bool
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, prompt: AssembledPrompt, *notes: str) -> PromptFigures:
+        return cls(
+            token_count=prompt.token_count, included=len(prompt.included_ids),
+            dropped_for_budget=len(prompt.dropped_for_budget_ids),
+            filtered=len(prompt.filtered_ids), recalled=len(prompt.recalled_ids),
+            summary_used=prompt.summary_used, summary_created=prompt.summary_created,
+            notes=(*prompt.notes, *notes),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """One agent turn: the reply, its tool activity, what it cost, and the turn to store.
+
+    `outbound` is None when there is nothing to say (an empty reply, or a turn an interceptor
+    dropped). `stop_reason` is the model's (`end_turn`, `max_tokens`, ...) or ours:
+    `max_tool_rounds`, `timeout`, `rate_limited`, `error`. `latency` is in seconds.
+    `delivered_ids` are the platform ids the reply was posted as (empty when not posted).
+    """
+
+    agent_name: str
+    conversation_id: str
+    output: str
+    outbound: StoredMessage | None
+    tool_exchanges: tuple[ToolExchange, ...] = ()
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    latency: float = 0.0
+    prompt: PromptFigures | None = None
+    stop_reason: str = "end_turn"
+    model_calls: int = 0
+    delivered_ids: tuple[str, ...] = ()
+
+
+class TurnAgent(Protocol):
+    """What an interceptor may ask of the agent whose turn it wraps."""
+
+    @property
+    def name(self) -> str: ...
+
+    def reply_result(self, context: TurnContext, text: str, *, stop_reason: str,
+                     latency: float = 0.0) -> AgentResult: ...
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """One turn of one agent: who is answering, what, where, and a logger that says so.
+
+    `aliases` are extra names the agent answers to in this channel (the bot's platform ids).
+    `deliver`, when given, posts the reply on the platform (the pipeline's delivery step runs
+    inside capture, so the stored reply carries the platform's message id). `reason` says why
+    the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
+    `handoff`, `direct`).
+    """
+
+    agent: TurnAgent
+    inbound: StoredMessage
+    conversation_id: str
+    store: ConversationStore
+    log: Any  # a structlog BoundLogger bound with conversation_id and agent
+    aliases: tuple[str, ...] = ()
+    deliver: Deliver | None = None
+    reason: str = "direct"
