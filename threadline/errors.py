@@ -5,7 +5,8 @@
     ├── InvalidMessageError         a message field has a wrong value (names the field and value)
     ├── StoreError                  the conversation store could not do what was asked
     │   ├── StoreUnavailableError   the database is down, locked past the timeout or read-only
-    │   └── SearchQueryError        a search query was rejected (says why)
+    │   ├── SearchQueryError        a search query was rejected (says why)
+    │   └── TurnNotRecordedError    an inbound turn could not be recorded: do not acknowledge it
     ├── TokenizerUnavailableError   the offline tokenizer files are missing
     ├── ModelError                  the LLM could not produce a reply
     │   └── ModelUnavailableError   the provider stayed overloaded/rate limited past the retries
@@ -41,6 +42,14 @@ class StoreUnavailableError(StoreError):
 
 class SearchQueryError(StoreError):
     """A search query cannot be run (for example it is longer than the allowed size)."""
+
+
+class TurnNotRecordedError(StoreError):
+    """An inbound turn was not durably recorded, so the platform must not be told it arrived.
+
+    Raised by `ChannelEvents.on_message`; the channel then withholds its acknowledgement (a
+    5xx, no ack, no offset) so the platform delivers the message again later.
+    """
 
 
 class TokenizerUnavailableError(ThreadlineError):

@@ -72,6 +72,7 @@ async def test_duplicate_update_by_webhook_is_one_turn_one_reply(
 
         first = await events.next_inbound()
         later = await events.next_inbound()
+        await events.drain()
     finally:
         await channel.stop()
 
@@ -90,6 +91,7 @@ async def test_restart_does_not_replay_handled_updates(
     await first_run.start(events)
     await fake.deliver(fake.message(GROUP, ALICE, "@support_bot before restart"))
     await events.next_inbound()
+    await events.drain()
     await first_run.stop()
     assert fake.pending_updates == []  # the offset was confirmed on stop
 
@@ -98,6 +100,7 @@ async def test_restart_does_not_replay_handled_updates(
     try:
         await fake.deliver(fake.message(GROUP, ALICE, "@support_bot after restart"))
         after = await events.next_inbound()
+        await events.drain()
     finally:
         await second_run.stop()
 
