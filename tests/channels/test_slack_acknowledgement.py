@@ -90,25 +90,7 @@ async def test_socket_mode_does_not_ack_a_turn_that_was_not_recorded(sqlite_url:
         assert len(fake.calls_to("chat.postMessage")) == 1
 
 
-async def test_stop_lets_a_turn_being_recorded_finish_and_be_acknowledged(
-    sqlite_url: str,
-) -> None:
-    async with slack_rig(sqlite_url, events_factory=Gated) as (fake, channel, events):
-        assert isinstance(events, Gated)
-        events.reply = lambda message: None
-        delivery = asyncio.ensure_future(
-            fake.deliver_event(channel.events_url, fake.message_event("slow one")))
-        await events.entered.wait()
-        stopping = asyncio.ensure_future(channel.stop())
-        events.release.set()
-        await stopping
-
-        assert (await delivery).status == 200
-        assert [m.content for m in await events.store.get("slack:T0FAKE:C0GENERAL")] == [
-            "slow one"]
-
-
-async def test_an_event_arriving_while_stopping_is_refused_for_redelivery(
+async def test_stop_lets_the_turn_being_recorded_be_acked_and_refuses_later_ones(
     sqlite_url: str,
 ) -> None:
     async with slack_rig(sqlite_url, events_factory=Gated) as (fake, channel, events):
@@ -124,8 +106,9 @@ async def test_an_event_arriving_while_stopping_is_refused_for_redelivery(
         await stopping
 
         assert (await first).status == 200
-        assert late.status == 503
-        assert await events.store.count() == 1
+        assert late.status == 503  # Slack delivers it again, to this process or another
+        assert [m.content for m in await events.store.get("slack:T0FAKE:C0GENERAL")] == [
+            "in flight"]
 
 
 async def test_slow_name_lookups_do_not_hold_the_acknowledgement(sqlite_url: str) -> None:
