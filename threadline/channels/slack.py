@@ -150,7 +150,9 @@ class SlackChannel(Channel):
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
         self._applied_changes = RecentKeys()  # edits and deletions, by event_id
-        self._in_flight: set[asyncio.Task[Any]] = set()
+        self._in_flight = 0  # listeners recording an event; `stop` waits for them
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._closing = False
         self._events: ChannelEvents | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -203,10 +205,7 @@ class SlackChannel(Channel):
         if self._session is None:
             return
         self._closing = True  # from now on events are refused, so Slack redelivers them
-        current = asyncio.current_task()
-        in_flight = [task for task in self._in_flight if task is not current]
-        if in_flight:  # let events being recorded finish and be acknowledged
-            await asyncio.wait(in_flight)
+        await self._idle.wait()  # let events being recorded finish and be acknowledged
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -370,15 +369,15 @@ class SlackChannel(Channel):
 
     @contextmanager
     def _handling(self) -> Iterator[None]:
-        """Track a listener in flight, so `stop` lets it finish and acknowledge its event."""
-        task = asyncio.current_task()
-        if task is not None:
-            self._in_flight.add(task)
+        """Count a listener in flight, so `stop` lets it finish and acknowledge its event."""
+        self._in_flight += 1
+        self._idle.clear()
         try:
             yield
         finally:
-            if task is not None:
-                self._in_flight.discard(task)
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
 
     async def _on_message_event(self, body: dict[str, Any]) -> BoltResponse | None:
         """bolt's listener: None acknowledges the event, a 5xx response withholds the ack."""
