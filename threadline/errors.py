@@ -45,7 +45,11 @@ class SearchQueryError(StoreError):
 
 
 class TurnNotRecordedError(StoreError):
-    """An inbound turn could not be made durable; the channel must not acknowledge it."""
+    """An inbound turn was not durably recorded, so the platform must not be told it arrived.
+
+    Raised by `ChannelEvents.on_message`; the channel then withholds its acknowledgement (a
+    5xx, no ack, no offset) so the platform delivers the message again later.
+    """
 
 
 class TokenizerUnavailableError(ThreadlineError):

@@ -1,7 +1,10 @@
-"""A `ChannelEvents` for channel tests: stores each inbound turn in a real store and replies.
+"""A `ChannelEvents` for channel tests: records each inbound turn in a real store, then answers.
 
-It stands where the runtime's team of agents will stand, so an adapter can be tested end to end
-(platform event -> normalized message -> stored -> reply posted) before agents are involved.
+It stands where the runtime's turn pipeline stands and keeps the same contract (see
+`ChannelEvents`): `on_message` returns once the turn is stored, or raises
+`TurnNotRecordedError` when the store failed; the reply is posted afterwards by a background
+worker that answers turns one at a time in arrival order. A redelivered message (same stored
+id) is not answered again. `refuse` lets a test make recording fail for chosen messages.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from threadline.channels.base import Channel
+from threadline.errors import TurnNotRecordedError
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
 
@@ -22,18 +26,42 @@ class RecordingEvents:
     ) -> None:
         self.store = store
         self.reply = reply
+        self.refuse: Callable[[StoredMessage], bool] = lambda m: False
         self.inbound: asyncio.Queue[StoredMessage] = asyncio.Queue()
         self.sent: list[list[str]] = []
+        self.reply_failures: list[BaseException] = []
         self.edits: list[tuple[str, str, str]] = []
         self.deletes: list[tuple[str, str]] = []
+        self._to_answer: asyncio.Queue[tuple[StoredMessage, Channel]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
 
     async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        if self.refuse(message):
+            raise TurnNotRecordedError(f"test refused to record {message.id}")
         if not await self.store.append(message):
-            return  # a redelivery: stored once, answered once
+            return  # a redelivery: recorded once, answered once
         await self.inbound.put(message)
-        text = self.reply(message)
-        if text is not None:
-            self.sent.append(await channel.send_reply(message, text))
+        if self.reply(message) is not None:
+            self._to_answer.put_nowait((message, channel))
+            if self._worker is None or self._worker.done():
+                self._worker = asyncio.create_task(self._answer_in_order())
+
+    async def _answer_in_order(self) -> None:
+        while not self._to_answer.empty():  # no task lingers once everything is answered
+            message, channel = self._to_answer.get_nowait()
+            try:
+                text = self.reply(message)
+                if text is not None:
+                    self.sent.append(await channel.send_reply(message, text))
+            except Exception as error:
+                self.reply_failures.append(error)
+            finally:
+                self._to_answer.task_done()
+
+    async def drain(self) -> None:
+        """Wait until every recorded turn has been answered (fails after 5 s, not hangs)."""
+        async with asyncio.timeout(5.0):
+            await self._to_answer.join()
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
         self.edits.append((conversation_id, message_id, content))

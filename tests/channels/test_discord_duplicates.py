@@ -1,4 +1,7 @@
-"""A message Discord delivers twice (a replay after a resume) is one turn and one reply."""
+"""A message Discord delivers twice (a replay after a resume) is one turn and one reply.
+
+The channel hands both copies over; the receiver drops the second by its turn id.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ async def test_duplicate_delivery_gives_one_turn_and_one_reply(sqlite_url: str) 
         assert [m.content for m in stored] == ["once", "after"]
 
 
-async def test_the_store_is_the_second_line_across_a_restart(sqlite_url: str) -> None:
-    """A new process has an empty dedup memory; the stored id still makes a replay a no-op."""
+async def test_a_replay_after_a_restart_is_still_one_turn(sqlite_url: str) -> None:
+    """A new process remembers nothing; the stored turn id still makes a replay a no-op."""
     async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
         world = DiscordWorld.build(fake)
         events = RecordingEvents(store)

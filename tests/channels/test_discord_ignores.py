@@ -38,6 +38,7 @@ async def test_own_and_other_bots_messages_are_dropped(sqlite_url: str) -> None:
             await fake.deliver_message(world.general, author=world.other_bot, content="beep")
             await fake.deliver_message(world.general, author=world.bob, content="sentinel")
             await events.next_inbound()
+            await events.drain()
 
     assert events.arrived == ["first", "sentinel"]
     assert [p["content"] for p in fake.posts] == ["echo: first", "echo: sentinel"]

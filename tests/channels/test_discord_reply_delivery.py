@@ -39,6 +39,7 @@ async def test_a_long_reply_is_split_under_the_limit_and_reassembles(sqlite_url:
         events = RecordingEvents(store, reply=lambda m: long_text)
         async with started_channel(fake, events):
             inbound = await _one_inbound(fake, world, events)
+            await events.drain()
         posts = fake.posts
 
     assert len(long_text) > 9000 and len(posts) >= 5

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.slack import slack_rig
-from threadline.channels.base import Channel
 from threadline.channels.slack import SlackChannel
 from threadline.errors import ChannelError, ChannelPermanentError
-from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
 
 
@@ -106,23 +102,3 @@ async def test_the_agent_name_is_the_username_only_when_asked(sqlite_url: str) -
     named, plain = fake.calls_to("chat.postMessage")
     assert named.params["username"] == "Planner"
     assert "username" not in plain.params
-
-
-async def test_stop_lets_a_reply_in_progress_finish(sqlite_url: str) -> None:
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    class Slow(RecordingEvents):
-        async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-            entered.set()
-            await release.wait()
-            await super().on_message(message, channel)
-
-    async with slack_rig(sqlite_url, events_factory=Slow) as (fake, channel, events):
-        await fake.deliver_event(channel.events_url, fake.message_event("slow one"))
-        await entered.wait()
-        stopping = asyncio.ensure_future(channel.stop())
-        release.set()
-        await stopping
-
-        assert [p.params["text"] for p in fake.calls_to("chat.postMessage")] == [
-            "echo: slow one"]

@@ -18,7 +18,8 @@ slack-bolt unchanged, pointed here through `api_base_url`:
   secret (or a wrong one), optionally with `X-Slack-Retry-Num`; `verify_url` sends the
   `url_verification` challenge.
 - Socket Mode: `apps.connections.open` hands out a `ws://` URL; the fake says `hello` and
-  `send_socket_event` pushes an `events_api` envelope and waits for the client's ack.
+  `send_socket_event` pushes an `events_api` envelope and waits for the client's ack
+  (`push_socket_event` does not wait, for events that must not be acked).
 """
 
 from __future__ import annotations
@@ -285,18 +286,26 @@ class FakeSlack:
         self, event: Mapping[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
     ) -> dict[str, Any]:
         """Push an `events_api` envelope over the newest socket; returns the client's ack."""
+        acked = await self.push_socket_event(event, event_id=event_id,
+                                             retry_attempt=retry_attempt)
+        async with asyncio.timeout(WAIT_SECONDS):
+            return await acked
+
+    async def push_socket_event(
+        self, event: Mapping[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Push an `events_api` envelope without waiting: the future resolves with its ack."""
         await self.wait_for_socket()
         socket = self._sockets[-1]
         envelope_id = f"env-{next(self._ids):08d}"
-        acked = asyncio.get_running_loop().create_future()
+        acked: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         socket.acks[envelope_id] = acked
         await socket.ws.send_json({
             "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
             "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else "",
             "payload": self.event_callback(event, event_id),
         })
-        async with asyncio.timeout(WAIT_SECONDS):
-            return await acked
+        return acked
 
     async def _socket_endpoint(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()

@@ -260,6 +260,11 @@ class FakeTelegram:
                 lambda: self._confirmed_offset > update["update_id"])
 
     @property
+    def offsets(self) -> list[int | None]:
+        """The `offset` of every getUpdates call, in order (None: the call had none)."""
+        return [c.params.get("offset") for c in self.calls_to("getUpdates")]
+
+    @property
     def pending_updates(self) -> list[dict[str, Any]]:
         """Updates not yet confirmed by a getUpdates offset."""
         return list(self._queue)
@@ -356,7 +361,10 @@ class FakeTelegram:
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        params = await self._params(request)
+        try:
+            params = await self._params(request)
+        except ConnectionResetError:  # the client gave up mid-request (a long poll cancelled)
+            return web.Response(status=499)
         result: Any = None
         failure: _Failure | None = None
         if request.match_info["token"] != self.token:

@@ -43,20 +43,28 @@ class BotIdentity:
 
 
 class ChannelEvents(Protocol):
-    """Receives normalized events from a channel (implemented by the runtime)."""
+    """Receives normalized events from a channel (implemented by the runtime's turn pipeline).
+
+    The acknowledgement contract: `await events.on_message(message, channel)` returns once the
+    inbound turn is durably recorded as "to answer"; the answer then runs in the background,
+    owned by the pipeline, which calls `channel.send_reply`. If the turn could not be recorded
+    it raises `TurnNotRecordedError`. A channel tells its platform "received" (Slack's HTTP 200
+    or Socket Mode ack, Telegram's polling offset or webhook 200) only after `on_message`
+    returned, and when it raised, does not, so the platform delivers the message again.
+
+    The receiver, not the channel, drops redeliveries of a message (by its stored id, which
+    the channel derives from the platform id) and keeps each conversation's turns in arrival
+    order; a channel may therefore hand the same message over more than once.
+    """
 
     async def on_message(self, message: StoredMessage, channel: Channel) -> None:
-        """A new inbound message: returns once it is durably recorded as "to answer".
-
-        Only then may the channel acknowledge it to the platform; the answer runs afterwards,
-        owned by the turn pipeline, which calls `send_reply`. Raises `TurnNotRecordedError`
-        when the turn could not be recorded: the channel must then not acknowledge it, so the
-        platform delivers it again. A redelivered turn returns without effect.
-        """
+        """A new inbound message: returns once it is recorded, or raises
+        `TurnNotRecordedError` (see the class docstring)."""
         ...
 
     async def until_answered(self, message: StoredMessage, channel: Channel) -> None:
-        """Like `on_message`, but returns once the turn was answered (for the local channel)."""
+        """Like `on_message`, but returns once this process answered the turn (the local
+        channel, which has no platform to acknowledge and prints the replies)."""
         ...
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:

@@ -6,6 +6,12 @@ in the Discord Developer Portal, or Discord refuses the connection (we then fail
 that instruction) and, for bots in 100+ servers, the app must be approved for it.
 
 Conversation ids, stored ids and mention handling are described in `discord_normalize`.
+
+Acknowledgement: the gateway has none, and Discord never delivers a message event again
+(a resume replays only what the connection missed). `on_message` is awaited as each event
+arrives; a replayed copy reaches it again and the receiver drops it by turn id. When it raises
+`TurnNotRecordedError` the message is lost to the history: that is logged as an error naming
+the message, its conversation and what to do.
 Rate limits are waited out by discord.py's own per-route buckets; Forbidden, NotFound and other
 4xx answers become `ChannelPermanentError`.
 
@@ -43,6 +49,7 @@ from threadline.errors import (
     ChannelPermanentError,
     ConfigError,
     InvalidMessageError,
+    TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
 
@@ -98,7 +105,7 @@ class DiscordChannel(Channel):
         self._shard_count = shard_count
         self._guild_ready_timeout = guild_ready_timeout
         self._start_timeout = start_timeout
-        self._recent = RecentKeys(dedup_size)
+        self._applied_changes = RecentKeys(dedup_size)  # edits and deletions seen
         self._log = log.bind(channel=name)
         self._client: discord.Client | None = None
         self._events: ChannelEvents | None = None
@@ -277,21 +284,23 @@ class DiscordChannel(Channel):
             if (not self._taking_events() or message.type not in _ACCEPTED_TYPES
                     or not self._from_someone_we_hear(message.author)):
                 return
-            key = ("message", message.id)
-            if not self._recent.first_sighting(key):
-                return
+            location = await self._locate(
+                message.channel, guild_id=message.guild.id if message.guild else None,
+                channel_id=message.channel.id)
+            context["conversation_id"] = location.conversation_id
+            inbound = to_stored_message(message, location=location,
+                                        bot_user_id=self._bot_user_id)
+            assert self._events is not None
             try:
-                location = await self._locate(
-                    message.channel, guild_id=message.guild.id if message.guild else None,
-                    channel_id=message.channel.id)
-                context["conversation_id"] = location.conversation_id
-                inbound = to_stored_message(message, location=location,
-                                            bot_user_id=self._bot_user_id)
-                assert self._events is not None
                 await self._events.on_message(inbound, self)
-            except Exception:
-                self._recent.forget(key)  # so a redelivery can try again
-                raise
+            except TurnNotRecordedError as error:
+                self._log.error(
+                    "discord.message_lost", conversation_id=location.conversation_id,
+                    message_id=message.id, author_id=message.author.id,
+                    jump_url=message.jump_url, error=str(error),
+                    outcome="not recorded and not answered; Discord does not deliver it again",
+                    what_to_do="fix the store (see the error), then ask the author to send "
+                               "the message again or answer it by hand")
 
     async def _handle_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         with self._handling("edit", message_id=payload.message_id) as context:
@@ -300,7 +309,7 @@ class DiscordChannel(Channel):
             # No edit time: Discord added an embed or link preview, which is not a user edit.
             if (not self._taking_events() or edited is None
                     or not self._from_someone_we_hear(message.author)
-                    or not self._recent.first_sighting(("edit", message.id, edited))):
+                    or not self._applied_changes.first_sighting(("edit", message.id, edited))):
                 return
             async with self._change_order:
                 location = await self._locate(message.channel, guild_id=payload.guild_id,
@@ -315,7 +324,8 @@ class DiscordChannel(Channel):
         with self._handling("delete", message_ids=message_ids) as context:
             if not self._taking_events() or self._client is None:
                 return
-            fresh = [m for m in message_ids if self._recent.first_sighting(("delete", m))]
+            fresh = [m for m in message_ids
+                     if self._applied_changes.first_sighting(("delete", m))]
             if not fresh:
                 return
             async with self._change_order:

@@ -1,21 +1,16 @@
-"""How every channel takes events in: once each, and in arrival order within a conversation.
+"""Recently seen event keys, for the platform changes a channel must apply only once.
 
-Platforms redeliver: Slack retries an event it thinks was acknowledged late (same `event_id`),
-Telegram hands out an `update_id` again after a webhook retry or a poller restart, Discord
-replays after a resume. `RecentKeys` drops the copies. Events of one conversation are handled
-one after another in arrival order (the store numbers turns by arrival, and an edit must follow
-the message it edits); different conversations run concurrently (`ConversationOrder`).
+New messages need no dedup here: the receiver drops a redelivered message by its turn id and
+keeps each conversation in arrival order (see `ChannelEvents`). Edits and deletions are
+different: they are applied by the channel's events as they come, and a late copy of an older
+edit (Slack retries an event with the same `event_id`; Discord replays after a resume) would
+undo a newer one. `RecentKeys` lets the first sighting through and drops the copies.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Hashable
-from typing import TypeVar
-
-from threadline.locks import LocalConversationLock
-
-T = TypeVar("T")
+from collections.abc import Hashable
 
 
 class RecentKeys:
@@ -38,18 +33,3 @@ class RecentKeys:
     def forget(self, key: Hashable) -> None:
         """Let a redelivery of `key` through again (its first handling failed)."""
         self._keys.pop(key, None)
-
-
-class ConversationOrder:
-    """Runs work for one conversation one at a time, in the order it was submitted.
-
-    `run` must be entered in arrival order (call it first thing in the event's task, before
-    any other await); the lock underneath is FIFO, so that order is kept.
-    """
-
-    def __init__(self) -> None:
-        self._lock = LocalConversationLock()
-
-    async def run(self, conversation_id: str, work: Awaitable[T]) -> T:
-        async with self._lock.hold(conversation_id):
-            return await work

@@ -5,11 +5,18 @@ Only `message` events are handled. A post that mentions the bot arrives twice, o
 is the one that also covers DMs, thread replies and posts without a mention, and its text
 carries the `<@U...>` markup, so `app_mention` is acknowledged and dropped.
 
-Slack acknowledgement: bolt acks each event before any work runs (`process_before_response`
-off) and our handler only deduplicates on `event_id` (Slack retries a delivery it thinks was
-late, with the same `event_id`) and starts a task, so the 3-second deadline is never missed.
-In HTTP mode bolt checks every request's signature with the signing secret and refuses
-timestamps more than 5 minutes old (401, nothing reaches the events).
+Acknowledgement (the `ChannelEvents` contract): Slack is told "received" only once the turn
+is recorded. bolt runs with `process_before_response=True`, so the HTTP 200 (or the Socket
+Mode ack) is sent after our listener returns, and the listener awaits `on_message`: display
+names (cached, and given at most `_LOOKUP_BUDGET_SECONDS` before ids are used instead) plus
+the durable insert, well within Slack's 3 seconds. When `on_message` raises
+`TurnNotRecordedError` the answer is 503 (no ack in Socket Mode), and Slack retries; so does a
+channel that is stopping. Redeliveries of a message reach `on_message` again: the receiver
+drops them by the turn's id. Edits and deletions are applied before the ack too, and a retried
+one (same `event_id`) is applied once.
+
+In HTTP mode `slack_requests` checks each request before bolt sees it: unsigned, forged or
+stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
 Replies: a message inside a thread is answered in that thread; a top-level channel message is
 answered in a new thread under it (`reply_in_thread=True`, the default) or in the channel
@@ -21,25 +28,28 @@ readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import aiohttp
 import structlog
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.intake import ConversationOrder, RecentKeys
+from threadline.channels.intake import RecentKeys
 from threadline.channels.slack_directory import SlackDirectory
 from threadline.channels.slack_events import (
     CHANNEL_TYPE,
@@ -53,13 +63,23 @@ from threadline.channels.slack_events import (
     render_mentions,
     to_stored_message,
 )
+from threadline.channels.slack_requests import bolt_request, unverified
 from threadline.channels.text import split_text
-from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
+from threadline.errors import (
+    ChannelAuthError,
+    ChannelError,
+    ChannelPermanentError,
+    ConfigError,
+    TurnNotRecordedError,
+)
 from threadline.history.model import StoredMessage
 
 log = structlog.get_logger("threadline.channels.slack")
 
 SlackMode = Literal["http", "socket"]
+# Display names are worth this long before the ack; after it the turn keeps the user ids (the
+# lookup goes on in the background and is cached for the next message).
+_LOOKUP_BUDGET_SECONDS = 1.0
 PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
     "account_inactive", "token_revoked", "no_permission", "restricted_action",
@@ -129,9 +149,10 @@ class SlackChannel(Channel):
         self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
-        self._recent = RecentKeys()
-        self._order = ConversationOrder()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._applied_changes = RecentKeys()  # edits and deletions, by event_id
+        self._in_flight = 0  # listeners recording an event; `stop` waits for them
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._closing = False
         self._events: ChannelEvents | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -183,15 +204,14 @@ class SlackChannel(Channel):
     async def stop(self) -> None:
         if self._session is None:
             return
-        self._closing = True
+        self._closing = True  # from now on events are refused, so Slack redelivers them
+        await self._idle.wait()  # let events being recorded finish and be acknowledged
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
         if self._socket is not None:
             await self._socket.close_async()
             self._socket = None
-        while self._tasks:  # handlers may still be replying; let them finish
-            await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._session.close()
         self._session = self._client = self._directory = None
 
@@ -298,17 +318,26 @@ class SlackChannel(Channel):
         )
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
-        app = AsyncApp(client=client, signing_secret=self._signing_secret,
-                       request_verification_enabled=True, process_before_response=False,
+        # Requests are verified by `slack_requests` before bolt parses them, so bolt does not.
+        app = AsyncApp(client=client, signing_secret=self._signing_secret or None,
+                       request_verification_enabled=False, process_before_response=True,
                        name=f"threadline-{self.name}")
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
         return app
 
     async def _serve_http(self, app: AsyncApp) -> None:
+        verifier = SignatureVerifier(self._signing_secret)
+
         async def receive(request: web.Request) -> web.Response:
-            response = await app.async_dispatch(await to_bolt_request(request))
-            return await to_aiohttp_response(response)
+            body = await request.read()
+            refusal = unverified(verifier, body, request.headers, channel=self.name)
+            if refusal is not None:
+                return refusal
+            parsed = bolt_request(body, request, channel=self.name)
+            if isinstance(parsed, web.Response):
+                return parsed
+            return await to_aiohttp_response(await app.async_dispatch(parsed))
 
         server = web.Application()
         server.router.add_post(self._path, receive)
@@ -338,47 +367,75 @@ class SlackChannel(Channel):
     async def _drop_app_mention(self) -> None:
         """Acked by bolt and ignored: the same post also arrives as a `message` event."""
 
-    async def _on_message_event(self, body: dict[str, Any]) -> None:
+    @contextmanager
+    def _handling(self) -> Iterator[None]:
+        """Count a listener in flight, so `stop` lets it finish and acknowledge its event."""
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    async def _on_message_event(self, body: dict[str, Any]) -> BoltResponse | None:
+        """bolt's listener: None acknowledges the event, a 5xx response withholds the ack."""
         if self._closing:
-            return
-        event_id = body.get("event_id")
-        if event_id and not self._recent.first_sighting(str(event_id)):
-            self._log.debug("slack_duplicate_event", event_id=event_id)
-            return
-        self._spawn(self._handle(body))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _handle(self, body: dict[str, Any]) -> None:
-        # No await before `run`: tasks start in arrival order and must queue in that order.
+            return BoltResponse(status=503, body="stopping; deliver again later")
+        event = body.get("event")
         team_id = str(body.get("team_id") or self._team_id)
-        change = classify(body.get("event") or {}, team_id=team_id, own_ids=self._own_ids,
-                          allow_bots=self.allow_bots)
-        if change is not None:
-            await self._order.run(change.conversation_id, self._deliver(change, body))
+        change = classify(event, team_id=team_id, own_ids=self._own_ids,
+                          allow_bots=self.allow_bots) if isinstance(event, dict) else None
+        if change is None:
+            return None
+        with self._handling():
+            return await self._deliver(change, event_id=str(body.get("event_id") or ""))
 
-    async def _deliver(self, change: SlackChange, body: dict[str, Any]) -> None:
+    async def _deliver(self, change: SlackChange, *, event_id: str) -> BoltResponse | None:
         events, directory = self._events, self._directory
         if events is None or directory is None:
-            return
-        bound = self._log.bind(conversation_id=change.conversation_id,
-                               event_id=body.get("event_id"))
+            return BoltResponse(status=503, body="not started")
+        bound = self._log.bind(conversation_id=change.conversation_id, event_id=event_id)
+        if isinstance(change, SlackPost):
+            try:
+                await events.on_message(await self._turn(change, directory, bound), self)
+            except TurnNotRecordedError as error:
+                bound.warning("slack_turn_not_recorded", message_id=change.stored_id,
+                              error=str(error), outcome="answered 503 so Slack delivers it again")
+                return BoltResponse(status=503, body="not recorded; deliver again later")
+            except Exception:
+                bound.exception("slack_event_failed", message_id=change.stored_id,
+                                outcome="answered 500 so Slack delivers it again")
+                return BoltResponse(status=500, body="not recorded; deliver again later")
+            return None
+        if event_id and not self._applied_changes.first_sighting(event_id):
+            bound.debug("slack_duplicate_change", change=type(change).__name__)
+            return None
         try:
-            if isinstance(change, SlackPost):
-                names = await directory.user_names(names_to_look_up(change))
-                channel_name = (None if change.scope == "dm"
-                                else await directory.channel_name(change.channel_id))
-                message = to_stored_message(change, names=names, channel_name=channel_name)
-                await events.on_message(message, self)
-            elif isinstance(change, SlackEdit):
+            if isinstance(change, SlackEdit):
                 names = await directory.user_names(mentioned_user_ids(change.text))
                 await events.on_edit(change.conversation_id, change.stored_id,
                                      render_mentions(change.text, names))
             else:
                 await events.on_delete(change.conversation_id, change.stored_id)
         except Exception:
-            # A background task: nobody else would see this error, so it is logged whole.
-            bound.exception("slack_event_failed", change=type(change).__name__)
+            self._applied_changes.forget(event_id)  # so Slack's retry applies it
+            bound.exception("slack_change_failed", change=type(change).__name__,
+                            outcome="answered 500 so Slack delivers it again")
+            return BoltResponse(status=500, body="not applied; deliver again later")
+        return None
+
+    async def _turn(self, post: SlackPost, directory: SlackDirectory, bound: Any) -> StoredMessage:
+        """The normalized turn, with display names if they come within the lookup budget."""
+        names: dict[str, str] = {}
+        channel_name = None
+        try:
+            async with asyncio.timeout(_LOOKUP_BUDGET_SECONDS):
+                names = await directory.user_names(names_to_look_up(post))
+                channel_name = (None if post.scope == "dm"
+                                else await directory.channel_name(post.channel_id))
+        except TimeoutError:
+            bound.warning("slack_names_late", budget_seconds=_LOOKUP_BUDGET_SECONDS,
+                          outcome="turn recorded with user ids instead of names")
+        return to_stored_message(post, names=names, channel_name=channel_name)

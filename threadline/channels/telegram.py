@@ -1,16 +1,18 @@
 """The Telegram channel: one bot token, driven through python-telegram-bot (PTB) v22.
 
-Updates arrive by long polling (default) or by webhook. In webhook mode PTB serves
-`webhook_listen:webhook_port/webhook_path` and registers `webhook_url` with Telegram together
-with `webhook_secret_token`; a request without that exact `X-Telegram-Bot-Api-Secret-Token`
-header is answered 403 and never reaches the events.
+Updates arrive by long polling (default) or by webhook, and Telegram is told an update arrived
+only once it was handled, for a message once `on_message` returned (see `telegram_updates`).
+In webhook mode the channel serves `webhook_listen:webhook_port/webhook_path` and registers
+`webhook_url` with Telegram together with `webhook_secret_token`; a request without that exact
+`X-Telegram-Bot-Api-Secret-Token` header is answered 403 and never reaches the events.
 
 What to know when running it:
 - Privacy mode (on by default, set with @BotFather /setprivacy): in groups the bot then sees
   only commands, @mentions of it and replies to its messages. `check()` says so at start-up.
-- Nothing is persisted: PTB confirms the polling offset on `stop()`, so a restart does not
+- Nothing is persisted here: `stop()` confirms the polling offset, so a clean restart does not
   replay old updates; `drop_pending_updates=True` also discards what queued while stopped.
-  Updates delivered twice anyway (same `update_id`) produce one event.
+  After a crash, updates handled but not yet confirmed come again and reach `on_message`
+  again: the receiver drops them by turn id. Updates are handled one at a time, in order.
 - Polling refuses to start while a webhook is registered for the token (another deployment may
   be using it); a 409 Conflict while polling (a second poller on the token) is logged with
   what to do and reported by `check()`.
@@ -27,7 +29,7 @@ What to know when running it:
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
 from telegram import Message, ReplyParameters, Update
@@ -40,10 +42,9 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+from telegram.ext import AIORateLimiter, ExtBot
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.intake import RecentKeys
 from threadline.channels.telegram_inbound import (
     Sender,
     conversation_id,
@@ -52,7 +53,7 @@ from threadline.channels.telegram_inbound import (
     text_of,
     turn_id,
 )
-from threadline.channels.telegram_updates import ConversationOrderedProcessor
+from threadline.channels.telegram_updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -60,6 +61,7 @@ from threadline.errors import (
     ChannelPermanentError,
     ConfigError,
     InvalidMessageError,
+    TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
 
@@ -68,15 +70,12 @@ log = structlog.get_logger("threadline.channels.telegram")
 Mode = Literal["polling", "webhook"]
 _ALLOWED_UPDATES = ["message", "edited_message"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
-# At most this many updates are handled at once; one conversation's updates run in order.
-_MAX_CONCURRENT_UPDATES = 256
 _RATE_LIMIT_RETRIES = 5
 
 
-def _conversation_key(update: object) -> str | None:
-    if isinstance(update, Update) and update.effective_message is not None:
-        return conversation_id(update.effective_message)
-    return None
+def _conversation_key(update: Update) -> str | None:
+    message = update.effective_message
+    return conversation_id(message) if message is not None else None
 
 
 class TelegramChannel(Channel):
@@ -131,43 +130,32 @@ class TelegramChannel(Channel):
         self._base_file_url = base_file_url
         self._drop_pending_updates = drop_pending_updates
         self._throttle = throttle
-        self._application: Application | None = None
+        self._bot: ExtBot[Any] | None = None
+        self._intake: UpdatePoller | WebhookReceiver | None = None
         self._events: ChannelEvents | None = None
-        self._seen = RecentKeys()
         self._conflict: str | None = None
         self._log = log.bind(channel=name)
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def _build_application(self) -> Application:
+    def _build_bot(self) -> ExtBot[Any]:
         limits = {} if self._throttle else {"overall_max_rate": 0, "group_max_rate": 0}
-        builder = (
-            ApplicationBuilder()
-            .token(self._token)
-            .rate_limiter(AIORateLimiter(max_retries=_RATE_LIMIT_RETRIES, **limits))
-            .concurrent_updates(
-                ConversationOrderedProcessor(_MAX_CONCURRENT_UPDATES, _conversation_key)
-            )
-        )
-        if self._base_url:
-            builder = builder.base_url(self._base_url)
-        if self._base_file_url:
-            builder = builder.base_file_url(self._base_file_url)
-        application = builder.build()
-        application.add_handler(TypeHandler(Update, self._on_update))
-        return application
+        urls: dict[str, Any] = {key: value for key, value in (("base_url", self._base_url),
+                                              ("base_file_url", self._base_file_url)) if value}
+        return ExtBot(self._token, rate_limiter=AIORateLimiter(
+            max_retries=_RATE_LIMIT_RETRIES, **limits), **urls)
 
     async def start(self, events: ChannelEvents) -> None:
-        if self._application is not None:
+        if self._bot is not None:
             raise ChannelError(f"telegram channel {self.name!r} is already started; "
                                "call stop() before starting it again.")
-        application = self._build_application()
+        bot = self._build_bot()
         try:
-            await application.initialize()  # calls getMe
+            await bot.initialize()  # calls getMe
         except TelegramError as exc:
-            await application.bot.shutdown()  # the application itself never came up
+            await bot.shutdown()
             raise self._failure(exc, action="connect to the Bot API") from exc
-        me = application.bot.bot
+        me = bot.bot
         username = me.username or None
         self.identity = BotIdentity(
             user_id=str(me.id),
@@ -177,32 +165,28 @@ class TelegramChannel(Channel):
         )
         self._events = events
         self._conflict = None
-        await application.start()
         try:
-            await self._start_updates(application)
+            self._intake = await self._start_updates(bot)
         except BaseException:
-            await application.stop()
-            await application.shutdown()
+            await bot.shutdown()
             raise
-        self._application = application
+        self._bot = bot
         self._log.info("telegram.started", mode=self._mode, bot=username)
 
-    async def _start_updates(self, application: Application) -> None:
-        updater = application.updater
-        assert updater is not None  # ApplicationBuilder always makes one
+    async def _start_updates(self, bot: ExtBot[Any]) -> UpdatePoller | WebhookReceiver:
         try:
             if self._mode == "webhook":
-                await updater.start_webhook(
-                    listen=self._webhook_listen,
-                    port=self._webhook_port,
-                    url_path=self._webhook_path,
-                    webhook_url=self._webhook_url,
-                    secret_token=self._webhook_secret_token,
+                assert self._webhook_url is not None and self._webhook_secret_token is not None
+                receiver = WebhookReceiver(bot=bot, take=self._on_update,
+                                           secret_token=self._webhook_secret_token, log=self._log)
+                await receiver.start(
+                    listen=self._webhook_listen, port=self._webhook_port,
+                    path=self._webhook_path, url=self._webhook_url,
                     allowed_updates=_ALLOWED_UPDATES,
                     drop_pending_updates=self._drop_pending_updates,
                 )
-                return
-            webhook = await application.bot.get_webhook_info()
+                return receiver
+            webhook = await bot.get_webhook_info()
             if webhook.url:
                 raise ChannelError(
                     f"telegram channel {self.name!r}: a webhook is set for this bot token "
@@ -210,28 +194,25 @@ class TelegramChannel(Channel):
                     "deployment may be receiving them. Stop that deployment and delete the "
                     "webhook (Bot API deleteWebhook), or run this channel with mode='webhook'."
                 )
-            await updater.start_polling(
-                allowed_updates=_ALLOWED_UPDATES,
-                drop_pending_updates=self._drop_pending_updates,
-                error_callback=self._on_polling_error,
-            )
+            poller = UpdatePoller(bot=bot, take=self._on_update, allowed_updates=_ALLOWED_UPDATES,
+                                  on_error=self._on_polling_error, log=self._log)
+            await poller.start(drop_pending_updates=self._drop_pending_updates)
+            return poller
         except TelegramError as exc:
             raise self._failure(exc, action=f"start receiving updates ({self._mode})") from exc
 
     async def stop(self) -> None:
-        application, self._application = self._application, None
-        if application is None:
+        bot, self._bot = self._bot, None
+        if bot is None:
             return
-        updater = application.updater
-        if updater is not None and updater.running:
-            await updater.stop()  # confirms the polling offset: no replay after a restart
-        if application.running:
-            await application.stop()  # waits for in-flight handlers
-        await application.shutdown()
+        intake, self._intake = self._intake, None
+        if intake is not None:
+            await intake.stop()  # finishes the update in hand, confirms what was handled
+        await bot.shutdown()
         self._log.info("telegram.stopped")
 
     def _on_polling_error(self, exc: TelegramError) -> None:
-        """PTB's polling loop reports errors here and retries with backoff (up to 30 s)."""
+        """The polling loop reports getUpdates errors here and retries with backoff (to 30 s)."""
         if isinstance(exc, Conflict):
             self._conflict = (
                 f"Telegram refused polling for telegram channel {self.name!r} with 409 Conflict "
@@ -244,15 +225,19 @@ class TelegramChannel(Channel):
 
     # -- inbound ---------------------------------------------------------------------------
 
-    async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
-        if not self._seen.first_sighting(update.update_id):
-            self._log.debug("telegram.duplicate_update", update_id=update.update_id)
-            return
+    async def _on_update(self, update: Update) -> None:
+        """Hand one update to the events; returns once it is handled (see `telegram_updates`).
+
+        `TurnNotRecordedError` propagates, so the update is not confirmed; any other failure
+        is logged and the update counts as handled, so one bad update cannot stall the bot.
+        """
         try:
             if update.message is not None:
                 await self._deliver_message(update.message)
             elif update.edited_message is not None:
                 await self._deliver_edit(update.edited_message)
+        except TurnNotRecordedError:
+            raise
         except Exception:
             self._log.exception("telegram.update_failed", update_id=update.update_id,
                                 conversation_id=_conversation_key(update))
@@ -286,15 +271,15 @@ class TelegramChannel(Channel):
 
     # -- outbound --------------------------------------------------------------------------
 
-    def _started(self, action: str) -> Application:
-        if self._application is None:
+    def _started(self, action: str) -> ExtBot[Any]:
+        if self._bot is None:
             raise ChannelError(f"telegram channel {self.name!r} cannot {action} before start().")
-        return self._application
+        return self._bot
 
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
-        bot = self._started("send a reply").bot
+        bot = self._started("send a reply")
         meta = inbound.metadata
         if meta.channel_type != "telegram" or meta.channel_id is None:
             raise InvalidMessageError(
@@ -355,7 +340,7 @@ class TelegramChannel(Channel):
     # -- diagnostics -----------------------------------------------------------------------
 
     async def check(self) -> list[str]:
-        bot = self._started("check its settings").bot
+        bot = self._started("check its settings")
         try:
             me = await bot.get_me()
         except TelegramError as exc:

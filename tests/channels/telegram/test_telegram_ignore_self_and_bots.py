@@ -25,6 +25,7 @@ async def test_own_and_other_bots_messages_never_reach_events(
         await fake.deliver(fake.message(GROUP, OTHER_BOT, "@support_bot from another bot"))
         await fake.deliver(fake.message(GROUP, ALICE, "@support_bot from a person"))
         person = await events.next_inbound()
+        await events.drain()
     finally:
         await channel.stop()  # the earlier two were handled (or dropped) before this returns
 

@@ -1,4 +1,7 @@
-"""An update Telegram delivers twice is one turn and one reply; a restart replays nothing."""
+"""An update Telegram delivers twice is one turn and one reply; a restart replays nothing.
+
+The channel hands every delivery over; the receiver (the inbox) drops copies by turn id.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ async def test_duplicate_update_by_polling_is_one_turn_one_reply(
     finally:
         await channel.stop()  # waits for in-flight handlers: nothing more can arrive
 
-    assert events.delivered == [first.id, after.id]
+    assert events.delivered == [first.id, first.id, after.id]
     assert [first.content, after.content] == ["@support_bot once", "@support_bot after"]
     assert [c.params["text"] for c in fake.calls_to("sendMessage")] == [
         "echo: @support_bot once", "echo: @support_bot after"]
@@ -72,12 +75,13 @@ async def test_duplicate_update_by_webhook_is_one_turn_one_reply(
 
         first = await events.next_inbound()
         later = await events.next_inbound()
+        await events.drain()
     finally:
         await channel.stop()
 
     assert statuses == [200, 200]
     assert fake.calls_to("setWebhook")[0].params["secret_token"] == SECRET
-    assert events.delivered == [first.id, later.id]
+    assert events.delivered == [first.id, first.id, later.id]
     assert [first.content, later.content] == ["@support_bot hook", "@support_bot later"]
     assert len(fake.calls_to("sendMessage")) == 2
     assert await events.store.count(first.conversation_id) == 2
@@ -90,6 +94,7 @@ async def test_restart_does_not_replay_handled_updates(
     await first_run.start(events)
     await fake.deliver(fake.message(GROUP, ALICE, "@support_bot before restart"))
     await events.next_inbound()
+    await events.drain()
     await first_run.stop()
     assert fake.pending_updates == []  # the offset was confirmed on stop
 
@@ -98,6 +103,7 @@ async def test_restart_does_not_replay_handled_updates(
     try:
         await fake.deliver(fake.message(GROUP, ALICE, "@support_bot after restart"))
         after = await events.next_inbound()
+        await events.drain()
     finally:
         await second_run.stop()
 
