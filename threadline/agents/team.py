@@ -253,12 +253,13 @@ class Team:
                                     author_of_replied=replied_author)
         if answering and hops == 0:
             message = await self._in_reply_thread(message, attachment)
-        for agent in answering:
+        for agent, reason in answering.items():
             deliver = (self._delivery(attachment.channel, message, agent.name)
                        if attachment.channel is not None else None)
             try:
                 result = await agent.invoke(message, aliases=self._identity_aliases(
-                    agent, attachment), inbound_recorded=True, deliver=deliver)
+                    agent, attachment), inbound_recorded=True, deliver=deliver,
+                    addressed_because=reason)
             except Exception:
                 bound.exception("team.agent_failed", agent=agent.name, message_id=message.id)
                 continue
@@ -358,34 +359,60 @@ class Team:
     def _addressed(
         self, message: StoredMessage, attachment: _Attachment, *, hops: int,
         author_of_replied: str | None = None,
-    ) -> list[Agent]:
-        """The agents that answer `message`, in the channel's order; see the module docstring."""
+    ) -> dict[Agent, str]:
+        """The agents that answer `message`, in the channel's order, each with why.
+
+        The reason is one of mention, alias, agent_mention (named in another agent's reply),
+        reply, thread, dm and respond_to_all; see the module docstring for the rules.
+        """
         author = message.participant
         if hops == 0 and _from_bot(message) and not self.answer_bots:
-            return []
+            return {}
         candidates = [a for a in attachment.agents
                       if not (author.kind == "agent" and author.id == a.name)]
-        named = [a for a in candidates if self._addressees[a.name].is_mentioned(message)]
+        named = {a: self._mention_kind(a, message, hops=hops) for a in candidates
+                 if self._addressees[a.name].is_mentioned(message)}
         if hops > 0:
             return named  # an agent's reply reaches only the agents it names
-        named += [a for a in candidates if a.name == author_of_replied and a not in named]
+        for agent in candidates:
+            if agent.name == author_of_replied and agent not in named:
+                thread = message.metadata.thread_id
+                named[agent] = ("thread" if thread is not None
+                                and message.metadata.reply_to_message_id == thread else "reply")
         default = attachment.agents[0]
-        if not named and default in candidates and self._addresses_bot(message, attachment):
-            named.append(default)
-        named += [a for a in candidates
-                  if a.name in attachment.respond_to_all and a not in named]
-        return sorted(named, key=attachment.agents.index)
+        if not named and default in candidates:
+            reason = self._addresses_bot(message, attachment)
+            if reason is not None:
+                named[default] = reason
+        for agent in candidates:
+            if agent.name in attachment.respond_to_all and agent not in named:
+                named[agent] = "respond_to_all"
+        return {a: named[a] for a in sorted(named, key=attachment.agents.index)}
 
     @staticmethod
-    def _addresses_bot(message: StoredMessage, attachment: _Attachment) -> bool:
+    def _mention_kind(agent: Agent, message: StoredMessage, *, hops: int) -> str:
+        """`mention` when the agent's own name was used, `alias` for another of its names."""
+        if hops > 0:
+            return "agent_mention"
+        name = normalize_mention(agent.name)
+        by_name = (name in mentions_in_text(message.content)
+                   or any(normalize_mention(m) == name for m in message.metadata.mentions))
+        return "mention" if by_name else "alias"
+
+    @staticmethod
+    def _addresses_bot(message: StoredMessage, attachment: _Attachment) -> str | None:
+        """Why the message addresses the bot itself (dm, mention, reply), or None."""
         if message.scope == "dm":
-            return True
+            return "dm"
         channel = attachment.channel
         if channel is None or channel.identity is None:
-            return False
+            return None
         bot = {normalize_mention(n) for n in channel.identity.aliases}
         mentioned = {normalize_mention(m) for m in message.metadata.mentions}
         mentioned.update(mentions_in_text(message.content))
+        if bot & mentioned:
+            return "mention"
         replied_to = message.metadata.reply_to_participant_id
-        return bool(bot & mentioned) or (
-            replied_to is not None and normalize_mention(replied_to) in bot)
+        if replied_to is not None and normalize_mention(replied_to) in bot:
+            return "reply"
+        return None

@@ -31,6 +31,8 @@ class TurnContext:
     capture does not write it twice. `aliases` are extra names the agent answers to in this
     channel (the bot's platform ids). `deliver`, when given, posts the reply on the platform
     before capture records it, so the stored turn carries the platform's message id.
+    `addressed_because` is why this agent answers (mention, alias, dm, reply, thread,
+    respond_to_all, agent_mention), when the team routed the turn.
     """
 
     agent: Agent
@@ -41,6 +43,7 @@ class TurnContext:
     inbound_recorded: bool = False
     aliases: tuple[str, ...] = ()
     deliver: Deliver | None = None
+    addressed_because: str | None = None
 
 
 class Interceptor(Protocol):
