@@ -42,6 +42,8 @@ class RecordRetention:
         self.records = records
         self.days = days
         self.every = every
+        self.passes = 0  # prune passes done, each followed by `pass_done` being set
+        self.pass_done = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -53,6 +55,8 @@ class RecordRetention:
                 await prune_records(self.records, self.days)
             except StoreError as exc:
                 log.warning("inspector.prune_failed", error=str(exc), retention_days=self.days)
+            self.passes += 1
+            self.pass_done.set()
             await asyncio.sleep(self.every)
 
     async def stop(self) -> None:
