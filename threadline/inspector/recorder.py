@@ -105,7 +105,7 @@ class _Turn:
             inbound_id=self.inbound.id,
             outbound_id=result.outbound.id if result and result.outbound else None,
             created_at=self.started_at, addressed_because=self.addressed_because,
-            model=next((c.request.model for c in self.calls), self.agent.model),
+            model=next((_answered_by(c) for c in reversed(self.calls)), self.agent.model),
             stop_reason=result.stop_reason if result else "raised",
             latency_ms=round((result.latency if result else 0.0) * 1000, 3),
             model_calls=len(self.calls), input_tokens=usage.input_tokens,
@@ -140,7 +140,7 @@ class _Turn:
         form, request = rendered_request(self.agent.provider, call.request)
         response = call.response
         return {
-            "model": call.request.model,
+            "model": _answered_by(call),
             "format": form,
             "request": request,
             "response": None if response is None else {
@@ -174,6 +174,11 @@ def rendered_request(provider: Any, request: ModelRequest) -> tuple[str, dict[st
                          if m.tool_exchanges else {})} for m in request.messages],
         "tools": [t.name for t in request.tools],
     }
+
+
+def _answered_by(call: _Call) -> str:
+    """The model that answered (as the provider reports it), else the one asked for."""
+    return (call.response.model if call.response is not None else "") or call.request.model
 
 
 def _inbound(message: StoredMessage) -> dict[str, Any]:
