@@ -200,7 +200,8 @@ class Replayer:
         if inbound is None or inbound.sequence is None:
             raise ConfigError(
                 f"the turn record {record.id} answered ({record.inbound_id}) is no longer in "
-                "the history (pruned or deleted); replay it with mode 'recorded'")
+                "the history (pruned or deleted); replay the recorded prompt instead "
+                "(--recorded, or 'exactly as recorded' in the console)")
         view = HistoryAsOf(self.store, record.conversation_id, inbound.sequence)
         # No summarizer: a replay reads the summaries of that time and writes none.
         prompt = await assemble_prompt(view, record.conversation_id, agent.name, agent.name,
