@@ -4,7 +4,9 @@ Prints, on SQLite (and PostgreSQL when THREADLINE_TEST_PG_URL is set; otherwise 
 was skipped):
 - platform overhead per turn, p50/p99: inbound message -> model request sent (routing, storing
   the inbound turn, assembling the prompt), and model reply -> outbound turn stored;
-- turns per second over 100 concurrent conversations through one Team.
+- the same with reply records on (the inspector's recorder observing the agent), the extra cost
+  per turn (target: p99 under 15 ms on SQLite) and the size of a record per reply;
+- turns per second over 100 concurrent conversations through one Team, records off and on.
 
 Conversations grow as the run goes (up to TURNS_PER_CONVERSATION human turns each, so the
 assembler reads real histories). Each figure is one run on this machine: orders of magnitude.
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,6 +36,8 @@ from threadline.agents.team import Team  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
+from threadline.history.sql_operations import SqlRunner  # noqa: E402
+from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40
@@ -78,6 +83,17 @@ async def components(store: SqlConversationStore) -> tuple[list[float], list[flo
     return appends, assembles
 
 
+def _record_sizes(conn: SqlRunner) -> list[int]:
+    rows = conn.rows("SELECT length(detail_json) + length(reply) + 300 FROM "
+                     "threadline_reply_records", {})
+    return [int(row[0]) for row in rows]
+
+
+async def record_sizes(store: SqlConversationStore) -> list[int]:
+    """Bytes per stored record: the detail JSON and reply, plus about 300 for the columns."""
+    return await store.run("measure records", _record_sizes)
+
+
 async def overhead(url: str) -> tuple[list[float], list[float], list[float], list[float]]:
     """Per-turn overhead before and after the model, in milliseconds, one turn at a time."""
     async with SqlConversationStore(url) as store:
@@ -98,10 +114,41 @@ async def overhead(url: str) -> tuple[list[float], list[float], list[float], lis
     return before[warm:], after[warm:], appends, assembles
 
 
-async def throughput(url: str) -> float:
+async def records_cost(url_off: str, url_on: str) -> tuple[list[float], list[float], list[int]]:
+    """Turn time in ms without and with records, in pairs (same history size, same moment).
+
+    The two teams answer the same turns one after the other, first one then the other in
+    turn, so the machine's noise (2 shared cores) falls on both alike. Records are written in
+    the background, while the next turns run, as in production.
+    """
+    async with SqlConversationStore(url_off) as plain, SqlConversationStore(url_on) as stored:
+        recorder = ReplyRecorder(SqlReplyRecords(stored))
+        teams = [Team([Agent(name="support", conversation_history=plain,
+                             provider=InstantModel())]),
+                 Team([Agent(name="support", conversation_history=stored,
+                             provider=InstantModel(), observer=recorder)])]
+        times: list[list[float]] = [[], []]
+        for turn in range(TURNS_PER_CONVERSATION):
+            for c in range(SEQUENTIAL_CONVERSATIONS):
+                order = (0, 1) if (turn + c) % 2 == 0 else (1, 0)
+                for which in order:
+                    started = time.perf_counter()
+                    await teams[which].handle(message(f"seq{c}", turn))
+                    times[which].append((time.perf_counter() - started) * 1000)
+        for team in teams:
+            await team.stop()
+        await recorder.close()
+        sizes = await record_sizes(stored)
+    warm = SEQUENTIAL_CONVERSATIONS * 2
+    return times[0][warm:], times[1][warm:], sizes
+
+
+async def throughput(url: str, *, record: bool = False) -> float:
     """Human turns answered per second, 100 conversations at once, 5 turns each."""
     async with SqlConversationStore(url) as store:
-        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())])
+        recorder = ReplyRecorder(SqlReplyRecords(store)) if record else None
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel(),
+                           observer=recorder)])
         await team.handle(message("warm-up", 0))
         arrivals = [message(f"con{c}", t) for t in range(CONCURRENT_TURNS)
                     for c in range(CONCURRENT_CONVERSATIONS)]
@@ -109,12 +156,15 @@ async def throughput(url: str) -> float:
         await asyncio.gather(*(team.handle(m) for m in arrivals))
         elapsed = time.perf_counter() - started
         await team.stop()
+        if recorder is not None:
+            await recorder.close()
     return len(arrivals) / elapsed
 
 
-async def report(label: str, url: str) -> None:
-    before, after, appends, assembles = await overhead(url)
-    rate = await throughput(url)
+async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
+    """Every figure for one database; `fresh()` gives an empty database for each part."""
+    before, after, appends, assembles = await overhead(await fresh())
+    rate = await throughput(await fresh())
     print(f"{label}: inbound -> model request  p50 {statistics.median(before):6.2f} ms   "
           f"p99 {percentile(before, 0.99):6.2f} ms   ({len(before)} turns)")
     print(f"{label}: model reply -> stored     p50 {statistics.median(after):6.2f} ms   "
@@ -128,41 +178,68 @@ async def report(label: str, url: str) -> None:
           f"p99 {percentile(assembles, 0.99):6.2f} ms   (one per turn, before the model)")
     print(f"{label}: {rate:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
           f"conversations ({CONCURRENT_TURNS} turns each, answered and both turns stored)")
+    plain, recorded, sizes = await records_cost(await fresh(), await fresh())
+    rate_r = await throughput(await fresh(), record=True)
+    print(f"{label}: whole turn, records off    p50 {statistics.median(plain):6.2f} ms   "
+          f"p99 {percentile(plain, 0.99):6.2f} ms   (paired with the next line)")
+    print(f"{label}: whole turn, records on     p50 {statistics.median(recorded):6.2f} ms   "
+          f"p99 {percentile(recorded, 0.99):6.2f} ms   -> records cost p50 "
+          f"{statistics.median(recorded) - statistics.median(plain):+.2f} ms, p99 "
+          f"{percentile(recorded, 0.99) - percentile(plain, 0.99):+.2f} ms per turn "
+          "(target: p99 under 15 ms)")
+    print(f"{label}: record size per reply       mean {statistics.fmean(sizes) / 1024:5.1f} KiB"
+          f"   max {max(sizes) / 1024:5.1f} KiB   ({len(sizes)} records; the prompt of up to "
+          f"{TURNS_PER_CONVERSATION * 2} turns, exact request, reply)")
+    print(f"{label}: {rate_r:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
+          "conversations with records on")
 
 
-async def postgres_url(base: str) -> tuple[str, str]:
-    import asyncpg
+class PostgresSchemas:
+    """Fresh PostgreSQL schemas for one run, dropped at the end."""
 
-    schema = "bench_" + uuid.uuid4().hex[:10]
-    dsn = base.replace("postgresql+asyncpg://", "postgresql://")
-    connection = await asyncpg.connect(dsn)
-    await connection.execute(f"CREATE SCHEMA {schema}")
-    await connection.close()
-    separator = "&" if "?" in base else "?"
-    return f"{base}{separator}search_path={schema}", schema
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.dsn = base.replace("postgresql+asyncpg://", "postgresql://")
+        self.schemas: list[str] = []
 
+    async def fresh(self) -> str:
+        import asyncpg
 
-async def drop_schema(base: str, schema: str) -> None:
-    import asyncpg
+        schema = "bench_" + uuid.uuid4().hex[:10]
+        connection = await asyncpg.connect(self.dsn)
+        await connection.execute(f"CREATE SCHEMA {schema}")
+        await connection.close()
+        self.schemas.append(schema)
+        separator = "&" if "?" in self.base else "?"
+        return f"{self.base}{separator}search_path={schema}"
 
-    connection = await asyncpg.connect(base.replace("postgresql+asyncpg://", "postgresql://"))
-    await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    await connection.close()
+    async def drop(self) -> None:
+        import asyncpg
+
+        connection = await asyncpg.connect(self.dsn)
+        for schema in self.schemas:
+            await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await connection.close()
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        await report("SQLite", f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}")
+        files = iter(range(1_000))
+
+        async def sqlite_file() -> str:
+            return f"sqlite+aiosqlite:///{Path(folder) / f'bench{next(files)}.db'}"
+
+        await report("SQLite", sqlite_file)
     base = os.environ.get("THREADLINE_TEST_PG_URL")
     if not base:
         print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL, for example "
               "postgresql+asyncpg://postgres@127.0.0.1:5432/test)")
         return
-    url, schema = await postgres_url(base)
+    schemas = PostgresSchemas(base)
     try:
-        await report("PostgreSQL", url)
+        await report("PostgreSQL", schemas.fresh)
     finally:
-        await drop_schema(base, schema)
+        await schemas.drop()
 
 
 if __name__ == "__main__":

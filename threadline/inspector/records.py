@@ -9,6 +9,7 @@ history, on SQLite and PostgreSQL alike. `InMemoryReplyRecords` keeps the newest
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
 from collections.abc import Sequence
@@ -141,8 +142,12 @@ def _record(row: Sequence[Any], detail_json: str | None = None) -> ReplyRecord:
     return ReplyRecord(**values, detail=json.loads(detail_json) if detail_json else None)
 
 
-def _insert(conn: SqlRunner, pending: Sequence[Recordable]) -> int:
-    return sum(conn.rowcount(_INSERT, _row(p.to_record())) for p in pending)
+def _rows(pending: Sequence[Recordable]) -> list[dict[str, Any]]:
+    return [_row(p.to_record()) for p in pending]
+
+
+def _insert(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
+    return sum(conn.rowcount(_INSERT, row) for row in rows)
 
 
 def _select_recent(conn: SqlRunner, conversation_id: str | None, agent: str | None,
@@ -197,8 +202,10 @@ class SqlReplyRecords:
     async def add(self, pending: Sequence[Recordable]) -> int:
         if not pending:
             return 0
-        # Built inside the write: on SQLite that is the writer thread, off the event loop.
-        return await self.store.run("record replies", _insert, list(pending), write=True)
+        # Built (rendered, counted, redacted, encoded) in a worker thread, not on the event
+        # loop where the next turns run, nor inside the write transaction.
+        rows = await asyncio.to_thread(_rows, list(pending))
+        return await self.store.run("record replies", _insert, rows, write=True)
 
     async def recent(self, conversation_id: str | None = None, *, agent: str | None = None,
                      since: datetime | None = None, limit: int = 50) -> list[ReplyRecord]:
