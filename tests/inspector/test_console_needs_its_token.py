@@ -105,3 +105,27 @@ def test_no_token_no_console_beyond_this_machine(tmp_path: Path,
     config.write_text("ops:\n  host: 0.0.0.0\ninspector:\n  token: ${CONSOLE_TOKEN}\n",
                       encoding="utf-8")
     assert load_settings(config, env={"CONSOLE_TOKEN": TOKEN}).inspector.token == TOKEN
+
+
+async def test_without_a_token_only_this_machine_may_ask(tmp_path: Path) -> None:
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
+        app = console_app(records=records_for(store), store=store, redactor=Redactor())
+        runner = web.AppRunner(standalone_app(app))
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(base + "/console/") as response:
+                    assert response.status == 200
+                async with session.get(base + "/console/", headers={
+                        "Host": "rebound.example:80"}) as response:  # a DNS name pointing here
+                    assert response.status == 403
+                    assert "another name" in await response.text()
+                async with session.post(base + "/console/records/r1/replay", headers={
+                        "Origin": "http://elsewhere.example"}) as response:
+                    assert response.status == 403
+                async with session.get(base + "/console/charts?days=soon") as response:
+                    assert response.status == 400
+        finally:
+            await runner.cleanup()

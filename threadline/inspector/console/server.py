@@ -25,7 +25,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from threadline.errors import ThreadlineError
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
-from threadline.inspector.console.auth import COOKIE, authorized, cookie_value, token_matches
+from threadline.inspector.console.auth import (
+    COOKIE,
+    authorized,
+    cookie_value,
+    foreign_request,
+    token_matches,
+)
 from threadline.inspector.console.charts import charts_by_agent
 from threadline.inspector.record import PARTS
 from threadline.inspector.records import ReplyRecords
@@ -75,8 +81,12 @@ class Console:
     async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Token check first, then the handler; every answer is redacted and hardened."""
         login = request.path == f"{self.prefix}/login" and request.method == "POST"
-        if not login and not authorized(request, self.token):
-            response: web.StreamResponse = self._unauthorized(request)
+        refused = foreign_request(request, self.token)
+        if refused is not None:
+            response: web.StreamResponse = self._page("error.html", status=403,
+                                                      message=refused)
+        elif not login and not authorized(request, self.token):
+            response = self._unauthorized(request)
         else:
             try:
                 response = await handler(request)
@@ -156,7 +166,10 @@ class Console:
                           replay=self.replayer is not None, modes=MODES)
 
     async def charts(self, request: web.Request) -> web.Response:
-        days = float(request.query.get("days", "7") or 7)
+        try:
+            days = float(request.query.get("days", "7") or 7)
+        except ValueError:
+            raise web.HTTPBadRequest(text="days must be a number, e.g. ?days=7") from None
         records = await self.records.recent(since=utc_now() - timedelta(days=days),
                                             limit=CHART_RECORDS)
         charts = charts_by_agent(records)
