@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -277,13 +277,16 @@ def console_main(args: argparse.Namespace) -> int:
             site = web.TCPSite(runner, args.host, args.port)
             await site.start()
             port = runner.addresses[0][1] if runner.addresses else args.port
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, stop.set)
             print(f"threadline console: http://{args.host}:{port}{PREFIX}/ (Ctrl-C to stop)",
                   file=sys.stderr, flush=True)
             try:
-                await asyncio.Event().wait()
+                await stop.wait()
             finally:
                 await runner.cleanup()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    asyncio.run(serve())
     return 0
