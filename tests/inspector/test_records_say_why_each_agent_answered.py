@@ -1,5 +1,6 @@
-"""Each record says why its agent answered: its name, an alias, a DM, a reply to it, another
-agent naming it, or respond_to_all. Records of an in-memory store stay in memory."""
+"""Each record says why its agent answered: its name, an alias, a DM, a reply to it, a thread
+it answered in, another agent naming it, or respond_to_all. Records of an in-memory store
+stay in memory."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ async def test_every_routing_reason_is_recorded() -> None:
         reply = room.message("thanks, that helps", user="ada")
         await team.handle(replace(reply, metadata=replace(
             reply.metadata, reply_to_message_id=support_reply.message_id)), room)
+        follow_up = room.message("one more thing", user="ada")
+        await team.handle(replace(follow_up, metadata=replace(
+            follow_up.metadata, thread_id=support_reply.message_id,
+            reply_to_message_id=support_reply.message_id)), room)
         direct = room.message("hello in private", user="ada")
         await team.handle(replace(direct, scope="dm", metadata=MessageMetadata(
             channel_type="local", channel_name="local", message_id="dm-1")), room)
@@ -48,6 +53,7 @@ async def test_every_routing_reason_is_recorded() -> None:
         ("support", "mention"), ("billing", "agent_mention"), ("billing", "mention"),
         ("notes", "respond_to_all"), ("billing", "agent_mention"),
         ("support", "reply"), ("notes", "respond_to_all"),
+        ("support", "thread"), ("notes", "respond_to_all"),
         ("support", "dm"), ("notes", "respond_to_all"),
     ]
     newest = (await records.recent(limit=1))[0]
