@@ -122,7 +122,8 @@ def format_record(record: ReplyRecord) -> str:
     lines += [f"  [{p['part']}] {p['role']} ({p['tokens']} tokens): {_short(p['content'])}"
               for p in prompt.get("parts", [])]
     if prompt.get("recalled_ids"):
-        lines.append(f"  recalled ids: {', '.join(prompt['recalled_ids'])}")
+        lines.append(f"  recalled ids: {', '.join(prompt['recalled_ids'])}; the search matched "
+                     f"{', '.join(prompt.get('recall_hit_ids', []))} (best first)")
     lines.append(f"tools offered: {', '.join(detail.get('tools', [])) or 'none'}")
     lines.append("model calls:")
     for number, call in enumerate(detail.get("model_calls", []), start=1):

@@ -9,6 +9,7 @@ JSON `detail`, which listings leave unread (None).
     inbound         the turn answered: id, participant, content, platform ids
     prompt          token_budget, token_count, parts [{part, role, content, tokens}],
                     included_ids, dropped_for_budget_ids, filtered_ids, recalled_ids,
+                    recall_hit_ids (the recalled turns the search matched, best first),
                     summary_used, summary_created, notes
     system_prompt   the agent's system prompt
     tools           the tool names offered to the model

@@ -131,6 +131,7 @@ class _Turn:
             "dropped_for_budget_ids": list(prompt.dropped_for_budget_ids) if prompt else [],
             "filtered_ids": list(prompt.filtered_ids) if prompt else [],
             "recalled_ids": list(prompt.recalled_ids) if prompt else [],
+            "recall_hit_ids": list(prompt.recall_hit_ids) if prompt else [],
             "summary_used": prompt.summary_used if prompt else False,
             "summary_created": prompt.summary_created if prompt else False,
             "notes": notes,
