@@ -4,6 +4,7 @@ even when a person pastes one, a tool returns one and the model repeats one."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -20,6 +21,7 @@ SECRETS = {
     "SLACK_SIGNING_SECRET": "signing-5f4dcc3b5aa765d6",
     "SUPPORT_DB_PASSWORD": "hunter2-but-longer",  # in the environment only, not the config
 }
+TOOL_MODULE = "leaky_account_tools"
 TOOL = '''\
 import os
 
@@ -34,7 +36,11 @@ async def test_no_secret_in_records_or_pages(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-    (tmp_path / "support_tools.py").write_text(TOOL, encoding="utf-8")
+    (tmp_path / f"{TOOL_MODULE}.py").write_text(TOOL, encoding="utf-8")
+    # The runtime imports the tool module. monkeypatch notes that the name is not imported now
+    # and takes it out of sys.modules again after the test, so no other test finds this one.
+    monkeypatch.setitem(sys.modules, TOOL_MODULE, None)
+    del sys.modules[TOOL_MODULE]
     db = tmp_path / "threadline.db"
     async with FakeAnthropic() as anthropic:
         anthropic.script(tool_use("account_settings", {}),
@@ -58,7 +64,7 @@ channels:
     signing_secret: ${{SLACK_SIGNING_SECRET}}
 agents:
   support:
-    tools: ["support_tools:account_settings"]
+    tools: ["{TOOL_MODULE}:account_settings"]
     channels: [local]
 """, encoding="utf-8")
         runtime = Runtime.build(load_settings(config))
