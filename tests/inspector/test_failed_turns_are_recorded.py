@@ -4,6 +4,7 @@ that was refused and why; `threadline inspect show` tells the story in plain tex
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,9 @@ agents:
     assert "reply: Sorry, I could not answer that just now" in text
     json_out = await asyncio.to_thread(run_cli, capsys, "inspect", "show", record_id, "--db",
                                        str(db), "--json")
-    assert '"stop_reason": "error"' in json_out.out
+    whole = json.loads(json_out.out)
+    assert whole["stop_reason"] == "error" and whole["latency_ms"] > 0
+    assert whole["detail"]["model_calls"][0]["error"].startswith("ModelError: Anthropic rejected")
     assert refused["messages"][0]["content"][0]["text"] == "ada: @billing refund my order"
     missing = await asyncio.to_thread(run_cli, capsys, "inspect", "show", "nope-nope",
                                       "--db", str(db))

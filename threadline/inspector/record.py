@@ -38,7 +38,10 @@ PARTS = ("summary", "recalled", "kept", "newest")
 
 @dataclass(frozen=True, slots=True)
 class ReplyRecord:
-    """One agent turn as recorded; see the module docstring for `detail`."""
+    """One agent turn as recorded; see the module docstring for `detail`.
+
+    `latency_ms` is the whole turn, from the agent taking it to the reply posted and stored.
+    """
 
     id: str
     conversation_id: str

@@ -67,6 +67,9 @@ class _Turn:
     result: AgentResult | None = None
     error: BaseException | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # The whole turn as the person waits for it: prompt, model, tools, delivery, storing.
+    began: float = field(default_factory=time.perf_counter)
+    seconds: float = 0.0
 
     # -- TurnTrace ---------------------------------------------------------------------
 
@@ -79,6 +82,7 @@ class _Turn:
 
     def finished(self, result: AgentResult | None, error: BaseException | None = None) -> None:
         self.result, self.error = result, error
+        self.seconds = time.perf_counter() - self.began
         self.recorder.enqueue(self)
 
     # -- the record ----------------------------------------------------------------------
@@ -107,7 +111,7 @@ class _Turn:
             created_at=self.started_at, addressed_because=self.addressed_because,
             model=next((_answered_by(c) for c in reversed(self.calls)), self.agent.model),
             stop_reason=result.stop_reason if result else "raised",
-            latency_ms=round((result.latency if result else 0.0) * 1000, 3),
+            latency_ms=round(self.seconds * 1000, 3),
             model_calls=len(self.calls), input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_input_tokens,
             cache_write_tokens=usage.cache_creation_input_tokens,
