@@ -4,7 +4,9 @@ Prints, on SQLite (and PostgreSQL when THREADLINE_TEST_PG_URL is set; otherwise 
 was skipped):
 - platform overhead per turn, p50/p99: inbound message -> model request sent (routing, storing
   the inbound turn, assembling the prompt), and model reply -> outbound turn stored;
-- turns per second over 100 concurrent conversations through one Team;
+- the same with reply records on (the inspector's recorder observing the agent), the extra cost
+  per turn (target: p99 under 15 ms on SQLite) and the size of a record per reply;
+- turns per second over 100 concurrent conversations through one Team, records off and on;
 - on PostgreSQL, the same over 1, 2 and 4 worker processes sharing the database (each turn is
   received by one worker, round robin, as behind a load balancer; any worker may answer it:
   whoever owns its conversation). The ratio to one process says whether it scales.
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -39,6 +42,8 @@ from threadline.agents.team import Team  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
+from threadline.history.sql_operations import SqlRunner  # noqa: E402
+from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40
@@ -84,6 +89,17 @@ async def components(store: SqlConversationStore) -> tuple[list[float], list[flo
     return appends, assembles
 
 
+def _record_sizes(conn: SqlRunner) -> list[int]:
+    rows = conn.rows("SELECT length(detail_json) + length(reply) + 300 FROM "
+                     "threadline_reply_records", {})
+    return [int(row[0]) for row in rows]
+
+
+async def record_sizes(store: SqlConversationStore) -> list[int]:
+    """Bytes per stored record: the detail JSON and reply, plus about 300 for the columns."""
+    return await store.run("measure records", _record_sizes)
+
+
 async def overhead(url: str) -> tuple[list[float], list[float], list[float], list[float]]:
     """Per-turn overhead before and after the model, in milliseconds, one turn at a time."""
     async with SqlConversationStore(url) as store:
@@ -104,10 +120,49 @@ async def overhead(url: str) -> tuple[list[float], list[float], list[float], lis
     return before[warm:], after[warm:], appends, assembles
 
 
-async def throughput(url: str) -> float:
+async def records_cost(url_off: str, url_on: str
+                       ) -> tuple[list[float], list[float], list[float], list[int]]:
+    """Turn time in ms without and with records, in pairs (same history size, same moment),
+    and the time the record's background write took after each recorded turn.
+
+    The two teams answer the same turns one after the other, first one then the other in
+    turn, so the machine's noise (2 shared cores) falls on both alike. After a recorded turn
+    the benchmark waits for its record to be written (timed apart), so the write never lands
+    on the other team's turn; in production it runs while the next turns are answered.
+    """
+    async with SqlConversationStore(url_off) as plain, SqlConversationStore(url_on) as stored:
+        recorder = ReplyRecorder(SqlReplyRecords(stored))
+        teams = [Team([Agent(name="support", conversation_history=plain,
+                             provider=InstantModel())]),
+                 Team([Agent(name="support", conversation_history=stored,
+                             provider=InstantModel(), observer=recorder)])]
+        times: list[list[float]] = [[], []]
+        writes: list[float] = []
+        for turn in range(TURNS_PER_CONVERSATION):
+            for c in range(SEQUENTIAL_CONVERSATIONS):
+                order = (0, 1) if (turn + c) % 2 == 0 else (1, 0)
+                for which in order:
+                    started = time.perf_counter()
+                    await teams[which].handle(message(f"seq{c}", turn))
+                    finished = time.perf_counter()
+                    times[which].append((finished - started) * 1000)
+                    if which == 1:
+                        await recorder.flush()
+                        writes.append((time.perf_counter() - finished) * 1000)
+        for team in teams:
+            await team.stop()
+        await recorder.close()
+        sizes = await record_sizes(stored)
+    warm = SEQUENTIAL_CONVERSATIONS * 2
+    return times[0][warm:], times[1][warm:], writes[warm:], sizes
+
+
+async def throughput(url: str, *, record: bool = False) -> float:
     """Human turns answered per second, 100 conversations at once, 5 turns each."""
     async with SqlConversationStore(url) as store:
-        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())])
+        recorder = ReplyRecorder(SqlReplyRecords(store)) if record else None
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel(),
+                           observer=recorder)])
         await team.handle(message("warm-up", 0))
         arrivals = [message(f"con{c}", t) for t in range(CONCURRENT_TURNS)
                     for c in range(CONCURRENT_CONVERSATIONS)]
@@ -115,12 +170,15 @@ async def throughput(url: str) -> float:
         await asyncio.gather(*(team.handle(m) for m in arrivals))
         elapsed = time.perf_counter() - started
         await team.stop()
+        if recorder is not None:
+            await recorder.close()
     return len(arrivals) / elapsed
 
 
-async def report(label: str, url: str) -> None:
-    before, after, appends, assembles = await overhead(url)
-    rate = await throughput(url)
+async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
+    """Every figure for one database; `fresh()` gives an empty database for each part."""
+    before, after, appends, assembles = await overhead(await fresh())
+    rate = await throughput(await fresh())
     print(f"{label}: inbound -> model request  p50 {statistics.median(before):6.2f} ms   "
           f"p99 {percentile(before, 0.99):6.2f} ms   ({len(before)} turns)")
     print(f"{label}: model reply -> stored     p50 {statistics.median(after):6.2f} ms   "
@@ -134,6 +192,25 @@ async def report(label: str, url: str) -> None:
           f"p99 {percentile(assembles, 0.99):6.2f} ms   (one per turn, before the model)")
     print(f"{label}: {rate:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
           f"conversations ({CONCURRENT_TURNS} turns each, answered and both turns stored)")
+    plain, recorded, writes, sizes = await records_cost(await fresh(), await fresh())
+    rate_r = await throughput(await fresh(), record=True)
+    print(f"{label}: whole turn, records off    p50 {statistics.median(plain):6.2f} ms   "
+          f"p99 {percentile(plain, 0.99):6.2f} ms   (paired with the next line)")
+    print(f"{label}: whole turn, records on     p50 {statistics.median(recorded):6.2f} ms   "
+          f"p99 {percentile(recorded, 0.99):6.2f} ms   -> records cost p50 "
+          f"{statistics.median(recorded) - statistics.median(plain):+.2f} ms, p99 "
+          f"{percentile(recorded, 0.99) - percentile(plain, 0.99):+.2f} ms per turn "
+          "(target: p99 under 15 ms)")
+    awaited = [r + w for r, w in zip(recorded, writes, strict=True)]
+    print(f"{label}:   its background write      p50 {statistics.median(writes):6.2f} ms   "
+          f"p99 {percentile(writes, 0.99):6.2f} ms   (after the turn, off its path; even "
+          f"awaited in the turn: p99 cost "
+          f"{percentile(awaited, 0.99) - percentile(plain, 0.99):+.2f} ms)")
+    print(f"{label}: record size per reply       mean {statistics.fmean(sizes) / 1024:5.1f} KiB"
+          f"   max {max(sizes) / 1024:5.1f} KiB   ({len(sizes)} records; the prompt of up to "
+          f"{TURNS_PER_CONVERSATION * 2} turns, exact request, reply)")
+    print(f"{label}: {rate_r:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
+          "conversations with records on")
 
 
 async def worker(url: str, index: int, workers: int) -> None:
@@ -156,77 +233,86 @@ async def worker(url: str, index: int, workers: int) -> None:
         await lock.close()
 
 
-async def scaling(base: str, workers: int) -> float:
+async def scaling(url: str, workers: int) -> float:
     """Turns per second when `workers` processes share one PostgreSQL database."""
-    url, schema = await postgres_url(base)
-    try:
-        async with SqlConversationStore(url) as store:  # migrated once, before the workers
-            processes = [await asyncio.create_subprocess_exec(
-                sys.executable, __file__, "--worker", url, str(i), str(workers),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
-                for i in range(workers)]
-            for process in processes:
-                assert process.stdout is not None
-                await process.stdout.readline()  # ready
-            total = CONCURRENT_CONVERSATIONS * CONCURRENT_TURNS
-            started = time.perf_counter()
-            for process in processes:
-                assert process.stdin is not None
-                process.stdin.write(b"go\n")
-                await process.stdin.drain()
-            answered = 0
-            while answered < total:
-                await asyncio.sleep(0.02)
-                answered = await store.count() // 2  # each answered turn stores two
-            elapsed = time.perf_counter() - started
-            for process in processes:
-                assert process.stdin is not None
-                process.stdin.write(b"stop\n")
-                await process.stdin.drain()
-                await process.wait()
-        return total / elapsed
-    finally:
-        await drop_schema(base, schema)
+    async with SqlConversationStore(url) as store:  # migrated once, before the workers
+        processes = [await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--worker", url, str(i), str(workers),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            for i in range(workers)]
+        for process in processes:
+            assert process.stdout is not None
+            await process.stdout.readline()  # ready
+        total = CONCURRENT_CONVERSATIONS * CONCURRENT_TURNS
+        started = time.perf_counter()
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(b"go\n")
+            await process.stdin.drain()
+        answered = 0
+        while answered < total:
+            await asyncio.sleep(0.02)
+            answered = await store.count() // 2  # each answered turn stores two
+        elapsed = time.perf_counter() - started
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(b"stop\n")
+            await process.stdin.drain()
+            await process.wait()
+    return total / elapsed
 
 
-async def postgres_url(base: str) -> tuple[str, str]:
-    import asyncpg
+class PostgresSchemas:
+    """Fresh PostgreSQL schemas for one run, dropped at the end."""
 
-    schema = "bench_" + uuid.uuid4().hex[:10]
-    dsn = base.replace("postgresql+asyncpg://", "postgresql://")
-    connection = await asyncpg.connect(dsn)
-    await connection.execute(f"CREATE SCHEMA {schema}")
-    await connection.close()
-    separator = "&" if "?" in base else "?"
-    return f"{base}{separator}search_path={schema}", schema
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.dsn = base.replace("postgresql+asyncpg://", "postgresql://")
+        self.schemas: list[str] = []
 
+    async def fresh(self) -> str:
+        import asyncpg
 
-async def drop_schema(base: str, schema: str) -> None:
-    import asyncpg
+        schema = "bench_" + uuid.uuid4().hex[:10]
+        connection = await asyncpg.connect(self.dsn)
+        await connection.execute(f"CREATE SCHEMA {schema}")
+        await connection.close()
+        self.schemas.append(schema)
+        separator = "&" if "?" in self.base else "?"
+        return f"{self.base}{separator}search_path={schema}"
 
-    connection = await asyncpg.connect(base.replace("postgresql+asyncpg://", "postgresql://"))
-    await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    await connection.close()
+    async def drop(self) -> None:
+        import asyncpg
+
+        connection = await asyncpg.connect(self.dsn)
+        for schema in self.schemas:
+            await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await connection.close()
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        await report("SQLite", f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}")
+        files = iter(range(1_000))
+
+        async def sqlite_file() -> str:
+            return f"sqlite+aiosqlite:///{Path(folder) / f'bench{next(files)}.db'}"
+
+        await report("SQLite", sqlite_file)
     base = os.environ.get("THREADLINE_TEST_PG_URL")
     if not base:
         print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL, for example "
               "postgresql+asyncpg://postgres@127.0.0.1:5432/test)")
         return
-    url, schema = await postgres_url(base)
+    schemas = PostgresSchemas(base)
     try:
-        await report("PostgreSQL", url)
+        await report("PostgreSQL", schemas.fresh)
+        one = await scaling(await schemas.fresh(), 1)
+        for workers in (1, 2, 4):
+            rate = one if workers == 1 else await scaling(await schemas.fresh(), workers)
+            print(f"PostgreSQL, {workers} worker process(es): {rate:,.0f} turns/s over "
+                  f"{CONCURRENT_CONVERSATIONS} conversations ({rate / one:.2f}x one process)")
     finally:
-        await drop_schema(base, schema)
-    one = await scaling(base, 1)
-    for workers in (1, 2, 4):
-        rate = one if workers == 1 else await scaling(base, workers)
-        print(f"PostgreSQL, {workers} worker process(es): {rate:,.0f} turns/s over "
-              f"{CONCURRENT_CONVERSATIONS} conversations ({rate / one:.2f}x one process)")
+        await schemas.drop()
 
 
 if __name__ == "__main__":

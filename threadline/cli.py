@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli_check as cli_check
     import threadline.cli_history as cli_history
     import threadline.cli_init as cli_init
+    import threadline.cli_inspect as cli_inspect
     import threadline.demo as demo
 
     parser = argparse.ArgumentParser(
@@ -92,6 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
         _store_options(p)
         cli_history.add_arguments(name, p)
         p.set_defaults(handler=cli_history.main)
+
+    inspect = command("inspect", "What each agent saw for each reply: list, show, replay and "
+                                 "prune reply records.")
+    inspect_actions = inspect.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in cli_inspect.ACTIONS.items():
+        p = inspect_actions.add_parser(name, help=help_text, description=help_text)
+        _store_options(p)
+        cli_inspect.add_arguments(name, p)
+        p.set_defaults(handler=cli_inspect.main)
+
+    p = command("console", "Serve the web console of reply records (conversations, what each "
+                           "agent saw, charts, replay) on its own.")
+    cli_inspect.add_console_arguments(p)
+    p.set_defaults(handler=cli_inspect.console_main)
 
     db = command("db", "Database maintenance.")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")

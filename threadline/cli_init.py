@@ -32,6 +32,12 @@ ops:
   host: 127.0.0.1
   port: 9108
 
+inspector:
+  # A record of what each agent saw for every reply; the console at http://HOST:PORT/console/
+  records: true
+  retention_days: 30   # null keeps records forever
+  console: true        # beyond 127.0.0.1 it needs token: ${{THREADLINE_CONSOLE_TOKEN}}
+
 channels:
   local:
     type: local        # in-process room, for trying agents out

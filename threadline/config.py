@@ -23,6 +23,7 @@ default: SQLite at `./threadline.db`, the local channel, one `support` agent.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -89,6 +90,20 @@ class OpsSettings(_Section):
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
+
+
+class InspectorSettings(_Section):
+    """Reply records (what each agent saw, for every reply) and the web console that shows them.
+
+    `retention_days` deletes records older than that many days (None keeps them); the
+    console is served under `/console` on the ops server, and needs `token` (as
+    `${VARIABLE}`) when the ops server listens beyond 127.0.0.1.
+    """
+
+    records: bool = True
+    retention_days: float | None = Field(default=30, gt=0)
+    console: bool = True
+    token: str | None = None
 
 
 class LocalChannelSettings(_Section):
@@ -209,6 +224,7 @@ class Settings(_Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
+    inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
     shutdown_timeout: float = Field(default=30.0, ge=0)
@@ -391,6 +407,16 @@ def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
     return Settings(model=ModelSettings(api_key=environment.get("ANTHROPIC_API_KEY") or None))
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a bind address is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def cross_check(settings: Settings, source: _Source) -> list[str]:
     """Problems between sections: unknown channels, bad names, missing mode settings."""
     problems: list[str] = []
@@ -419,6 +445,13 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         if isinstance(channel, TelegramChannelSettings) and channel.mode == "webhook" and not (
                 channel.webhook_url and channel.webhook_secret_token):
             problems.append(f"{where}: mode webhook needs webhook_url and webhook_secret_token")
+    inspector = settings.inspector
+    if (settings.ops.enabled and inspector.console and not inspector.token
+            and not is_loopback(settings.ops.host)):
+        problems.append(f"{source.where(('inspector', 'token'))}: the console is served on "
+                        f"ops.host {settings.ops.host!r}, beyond this machine, so it needs a "
+                        "token: set inspector.token: ${THREADLINE_CONSOLE_TOKEN}, bind ops.host "
+                        "to 127.0.0.1, or set inspector.console: false")
     if settings.model.provider == "anthropic" and not settings.model.api_key:
         problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
                         "api_key: ${ANTHROPIC_API_KEY}")

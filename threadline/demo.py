@@ -4,7 +4,9 @@ A `support` agent (persistent memory: recall, rolling summaries, the conversatio
 and a `billing` agent share the local room `local:demo` on the embedded SQLite store. After
 each line the demo shows the machinery: who was addressed, what each agent saw (tokens of its
 budget, summary, recalled turns) and what its searches found. Run it twice: the second run
-greets with the turns it remembers and the support agent can answer from the first run.
+greets with the turns it remembers and the support agent can answer from the first run. Every
+reply is recorded; the web console on 127.0.0.1 shows what each agent saw while the demo runs
+(`threadline console --db PATH` shows it afterwards).
 
     threadline demo                         # type lines; @support / @billing address an agent
     threadline demo --script lines.txt      # one message per line, print everything, exit
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from aiohttp import web
+
 from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
@@ -27,10 +31,15 @@ from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.summary import Summarizer
+from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
+from threadline.inspector.console import standalone_app
+from threadline.inspector.redaction import redactor_for
+from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, TurnContext
 from threadline.log import configure_logging
 
 ROOM = "demo"
+CONSOLE_PORT = 9109  # another free port is taken when this one is busy
 PROMPT = "you> "
 SUPPORT_PROMPT = ("You are the support agent of a small online shop. Remember what customers "
                   "tell you and use conversation_search when they ask about earlier turns.")
@@ -91,6 +100,7 @@ class Demo:
         self.out = out
         self.store = store
         self.turns = TurnLog()
+        self.inspector = Inspector(store=store, redactor=redactor_for())
         provider, summarizer = build_provider()
         interceptors = [ShowMachinery(self.turns)]
         self.support = Agent(
@@ -98,11 +108,13 @@ class Demo:
             provider=provider, summarizer=summarizer, interceptors=interceptors,
             description="answers questions and remembers the customer",
             assembler_options=AssemblerOptions(token_budget=1500, rolling_summary_threshold=16),
+            observer=self.inspector.recorder,
         )
         self.billing = Agent(
             name="billing", system_prompt=BILLING_PROMPT, conversation_history=store,
             provider=provider, interceptors=interceptors, description="invoices and refunds",
             assembler_options=AssemblerOptions(token_budget=800, recall=False),
+            observer=self.inspector.recorder,
         )
         self.team = Team([self.support, self.billing])
         self.replies: list[LocalReply] = []
@@ -110,9 +122,23 @@ class Demo:
         self.team.attach(self.room)
         self.budgets = {a.name: a.assembler_options.token_budget
                         for a in (self.support, self.billing)}
+        self.console_url = ""
 
     def _keep_reply(self, reply: LocalReply) -> None:
         self.replies.append(reply)
+
+    async def serve_console(self) -> web.AppRunner:
+        """The console on 127.0.0.1 while the demo runs; says where it is."""
+        runner = web.AppRunner(standalone_app(self.inspector.console([self.support,
+                                                                      self.billing])),
+                               access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", CONSOLE_PORT).start()
+        except OSError:
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+        self.console_url = f"http://127.0.0.1:{runner.addresses[0][1]}{CONSOLE_PREFIX}/"
+        return runner
 
     async def greet(self) -> None:
         earlier = await self.store.count(self.room.conversation_id)
@@ -122,7 +148,9 @@ class Demo:
         self.out.write(
             f"Threadline demo (offline model) - conversation {self.room.conversation_id} in "
             f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
-            "Address one with @name; Ctrl-D to leave.\n")
+            "Address one with @name; Ctrl-D to leave.\n"
+            f"What each agent saw, reply by reply: {self.console_url} (while the demo runs; "
+            f"afterwards: threadline console --db {db})\n")
 
     async def line(self, text: str) -> None:
         self.turns.results.clear()
@@ -169,6 +197,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
     async with SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
         demo = Demo(store, out)
         await demo.team.start()
+        console = await demo.serve_console()
         try:
             await demo.greet()
             if script is None:
@@ -181,6 +210,8 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
             await demo.team.stop()
             for agent in demo.team.agents:
                 await agent.close()
+            await demo.inspector.stop()
+            await console.cleanup()
 
 
 def main(args: argparse.Namespace) -> int:

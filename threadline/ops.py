@@ -9,7 +9,7 @@ in tests) do not share counters.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -63,11 +63,13 @@ class OpsServer:
     """Serves health, readiness and metrics on `host:port` (port 0 picks a free port)."""
 
     def __init__(self, *, metrics: Metrics, readiness: ReadinessCheck, host: str = "127.0.0.1",
-                 port: int = 9108) -> None:
+                 port: int = 9108, apps: Mapping[str, web.Application] | None = None) -> None:
         self.metrics = metrics
         self.readiness = readiness
         self.host = host
         self.port = port
+        # More applications served beside the probes, by path prefix (the console).
+        self.apps = dict(apps or {})
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
@@ -76,6 +78,8 @@ class OpsServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
+        for prefix, subapp in self.apps.items():
+            app.add_subapp(prefix, subapp)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -33,9 +33,10 @@ import structlog
 from threadline.channels.base import Channel
 from threadline.errors import ChannelError, StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
-from threadline.history.inbox import DeliveryState, InboxTurn, TurnInbox, TurnState
+from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
+from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
 from threadline.turn import AgentResult, Deliver, reply_turn_id
 
@@ -316,18 +317,8 @@ class TurnPipeline:
                 earlier = await self.inbox.delivery(reply_id)
             except StoreError as exc:
                 bound.warning("pipeline.ledger_unavailable", agent=agent.name, error=str(exc))
-        if earlier is not None and earlier.state is DeliveryState.DELIVERING:
-            bound.error("pipeline.delivery_uncertain", agent=agent.name, reply_id=reply_id,
-                        detail="a process stopped between posting this reply and recording "
-                               "it; not posted again")
-            return None
         if earlier is not None:
-            stored = await self.store.get_by_ids(inbound.conversation_id, [reply_id])
-            bound.info("pipeline.reply_already_delivered", agent=agent.name, reply_id=reply_id)
-            return AgentResult(agent_name=agent.name, conversation_id=inbound.conversation_id,
-                               output=stored[0].content if stored else "",
-                               outbound=stored[0] if stored else None,
-                               delivered_ids=earlier.platform_ids, stop_reason="delivered")
+            return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
         deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None
         aliases = (channel.identity.aliases if channel is not None and channel.identity
@@ -340,6 +331,31 @@ class TurnPipeline:
             bound.exception("pipeline.agent_failed", agent=agent.name)
             return None
 
+    async def _earlier_reply(self, agent: Agent, earlier: Delivery, bound: Any) -> AgentResult:
+        """The reply an earlier attempt claimed: never posted again, kept in the history.
+
+        Delivered: it is the answer (stored again in case the process died before storing
+        it). Still `delivering`: the process died between posting it and recording that; nobody
+        knows whether people saw it, so it is stored marked as such, logged, and not reposted.
+        """
+        reply = earlier.reply
+        if earlier.state is DeliveryState.DELIVERED:
+            bound.info("pipeline.reply_already_delivered", agent=agent.name, reply_id=reply.id)
+            if earlier.platform_ids:
+                reply = with_platform_ids(reply, earlier.platform_ids)
+            stop_reason = "delivered"
+        else:
+            bound.error("pipeline.delivery_uncertain", agent=agent.name, reply_id=reply.id,
+                        detail="a process stopped between posting this reply and recording "
+                               "it; kept in the history, not posted again")
+            reply = replace(reply, metadata=replace(reply.metadata, extra={
+                **reply.metadata.extra, "delivery": "uncertain"}))
+            stop_reason = "delivery_uncertain"
+        await self.writer.record(reply)
+        return AgentResult(agent_name=agent.name, conversation_id=reply.conversation_id,
+                           output=reply.content, outbound=reply,
+                           delivered_ids=earlier.platform_ids, stop_reason=stop_reason)
+
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
         """Posts a reply once: claimed in the ledger first, recorded as delivered after."""
 
@@ -347,9 +363,7 @@ class TurnPipeline:
             bound = log.bind(conversation_id=inbound.conversation_id, agent=agent_name,
                              reply_id=outbound.id, channel=channel.name)
             try:
-                earlier = await self.inbox.start_delivery(
-                    outbound.id, conversation_id=outbound.conversation_id,
-                    outbound_id=outbound.id)
+                earlier = await self.inbox.start_delivery(outbound)
                 ledger = True
             except StoreError as exc:
                 # The reply matters more than the ledger: post it, and say so.

@@ -44,6 +44,8 @@ from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.summary import Summarizer
+from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
+from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor, TurnContext
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
@@ -183,10 +185,11 @@ class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""
 
     def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
-                 channels: Sequence[Channel], metrics: Metrics) -> None:
+                 channels: Sequence[Channel], metrics: Metrics, inspector: Inspector) -> None:
         self.settings = settings
         self.store = store
         self.team = team
+        self.inspector = inspector
         self.channels = tuple(channels)
         self.metrics = metrics
         self.ops: OpsServer | None = None
@@ -207,6 +210,7 @@ class Runtime:
         # per turn, and the Prometheus figures.
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+        inspector = Inspector.for_settings(settings, store)
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name), model=agent.model,
@@ -215,6 +219,7 @@ class Runtime:
                 assembler_options=assembler_options(agent), aliases=agent.aliases,
                 interceptors=interceptors, provider=provider, summarizer=summarizer,
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
+                observer=inspector.recorder,
             )
             for name, agent in settings.agents.items()
         ]
@@ -232,7 +237,8 @@ class Runtime:
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
-        return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics)
+        return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
+                   inspector=inspector)
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
@@ -245,10 +251,16 @@ class Runtime:
             outbox = writer.outbox
             self.metrics.outbox_depth.set_function(
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
+        self.inspector.start()
         if self.settings.ops.enabled:
+            console = self.settings.inspector.console
+            apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
-                                 host=self.settings.ops.host, port=self.settings.ops.port)
+                                 host=self.settings.ops.host, port=self.settings.ops.port,
+                                 apps=apps)
             await self.ops.start()
+            if console:
+                log.info("console.listening", url=self.console_url)
         await self.team.start(self.events)
         self._started.update(channel.name for channel in self.channels)
         for name, channel_settings in self.settings.channels.items():
@@ -260,6 +272,14 @@ class Runtime:
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
+
+    @property
+    def console_url(self) -> str | None:
+        """Where the console is served, once the ops server listens (None without it)."""
+        if self.ops is None or not self.settings.inspector.console:
+            return None
+        host = self.ops.host if ":" not in self.ops.host else f"[{self.ops.host}]"
+        return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
 
     async def _read_stdin(self, room: LocalChannel, user: str) -> None:
         """Lines typed on stdin go to the local room; end of input stops the runtime."""
@@ -308,6 +328,7 @@ class Runtime:
         finally:
             for agent in self.team.agents:
                 await agent.close()
+            await self.inspector.stop()
             if self.ops is not None:
                 await self.ops.stop()
             await self.team.lock.close()

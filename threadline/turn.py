@@ -101,7 +101,7 @@ class TurnContext:
     `deliver`, when given, posts the reply on the platform (the pipeline's delivery step runs
     inside capture, so the stored reply carries the platform's message id). `reason` says why
     the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
-    `handoff`, `direct`).
+    `agent_mention`), or is None when no team routed the turn.
     """
 
     agent: TurnAgent
@@ -111,4 +111,4 @@ class TurnContext:
     log: Any  # a structlog BoundLogger bound with conversation_id and agent
     aliases: tuple[str, ...] = ()
     deliver: Deliver | None = None
-    reason: str = "direct"
+    reason: str | None = None

@@ -61,14 +61,14 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
             await store.inbox.begin(message.id)
             await store.append(message)
         # c1: posted and recorded as delivered, then the process died before finishing.
-        reply = Agent(name="support", provider=ScriptedModel())._outbound(
-            delivered, "the answer to one", ())
-        await store.append(reply)
-        await store.inbox.start_delivery(reply.id, conversation_id="c1", outbound_id=reply.id)
+        writer = Agent(name="support", provider=ScriptedModel())
+        reply = writer._outbound(delivered, "the answer to one", ())
+        await store.inbox.start_delivery(reply)
         await store.inbox.finish_delivery(reply.id, ["p1"])
         # c2: claimed for posting, then the process died: posted or not, nobody knows.
-        claimed = reply_turn_id(uncertain.id, "support")
-        await store.inbox.start_delivery(claimed, conversation_id="c2", outbound_id=claimed)
+        claimed = writer._outbound(uncertain, "the answer to two", ())
+        assert claimed.id == reply_turn_id(uncertain.id, "support")
+        await store.inbox.start_delivery(claimed)
 
         model = ScriptedModel()
         team = Team([Agent(name="support", conversation_history=store, provider=model)],
@@ -79,9 +79,14 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
             await team.start()
             await answered_all(store)
         await team.stop()
-        assert [m.content for m in await store.get("c1")] == ["@support one",
-                                                              "the answer to one"]
-    assert model.requests == [] and channel.sent == []
+        one = await store.get("c1")
+        two = await store.get("c2")
+    # Both replies are in the history (the first with its platform id, the second marked).
+    assert [m.content for m in one] == ["@support one", "the answer to one"]
+    assert one[1].metadata.message_id == "p1"
+    assert [m.content for m in two] == ["@support two", "the answer to two"]
+    assert two[1].metadata.extra["delivery"] == "uncertain"
+    assert model.requests == [] and channel.sent == []  # nothing asked or posted again
     events = [e["event"] for e in logs]
     assert "pipeline.reply_already_delivered" in events
     assert "pipeline.delivery_uncertain" in events

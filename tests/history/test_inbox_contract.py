@@ -55,14 +55,14 @@ async def test_a_turn_already_in_the_history_is_not_new(store: ConversationStore
 
 async def test_a_reply_is_claimed_once_and_delivered_once(store: ConversationStore) -> None:
     inbox = inbox_of(store)
-    assert await inbox.delivery("t1>support") is None
-    assert await inbox.start_delivery("t1>support", conversation_id="c1",
-                                      outbound_id="t1>support") is None
-    again = await inbox.start_delivery("t1>support", conversation_id="c1",
-                                       outbound_id="t1>support")
+    reply = turn("the answer", id="t1>support")
+    assert await inbox.delivery(reply.id) is None
+    assert await inbox.start_delivery(reply) is None
+    again = await inbox.start_delivery(reply)
     assert again is not None and again.state is DeliveryState.DELIVERING
-    await inbox.finish_delivery("t1>support", ["p1", "p2"])
-    done = await inbox.delivery("t1>support")
+    assert again.reply == reply
+    await inbox.finish_delivery(reply.id, ["p1", "p2"])
+    done = await inbox.delivery(reply.id)
     assert done is not None
-    assert (done.state, done.platform_ids, done.outbound_id) == (
-        DeliveryState.DELIVERED, ("p1", "p2"), "t1>support")
+    assert (done.state, done.platform_ids, done.reply) == (
+        DeliveryState.DELIVERED, ("p1", "p2"), reply)

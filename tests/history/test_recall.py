@@ -28,6 +28,8 @@ async def test_recall_brings_a_fact_from_200_turns_ago(store: ConversationStore)
     on = await assemble_prompt(store, t.conversation_id, "support", "Support",
                                AssemblerOptions(max_turns_to_load=50))
     assert t.turns[0].id in on.recalled_ids
+    assert t.turns[0].id in on.recall_hit_ids
+    assert set(on.recall_hit_ids) <= set(on.recalled_ids)
     block = next(m for m in on.messages if m.content.startswith(RECALL_HEADER))
     assert "[2024-03-01 09:00 UTC] Carol: FYI my cat is called Miso" in block.content
     assert on.token_count <= 3000

@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
+from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import mentions_in_text
@@ -73,6 +74,7 @@ class _Run:
     usage: ModelUsage = field(default_factory=ModelUsage)
     calls: int = 0
     figures: PromptFigures | None = None
+    trace: TurnTrace = NO_TRACE
 
     def add(self, response: ModelResponse) -> None:
         self.calls += 1
@@ -128,6 +130,7 @@ class Agent:
         summarizer: Summarizer | None = None,
         max_tokens: int = 1024,
         outbox_path: str | Path | None = None,
+        observer: TurnObserver | None = None,
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -168,6 +171,8 @@ class Agent:
         self._outbox_path = outbox_path
         self._writer: DurableWriter | None = None
         self._started_writer = False
+        # Sees each turn's prompt, model calls and outcome (the reply record); None: nobody.
+        self.observer = observer
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -199,7 +204,7 @@ class Agent:
         *,
         aliases: Sequence[str] = (),
         deliver: Deliver | None = None,
-        reason: str = "direct",
+        reason: str | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
@@ -214,7 +219,14 @@ class Agent:
         )
         delivery = (DeliveryInterceptor(),) if deliver is not None else ()
         chain = (CaptureInterceptor(self.writer), *delivery, *self.interceptors)
-        return await run_chain(chain, context, self._turn)
+        trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
+        try:
+            result = await run_chain(chain, context, lambda c: self._turn(c, trace))
+        except BaseException as exc:
+            trace.finished(None, exc)
+            raise
+        trace.finished(result)
+        return result
 
     def reply_result(
         self, context: TurnContext, text: str, *, stop_reason: str, latency: float = 0.0
@@ -236,9 +248,9 @@ class Agent:
 
     # -- one turn --------------------------------------------------------------------------
 
-    async def _turn(self, context: TurnContext) -> AgentResult:
+    async def _turn(self, context: TurnContext, trace: TurnTrace = NO_TRACE) -> AgentResult:
         started = time.perf_counter()
-        run = _Run()
+        run = _Run(trace=trace)
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
@@ -276,13 +288,17 @@ class Agent:
             run.figures = PromptFigures(token_count=0, included=0, dropped_for_budget=0,
                                         filtered=0, recalled=0, summary_used=False,
                                         summary_created=False, notes=(note,))
+            run.trace.prompt_assembled(None, note)
             return merge_roles([inbound_turn])
         if context.inbound.id in prompt.included_ids:
             run.figures = PromptFigures.of(prompt)
+            run.trace.prompt_assembled(prompt)
             return prompt.messages
         # Capture could not store the turn yet (it waits in the outbox): the model must still
         # see the turn it is answering.
-        run.figures = PromptFigures.of(prompt, "inbound turn not yet in the store; appended")
+        note = "inbound turn not yet in the store; appended"
+        run.figures = PromptFigures.of(prompt, note)
+        run.trace.prompt_assembled(prompt, note)
         return merge_roles([*prompt.messages, inbound_turn])
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
@@ -293,10 +309,17 @@ class Agent:
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)
         for round_number in range(self.max_tool_rounds + 1):
-            response = await self.provider.complete(ModelRequest(
-                model=self.model, system=self.system_prompt, messages=history, tools=specs,
-                max_tokens=self.max_tokens,
-            ))
+            request = ModelRequest(model=self.model, system=self.system_prompt,
+                                   messages=list(history), tools=specs,
+                                   max_tokens=self.max_tokens)
+            called = time.perf_counter()
+            try:
+                response = await self.provider.complete(request)
+            except BaseException as exc:
+                run.trace.model_called(request, None, latency=time.perf_counter() - called,
+                                       error=exc)
+                raise
+            run.trace.model_called(request, response, latency=time.perf_counter() - called)
             run.add(response)
             if not response.tool_calls:
                 return response.stop_reason or "end_turn"

@@ -123,18 +123,29 @@ def from_bot(message: StoredMessage) -> bool:
     return message.participant.kind == "agent" or bool(message.metadata.extra.get("is_bot"))
 
 
-def addresses_bot(message: StoredMessage, bot_aliases: Iterable[str]) -> bool:
-    """A DM, a mention of the bot account itself, or a reply to one of its messages."""
+def _addresses_bot_because(message: StoredMessage, bot_aliases: Iterable[str]) -> str | None:
+    """`dm`, `mention` (of the bot account itself) or `reply` (to one of its messages)."""
     if message.scope == "dm":
-        return True
+        return "dm"
     bot = {normalize_mention(n) for n in bot_aliases}
     if not bot:
-        return False
+        return None
     mentioned = {normalize_mention(m) for m in message.metadata.mentions}
     mentioned.update(mentions_in_text(message.content))
+    if bot & mentioned:
+        return "mention"
     replied_to = message.metadata.reply_to_participant_id
-    return bool(bot & mentioned) or (
-        replied_to is not None and normalize_mention(replied_to) in bot)
+    if replied_to is not None and normalize_mention(replied_to) in bot:
+        return "reply"
+    return None
+
+
+def _mention_kind(listener: Listener, message: StoredMessage) -> str:
+    """`mention` when the agent's own name was used, `alias` for another of its names."""
+    name = normalize_mention(listener.name)
+    by_name = (name in mentions_in_text(message.content)
+               or any(normalize_mention(m) == name for m in message.metadata.mentions))
+    return "mention" if by_name else "alias"
 
 
 def route(
@@ -146,7 +157,8 @@ def route(
     handoff: bool = False,
     answer_bots: bool = False,
 ) -> list[tuple[str, str]]:
-    """Which listeners answer `message`, in channel order, each with the reason why.
+    """Which listeners answer `message`, in channel order, each with the reason why
+    (`mention`, `alias`, `reply`, `thread`, `dm`, `respond_to_all`, `agent_mention`).
 
     - An agent named in the message (mention or alias) answers, and then only the named ones:
       an explicit `@billing` inside a thread `support` answered reaches billing alone.
@@ -162,15 +174,20 @@ def route(
         return []
     candidates = [listener for listener in listeners
                   if not (author.kind == "agent" and author.id == listener.name)]
-    reasons = {c.name: "mention" for c in candidates if c.addressee.is_mentioned(message)}
+    reasons = {c.name: ("agent_mention" if handoff else _mention_kind(c, message))
+               for c in candidates if c.addressee.is_mentioned(message)}
     if handoff:
-        return [(c.name, "handoff") for c in candidates if c.name in reasons]
+        return list(reasons.items())
     names = [c.name for c in candidates]
     if not reasons and author_of_replied in names:
-        reasons[author_of_replied] = "reply"
-    elif not reasons and listeners and listeners[0].name in names and addresses_bot(
-            message, bot_aliases):
-        reasons[listeners[0].name] = "dm" if message.scope == "dm" else "bot"
+        thread = message.metadata.thread_id
+        reasons[author_of_replied] = ("thread" if thread is not None
+                                      and message.metadata.reply_to_message_id == thread
+                                      else "reply")
+    elif not reasons and listeners and listeners[0].name in names:
+        why = _addresses_bot_because(message, bot_aliases)
+        if why is not None:
+            reasons[listeners[0].name] = why
     for candidate in candidates:
         if candidate.respond_to_all:
             reasons.setdefault(candidate.name, "respond_to_all")

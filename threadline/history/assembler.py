@@ -199,6 +199,7 @@ async def assemble_prompt(
         dropped_for_budget_ids=[m.id for m in dropped],
         filtered_ids=[m.id for m in filtered],
         recalled_ids=recalled_ids,
+        recall_hit_ids=[h for w in windows for h in w.hit_ids if h in set(recalled_ids)],
         summary_used=summary is not None,
         summary_created=summary_created,
         notes=notes,

@@ -6,10 +6,11 @@ A turn enters as `received` (the platform may be acknowledged once `receive` ret
 answered": a redelivery of a turn the inbox holds, in any state, or of a turn already in the
 history, is not new.
 
-Replies have a ledger of their own, keyed by (turn answered, agent): a reply is `delivering`
-before it is posted and `delivered`, with its platform ids, after. A retried turn never posts a
-reply twice; a `delivering` entry found later means the process died between posting and
-recording, which is logged and not reposted blindly.
+Replies have a ledger of their own, keyed by the reply's id (the turn answered and the agent):
+a reply is `delivering`, with its text, before it is posted and `delivered`, with its platform
+ids, after. A retried turn never posts a reply twice; a `delivering` entry found later means
+the process died between posting and recording, which is logged and not reposted blindly (the
+reply is kept in the history, marked as possibly not posted).
 
 `SqlConversationStore` keeps both in its database (shared by every worker process);
 `MemoryInbox` serves the in-memory store and custom stores, for one process.
@@ -61,11 +62,10 @@ class InboxTurn:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One reply's ledger entry: its state, the stored turn and the platform ids it went out as."""
+    """One reply's ledger entry: its state, the reply, and the platform ids it went out as."""
 
-    key: str
+    reply: StoredMessage
     state: DeliveryState
-    outbound_id: str
     platform_ids: tuple[str, ...] = ()
 
 
@@ -93,16 +93,15 @@ class TurnInbox(Protocol):
         """Mark a turn answered or given up (with the error that made it so)."""
         ...
 
-    async def start_delivery(self, key: str, *, conversation_id: str,
-                             outbound_id: str) -> Delivery | None:
+    async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         """Claim a reply for posting: None if claimed now, else the entry already there."""
         ...
 
-    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
+    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
         """Record that the claimed reply was posted, as these platform ids."""
         ...
 
-    async def delivery(self, key: str) -> Delivery | None:
+    async def delivery(self, reply_id: str) -> Delivery | None:
         """The ledger entry of a reply, if any."""
         ...
 
@@ -145,18 +144,19 @@ class MemoryInbox:
         for key in finished[: max(len(finished) - self._remember, 0)]:
             del self._turns[key]
 
-    async def start_delivery(self, key: str, *, conversation_id: str,
-                             outbound_id: str) -> Delivery | None:
-        existing = self._deliveries.get(key)
+    async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
+        existing = self._deliveries.get(reply.id)
         if existing is not None:
             return existing
-        self._deliveries[key] = Delivery(key=key, state=DeliveryState.DELIVERING,
-                                         outbound_id=outbound_id)
+        self._deliveries[reply.id] = Delivery(reply=reply, state=DeliveryState.DELIVERING)
+        while len(self._deliveries) > self._remember:
+            del self._deliveries[next(iter(self._deliveries))]
         return None
 
-    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
-        self._deliveries[key] = replace(self._deliveries[key], state=DeliveryState.DELIVERED,
-                                        platform_ids=tuple(platform_ids))
+    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
+        self._deliveries[reply_id] = replace(self._deliveries[reply_id],
+                                             state=DeliveryState.DELIVERED,
+                                             platform_ids=tuple(platform_ids))
 
-    async def delivery(self, key: str) -> Delivery | None:
-        return self._deliveries.get(key)
+    async def delivery(self, reply_id: str) -> Delivery | None:
+        return self._deliveries.get(reply_id)

@@ -42,6 +42,8 @@ class AssembledPrompt:
     dropped_for_budget_ids: list[str] = field(default_factory=list)
     filtered_ids: list[str] = field(default_factory=list)
     recalled_ids: list[str] = field(default_factory=list)
+    # The recalled turns the search matched (the others stand around them), best match first.
+    recall_hit_ids: list[str] = field(default_factory=list)
     summary_used: bool = False
     summary_created: bool = False
     notes: list[str] = field(default_factory=list)

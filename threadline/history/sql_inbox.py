@@ -37,9 +37,7 @@ def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -
         "message_json, received_us, updated_us) VALUES (:turn_id, :cid, :channel, 'received', "
         "0, :message, :now, :now) ON CONFLICT DO NOTHING",
         {"turn_id": message.id, "cid": message.conversation_id, "channel": channel,
-         "message": json.dumps(message_to_dict(message), ensure_ascii=False, sort_keys=True,
-                               default=repr),
-         "now": now},
+         "message": _encode(message), "now": now},
     ) == 1
 
 
@@ -77,26 +75,30 @@ def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> Non
         {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
 
 
+def _encode(message: StoredMessage) -> str:
+    return json.dumps(message_to_dict(message), ensure_ascii=False, sort_keys=True,
+                      default=repr)
+
+
 def _delivery_from(row: Sequence[Any]) -> Delivery:
-    return Delivery(key=str(row[0]), state=DeliveryState(row[1]), outbound_id=str(row[2]),
-                    platform_ids=tuple(json.loads(row[3])) if row[3] else ())
+    return Delivery(reply=message_from_dict(json.loads(row[0])), state=DeliveryState(row[1]),
+                    platform_ids=tuple(json.loads(row[2])) if row[2] else ())
 
 
 def _select_delivery(conn: SqlRunner, key: str) -> Delivery | None:
     rows = conn.rows(
-        "SELECT delivery_key, state, outbound_id, platform_ids FROM threadline_deliveries "
+        "SELECT message_json, state, platform_ids FROM threadline_deliveries "
         "WHERE delivery_key = :key", {"key": key})
     return _delivery_from(rows[0]) if rows else None
 
 
-def _start_delivery(conn: SqlRunner, key: str, conversation_id: str,
-                    outbound_id: str) -> Delivery | None:
+def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     inserted = conn.rowcount(
-        "INSERT INTO threadline_deliveries (delivery_key, conversation_id, state, outbound_id, "
-        "updated_us) VALUES (:key, :cid, 'delivering', :outbound_id, :now) "
-        "ON CONFLICT DO NOTHING",
-        {"key": key, "cid": conversation_id, "outbound_id": outbound_id, "now": _now_us()})
-    return None if inserted == 1 else _select_delivery(conn, key)
+        "INSERT INTO threadline_deliveries (delivery_key, conversation_id, state, message_json, "
+        "updated_us) VALUES (:key, :cid, 'delivering', :message, :now) ON CONFLICT DO NOTHING",
+        {"key": reply.id, "cid": reply.conversation_id, "message": _encode(reply),
+         "now": _now_us()})
+    return None if inserted == 1 else _select_delivery(conn, reply.id)
 
 
 def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
@@ -134,16 +136,16 @@ class SqlTurnInbox:
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
         await self._run("finish a turn", True, _finish, turn_id, state.value, error)
 
-    async def start_delivery(self, key: str, *, conversation_id: str,
-                             outbound_id: str) -> Delivery | None:
-        existing: Delivery | None = await self._run("claim a reply", True, _start_delivery, key,
-                                                    conversation_id, outbound_id)
+    async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
+        existing: Delivery | None = await self._run("claim a reply", True, _start_delivery,
+                                                    reply)
         return existing
 
-    async def finish_delivery(self, key: str, platform_ids: Sequence[str]) -> None:
-        await self._run("record a delivered reply", True, _finish_delivery, key,
+    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
+        await self._run("record a delivered reply", True, _finish_delivery, reply_id,
                         list(platform_ids))
 
-    async def delivery(self, key: str) -> Delivery | None:
-        found: Delivery | None = await self._run("read a reply", False, _select_delivery, key)
+    async def delivery(self, reply_id: str) -> Delivery | None:
+        found: Delivery | None = await self._run("read a reply", False, _select_delivery,
+                                                 reply_id)
         return found

@@ -242,7 +242,7 @@ deliveries = Table(
     Column("delivery_key", String(600), primary_key=True),
     Column("conversation_id", String(512), nullable=False),
     Column("state", String(16), nullable=False),
-    Column("outbound_id", String(255), nullable=False),
+    Column("message_json", Text, nullable=False),
     Column("platform_ids", Text),
     Column("updated_us", BigInteger, nullable=False),
 )

@@ -122,6 +122,14 @@ class SqlConversationStore:
                 f"{getattr(exc, 'orig', exc)}"
             ) from exc
 
+    async def run(self, action: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T:
+        """`fn(runner, *args)` in one transaction on this store's database and threads.
+
+        For tables that live beside the history (the reply records): they share the
+        connection pool, the writer thread and the error translation of the store.
+        """
+        return await self._call(action, write, fn, *args)
+
     async def _ensure_ready(self) -> None:
         if self._schema_ready:
             return  # the common case, without a shield future per call

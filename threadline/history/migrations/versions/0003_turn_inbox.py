@@ -40,7 +40,7 @@ def upgrade() -> None:
         sa.Column("delivery_key", sa.String(600), primary_key=True),
         sa.Column("conversation_id", sa.String(512), nullable=False),
         sa.Column("state", sa.String(16), nullable=False),
-        sa.Column("outbound_id", sa.String(255), nullable=False),
+        sa.Column("message_json", sa.Text, nullable=False),
         sa.Column("platform_ids", sa.Text),
         sa.Column("updated_us", sa.BigInteger, nullable=False),
     )

@@ -1,0 +1,57 @@
+"""`threadline run` as a child process against fake servers, for the inspector's tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from tests.cli.helpers import THREADLINE
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """A clean environment for a child `threadline`: PATH, PYTHONPATH (this checkout), `extra`."""
+    keep = {k: os.environ[k] for k in ("PATH", "PYTHONPATH") if k in os.environ}
+    keep["PATH"] = f"{THREADLINE.parent}:{keep.get('PATH', '')}"
+    return {**keep, **extra}
+
+
+async def wait_for_log(stream: asyncio.StreamReader, event: str) -> dict[str, object]:
+    """The first JSON log line with this event (fails if the process exits first)."""
+    async with asyncio.timeout(60):
+        while True:
+            line = await stream.readline()
+            if not line:
+                raise AssertionError(f"threadline exited before logging {event}")
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("event") == event:
+                return dict(entry)
+
+
+@asynccontextmanager
+async def threadline_run(config: Path, env: Mapping[str, str]) -> AsyncIterator[
+        asyncio.subprocess.Process]:
+    """`threadline run CONFIG`, started (logged runtime.started) and stopped by SIGTERM."""
+    process = await asyncio.create_subprocess_exec(
+        str(THREADLINE), "run", str(config), cwd=config.parent, env=child_environment(env),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    try:
+        await wait_for_log(process.stderr, "runtime.started")
+        yield process
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(60):
+            _, rest = await process.communicate()
+        assert process.returncode == 0, rest.decode()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

@@ -1,0 +1,33 @@
+"""The inspector: a record of what every agent saw and did for each reply, a console, replay.
+
+    recorder = ReplyRecorder(records_for(store), redactor=redactor_for(settings))
+    Agent(name="support", ..., observer=recorder)     # one record per turn
+    await records_for(store).recent("slack:T1:C1")    # newest replies of a conversation
+
+`threadline inspect` reads records on the command line, `threadline console` serves them as
+web pages (also mounted on `threadline run`'s ops server), and `replay` re-runs a recorded turn
+with today's options or another model without posting anything.
+"""
+
+from threadline.inspector.record import ReplyRecord
+from threadline.inspector.recorder import ReplyRecorder
+from threadline.inspector.records import (
+    InMemoryReplyRecords,
+    RecordedConversation,
+    ReplyRecords,
+    SqlReplyRecords,
+    records_for,
+)
+from threadline.inspector.redaction import Redactor, redactor_for
+
+__all__ = [
+    "InMemoryReplyRecords",
+    "RecordedConversation",
+    "Redactor",
+    "ReplyRecord",
+    "ReplyRecorder",
+    "ReplyRecords",
+    "SqlReplyRecords",
+    "records_for",
+    "redactor_for",
+]

@@ -1,0 +1,102 @@
+"""Redaction: secrets from the config and the environment never reach a record or a page.
+
+A record holds what the model saw and what tools returned, and either can carry a credential
+(a tool that echoes its configuration, an error message quoting a URL with a password). The
+redactor knows every secret value the process was given and replaces each occurrence, in
+plain and JSON-escaped form, before a record is written and in every page the console serves.
+
+Values shorter than `MIN_SECRET_CHARS` are not redacted: replacing a three-letter "secret"
+everywhere would garble every text while protecting nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError
+
+if TYPE_CHECKING:
+    from threadline.config import Settings
+
+MASK = "[redacted]"
+MIN_SECRET_CHARS = 6
+# Environment variables whose values are credentials, by the usual naming.
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+class Redactor:
+    """Replaces known secret values in text; longest first, so a secret inside another goes too."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}
+        escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in values}
+        ascii_escaped = {json.dumps(s)[1:-1] for s in values}
+        self._secrets = sorted(values | escaped | ascii_escaped, key=len, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def text(self, value: str) -> str:
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        return value
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value with every string redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
+    def extended(self, secrets: Iterable[str]) -> Redactor:
+        return Redactor([*self._secrets, *secrets])
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables named like credentials (…_KEY, …_TOKEN, …_SECRET)."""
+    environ = os.environ if environ is None else environ
+    return [value for name, value in environ.items() if _SECRET_NAME.search(name) and value]
+
+
+def settings_secrets(settings: Settings) -> list[str]:
+    """Every secret field of the settings (tokens, signing secrets, the API key, DB password)."""
+    from threadline.config import SECRET_FIELDS
+
+    found: list[str] = []
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and key in SECRET_FIELDS:
+            found.append(value)
+
+    walk(settings.model_dump())
+    try:
+        password = make_url(settings.store.url).password
+    except ArgumentError:
+        password = None
+    if password:
+        found.append(str(password))
+    return found
+
+
+def redactor_for(settings: Settings | None = None,
+                 environ: Mapping[str, str] | None = None) -> Redactor:
+    """The redactor of a process: the settings' secrets and the environment's."""
+    secrets = environment_secrets(environ)
+    if settings is not None:
+        secrets += settings_secrets(settings)
+    return Redactor(secrets)

@@ -1,0 +1,67 @@
+"""The inspector of one process: records, recorder, redactor, retention and console, from settings.
+
+`threadline run`, `threadline console` and the demo all build it here, so the three agree on
+where records live, which secrets are redacted and who may see the console.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from threadline.history.store import ConversationStore
+from threadline.inspector.console.server import console_app
+from threadline.inspector.recorder import ReplyRecorder
+from threadline.inspector.records import ReplyRecords, records_for
+from threadline.inspector.redaction import Redactor, redactor_for
+from threadline.inspector.replay import Replayer
+from threadline.inspector.retention import RecordRetention
+
+if TYPE_CHECKING:
+    from threadline.agents.agent import Agent
+    from threadline.config import Settings
+
+
+class Inspector:
+    """Everything reply records need in one process; see the module docstring."""
+
+    def __init__(self, *, store: ConversationStore, redactor: Redactor, record: bool = True,
+                 retention_days: float | None = None, token: str | None = None) -> None:
+        self.store = store
+        self.records: ReplyRecords = records_for(store)
+        self.redactor = redactor
+        self.recorder = ReplyRecorder(self.records, redactor=redactor) if record else None
+        self.retention = (RecordRetention(self.records, retention_days)
+                          if retention_days is not None else None)
+        self.token = token
+
+    @classmethod
+    def for_settings(cls, settings: Settings, store: ConversationStore) -> Inspector:
+        inspector = settings.inspector
+        return cls(store=store, redactor=redactor_for(settings), record=inspector.records,
+                   retention_days=inspector.retention_days, token=inspector.token)
+
+    def replayer(self, agents: Sequence[Agent]) -> Replayer:
+        """Replays records with these agents (built from the current settings)."""
+        return Replayer(records=self.records, store=self.store, agents=agents,
+                        redactor=self.redactor)
+
+    def console(self, agents: Sequence[Agent] = ()) -> web.Application:
+        """The console app; with agents (built from the current settings) it can replay."""
+        return console_app(records=self.records, store=self.store, redactor=self.redactor,
+                           token=self.token,
+                           replayer=self.replayer(agents) if agents else None)
+
+    def start(self) -> None:
+        """Start pruning old records in the background (when a retention is set)."""
+        if self.retention is not None:
+            self.retention.start()
+
+    async def stop(self) -> None:
+        """Write the records still queued, stop pruning."""
+        if self.recorder is not None:
+            await self.recorder.close()
+        if self.retention is not None:
+            await self.retention.stop()
