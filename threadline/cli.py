@@ -111,7 +111,7 @@ def run_main(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
-    if settings.resolved_provider() == "offline":
+    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
         print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
               "(canned, for trying things out)", file=sys.stderr)
 

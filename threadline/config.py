@@ -34,9 +34,10 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from threadline.errors import ConfigError
+from threadline.provider_setup import key_variable
+from threadline.provider_setup import problems as provider_problems
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
-DEFAULT_MODEL = "claude-sonnet-4-5"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -68,14 +69,23 @@ class StoreSettings(_Section):
 
 
 class ModelSettings(_Section):
-    """Which LLM provider answers: Anthropic when a key is set, the offline model otherwise."""
+    """The default LLM provider (auto: Anthropic when a key is set, the offline model otherwise).
 
-    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    `provider` is a provider type (anthropic, openai, offline, or a registered plug); more
+    providers, by name, go under `providers:` (see `threadline.provider_setup`).
+    """
+
+    provider: str = "auto"
     api_key: str | None = None
     base_url: str | None = None
     max_tokens: int = Field(default=1024, gt=0)
-    # The cheap model that writes rolling summaries (extractive, without a model, offline).
-    summary_model: str = "claude-haiku-4-5"
+    # The SDK retries 429/5xx this often, with its own backoff; a call's timeout covers them.
+    max_retries: int = Field(default=4, ge=0)
+    timeout: float = Field(default=120.0, gt=0)
+    # The cheap model that writes rolling summaries, and on which provider (default: this
+    # one's cheap model; extractive summaries, without a model, when it has none).
+    summary_model: str | None = None
+    summary_provider: str | None = None
 
 
 class LogSettings(_Section):
@@ -171,7 +181,10 @@ class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
     system_prompt_file: str | None = None
-    model: str = DEFAULT_MODEL
+    # A `providers:` entry or a provider type; the `model:` section when unset.
+    provider: str | None = None
+    # The provider's (or the plug's) default model when unset.
+    model: str | None = None
     tools: list[str] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
@@ -209,6 +222,8 @@ class Settings(_Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
+    # More model providers by name; each entry is checked against its plug's settings.
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
     shutdown_timeout: float = Field(default=30.0, ge=0)
@@ -227,8 +242,9 @@ class Settings(_Section):
                                   ) from exc
         return settings.system_prompt or f"You are {agent}, a helpful assistant."
 
-    def resolved_provider(self) -> Literal["anthropic", "offline"]:
-        """Anthropic if asked for or if a key is available; the offline model otherwise."""
+    def resolved_provider(self) -> str:
+        """The default provider's type: as set, or for `auto` Anthropic if a key is available
+        and the offline model otherwise."""
         if self.model.provider != "auto":
             return self.model.provider
         return "anthropic" if self.model.api_key else "offline"
@@ -371,8 +387,9 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
+        variable = key_variable(str((model or {}).get("provider", "auto")))
         resolved["model"] = {**(model or {}),
-                             "api_key": environment.get("ANTHROPIC_API_KEY") or None}
+                             "api_key": environment.get(variable) or None if variable else None}
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
@@ -422,4 +439,7 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
     if settings.model.provider == "anthropic" and not settings.model.api_key:
         problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
                         "api_key: ${ANTHROPIC_API_KEY}")
+    if not problems:
+        problems += [f"{source.where(path)}: {problem}"
+                     for path, problem in provider_problems(settings)]
     return problems

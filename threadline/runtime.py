@@ -43,37 +43,13 @@ from threadline.errors import ConfigError, StoreError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
-from threadline.history.summary import Summarizer
 from threadline.interceptors.base import CallNext, Interceptor, TurnContext
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.ops import Metrics, OpsServer
+from threadline.provider_setup import Providers
 
 log = structlog.get_logger("threadline.runtime")
-
-
-def build_provider(settings: Settings) -> ModelProvider:
-    """Anthropic when a key is configured, the offline model otherwise (said at start)."""
-    if settings.resolved_provider() == "anthropic":
-        from anthropic import AsyncAnthropic
-
-        from threadline.agents.anthropic_provider import AnthropicProvider
-
-        client = AsyncAnthropic(api_key=settings.model.api_key, base_url=settings.model.base_url)
-        return AnthropicProvider(client)
-    from threadline.agents.offline import OfflineModel
-
-    model: ModelProvider = OfflineModel()
-    return model
-
-
-def build_summarizer(settings: Settings, provider: ModelProvider) -> Summarizer:
-    """Rolling summaries by the cheap model, or extractive ones when there is no model."""
-    from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
-
-    if settings.resolved_provider() == "anthropic":
-        return SummarizerAgent(provider, model=settings.model.summary_model)
-    return ExtractiveSummarizer()
 
 
 def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
@@ -195,19 +171,22 @@ class Runtime:
         """Everything the settings describe, constructed but not started."""
         store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
         metrics = Metrics()
-        provider = provider or build_provider(settings)
-        summarizer = build_summarizer(settings, provider)
+        # Each agent's own provider and model; `provider` (tests) replaces every provider.
+        providers = Providers(settings)
+        summarizer = providers.summarizer(provider)
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
         # per turn, and the Prometheus figures.
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
         agents = [
             Agent(
-                name=name, system_prompt=settings.system_prompt(name), model=agent.model,
+                name=name, system_prompt=settings.system_prompt(name),
+                model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
                 assembler_options=assembler_options(agent), aliases=agent.aliases,
-                interceptors=interceptors, provider=provider, summarizer=summarizer,
+                interceptors=interceptors, summarizer=summarizer,
+                provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
             )
             for name, agent in settings.agents.items()

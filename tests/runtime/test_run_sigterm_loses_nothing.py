@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -149,7 +150,8 @@ channels:
         process = await asyncio.create_subprocess_exec(
             str(THREADLINE), "run", str(config), cwd=tmp_path,
             env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
-                 **where.env},
+                 # the code under test, when it is not the installed copy
+                 "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **where.env},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert process.stderr is not None
         try:

@@ -33,14 +33,19 @@ from openai import (
 )
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
-from threadline.errors import ConfigError, ModelError, ModelUnavailableError
+from threadline.agents.providers import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ProviderPlug,
+    ProviderSettings,
+    register_provider,
+)
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.convert import to_openai
 from threadline.history.model import ToolCall
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_MAX_RETRIES = 4
-DEFAULT_TIMEOUT = 120.0
 # Local servers want no key, but the SDK refuses to start without one.
 NO_KEY = "no-key"
 TokenLimitParameter = Literal["max_tokens", "max_completion_tokens"]
@@ -91,6 +96,10 @@ class OpenAIProvider:
         official = client.base_url.host == "api.openai.com"
         self._token_limit: TokenLimitParameter = token_limit_parameter or (
             "max_completion_tokens" if official else "max_tokens")
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        return self._client
 
     @property
     def base_url(self) -> str:
@@ -231,3 +240,44 @@ def _api_message(exc: APIStatusError) -> str:
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the plug -----------------------------------------------------------------------------------
+
+
+class OpenAISettings(ProviderSettings):
+    """`provider: openai`: any OpenAI-compatible server at `base_url` (OpenAI's own when
+    unset); the key defaults to OPENAI_API_KEY, and a local server needs none."""
+
+    type: Literal["openai"] = "openai"
+    token_limit_parameter: TokenLimitParameter | None = None
+
+
+def _build(settings: OpenAISettings) -> OpenAIProvider:
+    return OpenAIProvider(api_key=settings.api_key, base_url=settings.base_url,
+                          max_retries=settings.max_retries, timeout=settings.timeout,
+                          token_limit_parameter=settings.token_limit_parameter)
+
+
+async def _check(settings: OpenAISettings) -> str:
+    """Lists the server's models with the key: proves the key and the address, costs nothing."""
+    provider = OpenAIProvider(api_key=settings.api_key, base_url=settings.base_url,
+                              max_retries=0)
+    client = provider.client
+    try:
+        models = [m.id async for m in client.models.list()]
+    except AuthenticationError as exc:
+        raise ThreadlineError(f"{provider.base_url} refused the key (401); check "
+                              "OPENAI_API_KEY or the provider's api_key") from exc
+    except OpenAIError as exc:
+        raise ThreadlineError(f"{provider.base_url} could not be reached: {exc}") from exc
+    finally:
+        await client.close()
+    if settings.model and models and settings.model not in models:
+        raise ThreadlineError(f"{provider.base_url} does not serve model {settings.model!r} "
+                              f"(it serves {', '.join(models[:10])})")
+    return f"{provider.base_url} answered; {len(models)} model(s) served"
+
+
+register_provider(ProviderPlug(name="openai", settings=OpenAISettings, build=_build, check=_check,
+                               key_variable="OPENAI_API_KEY"))
