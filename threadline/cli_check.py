@@ -29,6 +29,7 @@ from threadline.config import (
 from threadline.errors import ThreadlineError
 from threadline.history.sql_store import SqlConversationStore
 from threadline.provider_setup import checks as provider_checks
+from threadline.spend.setup import spend_today
 
 Check = Callable[[], Awaitable[str]]  # returns what was found; raises with what is wrong
 
@@ -54,7 +55,9 @@ async def check_store(settings: Settings) -> str:
         return planned
     async with SqlConversationStore(url, busy_timeout=settings.store.busy_timeout) as store:
         conversations = await store.count()
-        return f"{store.url.render_as_string(hide_password=True)}: {conversations} turns stored"
+        spent = await spend_today(settings, store)
+        return (f"{store.url.render_as_string(hide_password=True)}: {conversations} turns "
+                f"stored; spent {spent}")
 
 
 async def check_slack(channel: SlackChannelSettings) -> str:

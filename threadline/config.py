@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from dotenv import dotenv_values
@@ -86,6 +87,41 @@ class ModelSettings(_Section):
     # one's cheap model; extractive summaries, without a model, when it has none).
     summary_model: str | None = None
     summary_provider: str | None = None
+
+
+class PriceSettings(_Section):
+    """US dollars per million tokens of each kind (from the provider's price list)."""
+
+    input: float = Field(default=0.0, ge=0)
+    output: float = Field(default=0.0, ge=0)
+    cache_read: float = Field(default=0.0, ge=0)
+    cache_write: float = Field(default=0.0, ge=0)
+
+
+class SpendSettings(_Section):
+    """Daily token budgets (unset: no cap) and prices for an estimated cost.
+
+    A budget counts every token a provider reports (input, cache reads and writes, output) and
+    resets at midnight in `timezone`. `prices` are keyed "provider/model" (e.g.
+    "anthropic/claude-sonnet-4-5") or just the model; there are no built-in prices.
+    """
+
+    timezone: str = "UTC"
+    per_agent_daily_tokens: int | None = Field(default=None, gt=0)
+    per_conversation_daily_tokens: int | None = Field(default=None, gt=0)
+    per_person_daily_tokens: int | None = Field(default=None, gt=0)
+    # Tokens held for a turn in flight (default: its prompt budget plus its reply limit).
+    reserve_per_turn: int | None = Field(default=None, gt=0)
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, timezone: str) -> str:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("an IANA time zone such as UTC or Europe/Berlin") from None
+        return timezone
 
 
 class LogSettings(_Section):
@@ -220,6 +256,7 @@ class Settings(_Section):
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    spend: SpendSettings = Field(default_factory=SpendSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     # More model providers by name; each entry is checked against its plug's settings.

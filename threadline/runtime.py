@@ -48,6 +48,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.ops import Metrics, OpsServer
 from threadline.provider_setup import Providers
+from threadline.spend.setup import build_spend_limit
 
 log = structlog.get_logger("threadline.runtime")
 
@@ -125,10 +126,13 @@ class MetricsInterceptor:
             self.metrics.turn_errors.labels(channel, context.agent.name,
                                             type(exc).__name__).inc()
             raise
+        usage = result.usage
         self.metrics.record_turn(channel=channel, agent=context.agent.name,
                                  stop_reason=result.stop_reason, latency=result.latency,
-                                 input_tokens=result.usage.input_tokens,
-                                 output_tokens=result.usage.output_tokens)
+                                 tokens={"input": usage.input_tokens,
+                                         "output": usage.output_tokens,
+                                         "cache_read": usage.cache_read_input_tokens,
+                                         "cache_write": usage.cache_creation_input_tokens})
         return result
 
 
@@ -175,9 +179,10 @@ class Runtime:
         providers = Providers(settings)
         summarizer = providers.summarizer(provider)
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
-        # per turn, and the Prometheus figures.
+        # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [
-            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
+            build_spend_limit(settings, store, providers, metrics)]
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name),

@@ -279,6 +279,12 @@ class SqlConversationStore:
     async def count(self, conversation_id: str | None = None) -> int:
         return await self._call("count messages", False, ops.count_turns, conversation_id)
 
+    async def run(self, action: str, fn: Callable[..., T], *args: Any, write: bool) -> T:
+        """`fn(runner, *args)` in one transaction on this store's database, for tables that
+        live beside the conversations (the spend ledger); `action` names it in errors, which
+        are the store's own (`StoreUnavailableError` when the database is not there)."""
+        return await self._call(action, write, fn, *args)
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def close(self) -> None:
