@@ -138,11 +138,13 @@ class OpsSettings(_Section):
 
 
 class LocalChannelSettings(_Section):
-    """The in-process room; with `stdin`, `threadline run` reads lines there and prints replies."""
+    """The in-process room; `threadline run` reads the lines typed on its standard input there
+    and prints the replies: always (`true`), never (`false`, for services), or when it is
+    attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
 
     type: Literal["local"]
     room: str = "main"
-    stdin: bool = False
+    stdin: bool | Literal["auto"] = "auto"
     user: str = "you"
     allow_bots: bool = False
 

@@ -51,6 +51,7 @@ from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit
 
 log = structlog.get_logger("threadline.runtime")
+PROMPT = "you> "
 
 
 def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
@@ -91,11 +92,16 @@ def print_reply(reply: LocalReply) -> None:
     print(f"{reply.agent_name}> {reply.text}", flush=True)
 
 
+def reads_input(channel: LocalChannelSettings) -> bool:
+    """Whether the local channel takes its lines from this process's standard input."""
+    return channel.stdin is True or (channel.stdin == "auto" and sys.stdin.isatty())
+
+
 def build_channel(name: str, channel: ChannelSettings) -> Channel:
     """The channel object for one `channels:` entry; SDKs are imported only when used."""
     if isinstance(channel, LocalChannelSettings):
         return LocalChannel(name=name, room=channel.room, allow_bots=channel.allow_bots,
-                            on_reply=print_reply if channel.stdin else None)
+                            on_reply=print_reply if reads_input(channel) else None)
     options = channel.model_dump(exclude={"type"})
     if isinstance(channel, SlackChannelSettings):
         from threadline.channels.slack import SlackChannel
@@ -226,8 +232,8 @@ class Runtime:
         self._started.update(channel.name for channel in self.channels)
         for name, channel_settings in self.settings.channels.items():
             room = next((c for c in self.channels if c.name == name), None)
-            if isinstance(channel_settings, LocalChannelSettings) and channel_settings.stdin \
-                    and isinstance(room, LocalChannel):
+            if isinstance(channel_settings, LocalChannelSettings) and isinstance(
+                    room, LocalChannel) and reads_input(channel_settings):
                 self._readers.append(asyncio.ensure_future(
                     self._read_stdin(room, channel_settings.user)))
         log.info("runtime.started", channels=sorted(self._started),
@@ -236,9 +242,18 @@ class Runtime:
 
     async def _read_stdin(self, room: LocalChannel, user: str) -> None:
         """Lines typed on stdin go to the local room; end of input stops the runtime."""
-        async for line in typed_lines(sys.stdin):
+        terminal = sys.stdin.isatty()
+        if terminal:
+            names = [f"@{a}" for a, s in self.settings.agents.items()
+                     if any(c.name == room.name for c in s.channels)]
+            print(f"Talk to {', '.join(names)} here, for example: {names[0]} hello. "
+                  "Leave with Ctrl-D (or Ctrl-C).", flush=True)
+        async for line in typed_lines(sys.stdin, prompt=PROMPT if terminal else "",
+                                      echo=sys.stdout):
             if line.strip():
                 await room.say(line.strip(), user=user)
+        if terminal:
+            print(flush=True)  # Ctrl-D leaves the cursor after the prompt
         self.request_stop()
 
     async def readiness(self) -> dict[str, str | None]:
