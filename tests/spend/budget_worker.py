@@ -2,8 +2,9 @@
 
     python -m tests.spend.budget_worker URL CAP TURNS NAME
 
-Every model call takes 20 ms and reports 100 tokens; prints how many turns were answered and
-how many refused, as JSON.
+It opens the store, prints "ready" and waits for a line on stdin, so two workers start their
+turns together. Every model call takes 20 ms and reports 100 tokens; at the end it prints how
+many turns were answered and how many refused, as JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.history import SqlConversationStore
 from threadline.interceptors.spend_limit import STOP_REASON, SpendLimitInterceptor
+from threadline.log import configure_logging
 from threadline.spend import DailyBudgets, SpendLedger
 
 TOKENS_PER_TURN = 100
@@ -28,12 +30,15 @@ async def slow(request: ModelRequest) -> ModelResponse:
 
 
 async def main(url: str, cap: int, turns: int, name: str) -> None:
+    configure_logging("warning")  # to stderr: stdout carries "ready" and the result
     async with SqlConversationStore(url) as store:
         limit = SpendLimitInterceptor(SpendLedger(store),
                                       budgets=DailyBudgets(per_conversation=cap),
                                       reserve=TOKENS_PER_TURN)
         agent = Agent(name=name, conversation_history=store, provider=ScriptedModel(slow),
                       interceptors=[limit])
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
         outcomes = [(await agent.invoke(say(f"@{name} turn {n}", message_id=f"{name}{n}"))
                      ).stop_reason
                     for n in range(turns)]

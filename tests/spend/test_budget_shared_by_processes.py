@@ -19,14 +19,21 @@ CAP = 2000
 TURNS = 30  # each: 60 offered, room for 20
 
 
-async def worker(url: str, name: str) -> dict[str, int]:
+async def start_worker(url: str, name: str) -> asyncio.subprocess.Process:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.spend.budget_worker", url, str(CAP), str(TURNS), name,
-        cwd=ROOT, env=environment, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        cwd=ROOT, env=environment, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    async with asyncio.timeout(60):
+        assert (await process.stdout.readline()).strip() == b"ready"
+    return process
+
+
+async def finish(process: asyncio.subprocess.Process) -> dict[str, int]:
     async with asyncio.timeout(120):
-        out, err = await process.communicate()
+        out, err = await process.communicate(b"go\n")
     assert process.returncode == 0, err.decode()[-2000:]
     result: dict[str, int] = json.loads(out.decode().strip().splitlines()[-1])
     return result
@@ -36,7 +43,8 @@ async def worker(url: str, name: str) -> dict[str, int]:
 async def test_two_processes_spend_one_budget_without_passing_it(pg_url: str) -> None:
     async with SqlConversationStore(pg_url):
         pass  # the schema exists before both workers start
-    first, second = await asyncio.gather(worker(pg_url, "support"), worker(pg_url, "billing"))
+    workers = [await start_worker(pg_url, "support"), await start_worker(pg_url, "billing")]
+    first, second = await asyncio.gather(*(finish(w) for w in workers))
 
     answered = first["answered"] + second["answered"]
     assert first["answered"] > 0 and second["answered"] > 0  # both really took part

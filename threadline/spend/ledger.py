@@ -23,24 +23,41 @@ from threadline.history.sql_operations import SqlRunner
 from threadline.history.sql_store import SqlConversationStore
 
 Scope = str  # "agent", "conversation" or "person"
-SCOPES: tuple[Scope, ...] = ("agent", "conversation", "person")
-_SPENT = "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens"
-_KEY = "day = :day AND scope = :scope AND subject = :subject"
-_ENSURE = ("INSERT INTO threadline_spend (day, scope, subject) VALUES (:day, :scope, :subject) "
-           "ON CONFLICT (day, scope, subject) DO NOTHING")
-_RESERVE = (f"UPDATE threadline_spend SET reserved_tokens = reserved_tokens + :tokens "
-            f"WHERE {_KEY}")
-_RESERVE_CAPPED = f"{_RESERVE} AND {_SPENT} + reserved_tokens < :cap"
-_SETTLE = (f"UPDATE threadline_spend SET reserved_tokens = reserved_tokens - :reserved, "
-           f"input_tokens = input_tokens + :input, output_tokens = output_tokens + :output, "
-           f"cache_read_tokens = cache_read_tokens + :cache_read, "
-           f"cache_write_tokens = cache_write_tokens + :cache_write, cost = cost + :cost, "
-           f"turns = turns + 1 WHERE {_KEY}")
-_COLUMNS = ("subject, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-            "reserved_tokens, cost, turns")
-_READ_ONE = f"SELECT {_COLUMNS} FROM threadline_spend WHERE {_KEY}"
-_READ_SCOPE = (f"SELECT {_COLUMNS} FROM threadline_spend WHERE day = :day AND scope = :scope "
+_TABLE = "threadline_spend"
+_SPENT = " + ".join(f"{_TABLE}.{c}" for c in (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+_COLUMNS = ("scope, subject, input_tokens, output_tokens, cache_read_tokens, "
+            "cache_write_tokens, reserved_tokens, cost, turns")
+_UPSERT = (f"INSERT INTO {_TABLE} (day, scope, subject, {{columns}}) VALUES {{rows}} "
+           f"ON CONFLICT (day, scope, subject) DO UPDATE SET {{updates}}")
+_READ_ONE = (f"SELECT {_COLUMNS} FROM {_TABLE} WHERE day = :day AND scope = :scope "
+             "AND subject = :subject")
+_READ_SCOPE = (f"SELECT {_COLUMNS} FROM {_TABLE} WHERE day = :day AND scope = :scope "
                "ORDER BY subject")
+_SETTLED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost",
+            "reserved_tokens", "turns")
+
+
+def _reserve_sql(charges: Sequence[Charge]) -> str:
+    """One upsert holding `:tokens` on every capped row whose spend and holds are under its cap
+    (rows that are not come back missing from RETURNING)."""
+    rows = ", ".join(f"(:day, :scope{i}, :subject{i}, :tokens)" for i in range(len(charges)))
+    # A turn has one row per scope, so the scope picks the row's cap.
+    caps = " ".join(f"WHEN :scope{i} THEN CAST(:cap{i} AS BIGINT)" for i in range(len(charges)))
+    updates = (f"reserved_tokens = {_TABLE}.reserved_tokens + excluded.reserved_tokens "
+               f"WHERE {_SPENT} + {_TABLE}.reserved_tokens < CASE excluded.scope {caps} END")
+    return _UPSERT.format(columns="reserved_tokens", rows=rows, updates=updates) + \
+        " RETURNING scope, subject"
+
+
+def _settle_sql(count: int) -> str:
+    """One upsert adding a turn's spend (and giving back its holds) on every row it touched."""
+    values = ", ".join(f":{c}" for c in _SETTLED[:-2])
+    rows = ", ".join(f"(:day, :scope{i}, :subject{i}, {values}, :returned{i}, 1)"
+                     for i in range(count))
+    updates = ", ".join(f"{c} = {_TABLE}.{c} + excluded.{c}" for c in _SETTLED)
+    return _UPSERT.format(columns=", ".join(_SETTLED), rows=rows, updates=updates) + \
+        f" RETURNING {_COLUMNS}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +90,7 @@ class Spend:
 class SpendTotals:
     """One row of the ledger: a subject's spend on one day."""
 
+    scope: Scope
     subject: str
     spent: Spend
     reserved_tokens: int
@@ -101,35 +119,44 @@ def _ordered(charges: Sequence[Charge]) -> list[Charge]:
 
 
 def _totals(row: Sequence[Any]) -> SpendTotals:
-    return SpendTotals(subject=row[0], spent=Spend(int(row[1]), int(row[2]), int(row[3]),
-                                                   int(row[4]), float(row[6])),
-                       reserved_tokens=int(row[5]), turns=int(row[7]))
+    return SpendTotals(scope=row[0], subject=row[1],
+                       spent=Spend(int(row[2]), int(row[3]), int(row[4]), int(row[5]),
+                                   float(row[7])),
+                       reserved_tokens=int(row[6]), turns=int(row[8]))
+
+
+def _keys(day: str, charges: Sequence[Charge]) -> dict[str, Any]:
+    keys: dict[str, Any] = {"day": day}
+    for i, charge in enumerate(charges):
+        keys[f"scope{i}"] = charge.scope
+        keys[f"subject{i}"] = charge.subject
+    return keys
 
 
 def _reserve(runner: SqlRunner, day: str, charges: Sequence[Charge], tokens: int) -> None:
-    for charge in _ordered(charges):
-        key = {"day": day, "scope": charge.scope, "subject": charge.subject}
-        runner.rowcount(_ENSURE, key)
-        if charge.cap is None:
-            runner.rowcount(_RESERVE, {**key, "tokens": tokens})
-        elif not runner.rowcount(_RESERVE_CAPPED, {**key, "tokens": tokens, "cap": charge.cap}):
-            row = _totals(runner.rows(_READ_ONE, key)[0])
+    capped = [c for c in _ordered(charges) if c.cap is not None]
+    if not capped:
+        return
+    params = {**_keys(day, capped), "tokens": tokens,
+              **{f"cap{i}": c.cap for i, c in enumerate(capped)}}
+    held = {(row[0], row[1]) for row in runner.rows(_reserve_sql(capped), params)}
+    for charge in capped:
+        if (charge.scope, charge.subject) not in held:
+            row = _totals(runner.rows(_READ_ONE, {"day": day, "scope": charge.scope,
+                                                  "subject": charge.subject})[0])
             raise _Refused(Refusal(charge, row.spent.tokens, row.reserved_tokens))
 
 
 def _settle(runner: SqlRunner, day: str, charges: Sequence[Charge], reserved: int,
             spend: Spend) -> list[SpendTotals]:
-    totals = []
-    for charge in _ordered(charges):
-        key = {"day": day, "scope": charge.scope, "subject": charge.subject}
-        if not reserved:
-            runner.rowcount(_ENSURE, key)
-        runner.rowcount(_SETTLE, {
-            **key, "reserved": reserved, "input": spend.input_tokens,
-            "output": spend.output_tokens, "cache_read": spend.cache_read_tokens,
-            "cache_write": spend.cache_write_tokens, "cost": spend.cost})
-        totals.append(_totals(runner.rows(_READ_ONE, key)[0]))
-    return totals
+    ordered = _ordered(charges)
+    params = {**_keys(day, ordered), "input_tokens": spend.input_tokens,
+              "output_tokens": spend.output_tokens, "cache_read_tokens": spend.cache_read_tokens,
+              "cache_write_tokens": spend.cache_write_tokens, "cost": spend.cost,
+              **{f"returned{i}": -reserved if c.cap is not None else 0
+                 for i, c in enumerate(ordered)}}
+    totals = [_totals(row) for row in runner.rows(_settle_sql(len(ordered)), params)]
+    return sorted(totals, key=lambda t: (t.scope, t.subject))
 
 
 def _read_scope(runner: SqlRunner, day: str, scope: Scope) -> list[SpendTotals]:
@@ -144,7 +171,7 @@ class SpendLedger:
 
     async def reserve(self, *, day: str, charges: Sequence[Charge], tokens: int
                       ) -> Refusal | None:
-        """Hold `tokens` on every row, or on none when a capped row has no room (the refusal)."""
+        """Hold `tokens` on every capped row, or on none when one has no room (the refusal)."""
         try:
             await self.store.run("reserve model spend", _reserve, day, charges, tokens,
                                  write=True)
@@ -154,8 +181,9 @@ class SpendLedger:
 
     async def settle(self, *, day: str, charges: Sequence[Charge], reserved: int, spend: Spend
                      ) -> list[SpendTotals]:
-        """Give back what `reserve` held and add what was used; returns the rows' new totals
-        in (scope, subject) order. With `reserved=0` a turn that reserved nothing is recorded."""
+        """Give back what `reserve` held on the capped rows and add what was used to every row;
+        returns the rows' new totals in (scope, subject) order. With `reserved=0` a turn that
+        reserved nothing is recorded."""
         return await self.store.run("record model spend", _settle, day, charges, reserved,
                                     spend, write=True)
 
