@@ -46,7 +46,7 @@ from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
 from threadline.interceptors.spend_limit import SpendLimitInterceptor  # noqa: E402
-from threadline.spend import DailyBudgets, SpendLedger  # noqa: E402
+from threadline.spend import Charge, DailyBudgets, Spend, SpendLedger  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40
@@ -121,6 +121,23 @@ async def overhead(url: str, *, spend: bool = False
     return before[warm:], after[warm:], appends, assembles
 
 
+async def ledger_round_trips(url: str) -> list[float]:
+    """The spend ledger alone, in ms: one reserve and one settle on three capped rows."""
+    async with SqlConversationStore(url) as store:
+        ledger = SpendLedger(store)
+        charges = [Charge("agent", "support", BUDGETS.per_agent),
+                   Charge("conversation", "ledger-bench", BUDGETS.per_conversation),
+                   Charge("person", "local:U1", BUDGETS.per_person)]
+        timings: list[float] = []
+        for _ in range(300):
+            started = time.perf_counter()
+            await ledger.reserve(day="bench", charges=charges, tokens=100)
+            await ledger.settle(day="bench", charges=charges, reserved=100,
+                                spend=Spend(input_tokens=80, output_tokens=20))
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
 async def throughput(url: str) -> float:
     """Human turns answered per second, 100 conversations at once, 5 turns each."""
     async with SqlConversationStore(url) as store:
@@ -144,6 +161,7 @@ def overhead_line(label: str, before: list[float], after: list[float]) -> str:
 async def report(label: str, url: str) -> None:
     before, after, appends, assembles = await overhead(url)
     spend_before, spend_after, _, _ = await overhead(url, spend=True)
+    ledger = await ledger_round_trips(url)
     rate = await throughput(url)
     print(f"{label}: inbound -> model request  p50 {statistics.median(before):6.2f} ms   "
           f"p99 {percentile(before, 0.99):6.2f} ms   ({len(before)} turns)")
@@ -156,6 +174,8 @@ async def report(label: str, url: str) -> None:
           f"p99 {percentile(appends, 0.99):6.2f} ms   (two per turn: inbound, outbound)")
     print(f"{label}:   of which assemble_prompt     p50 {statistics.median(assembles):6.2f} ms   "
           f"p99 {percentile(assembles, 0.99):6.2f} ms   (one per turn, before the model)")
+    print(f"{label}:   of which spend ledger        p50 {statistics.median(ledger):6.2f} ms   "
+          f"p99 {percentile(ledger, 0.99):6.2f} ms   (reserve and settle, with spend on)")
     print(f"{label}: {rate:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
           f"conversations ({CONCURRENT_TURNS} turns each, answered and both turns stored)")
 
