@@ -426,7 +426,8 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
-        variable = key_variable(str((model or {}).get("provider", "auto")))
+        variable = key_variable(str((model or {}).get("provider", "auto")),
+                                base_url=(model or {}).get("base_url"))
         resolved["model"] = {**(model or {}),
                              "api_key": environment.get(variable) or None if variable else None}
     try:

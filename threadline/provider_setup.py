@@ -60,13 +60,17 @@ class AgentModel:
     model: str
 
 
-def key_variable(provider: str) -> str | None:
-    """The environment variable a provider's key usually lives in (None if unknown)."""
+def key_variable(provider: str, *, base_url: str | None) -> str | None:
+    """The environment variable a provider's key is taken from when the config names none
+    (None: no such variable, or not for a server at `base_url`)."""
     name = "anthropic" if provider == "auto" else provider
     try:
-        return provider_plug(name).key_variable
+        plug = provider_plug(name)
     except ConfigError:
         return None  # an unknown or uninstalled provider is reported by `problems`
+    if base_url and not plug.key_variable_follows_base_url:
+        return None
+    return plug.key_variable
 
 
 class SettingError(ConfigError):

@@ -140,9 +140,11 @@ async def test_an_unreachable_server_is_unavailable_and_names_the_url() -> None:
         await provider.complete(REQUEST)
 
 
-async def test_a_local_server_needs_no_key(fake: FakeOpenAI,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+async def test_another_server_needs_no_key_and_never_gets_openais(
+        fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
     provider = OpenAIProvider(base_url=fake.url, max_retries=0)
     assert (await provider.complete(REQUEST)).text == "fake reply 1"
     assert fake.requests[0].headers["authorization"] == "Bearer no-key"
+    await OpenAIProvider(base_url=fake.url, api_key="sk-local").complete(REQUEST)
+    assert fake.requests[1].headers["authorization"] == "Bearer sk-local"

@@ -84,11 +84,14 @@ agents:
     assert isinstance(summarizer, SummarizerAgent)
 
 
-def test_without_a_summary_model_an_openai_default_summarizes_without_a_model(
-        tmp_path: Path) -> None:
+def test_another_server_gets_no_key_from_openais_variable(tmp_path: Path) -> None:
     path = write(tmp_path, "model: {provider: openai, base_url: 'http://127.0.0.1:1/v1'}\n"
                            "agents:\n  support: {model: llama3.1}\n")
-    settings = load_settings(path, env={})
+    settings = load_settings(path, env={"OPENAI_API_KEY": "sk-openai-secret"})
+    assert settings.model.api_key is None
+    provider, _ = Providers(settings).for_agent("support")
+    assert isinstance(provider, OpenAIProvider) and provider.client.api_key == "no-key"
+    # and without a summary model it summarizes without a model
     assert isinstance(Providers(settings).summarizer(), ExtractiveSummarizer)
 
 

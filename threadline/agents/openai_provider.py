@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any, Literal
 
 import httpx2
@@ -57,8 +56,9 @@ class OpenAIProvider:
     """A `ModelProvider` backed by an OpenAI-compatible Chat Completions API.
 
     `client` defaults to `AsyncOpenAI(api_key=..., base_url=...)`, which falls back to
-    `OPENAI_API_KEY` and `OPENAI_BASE_URL`; with a `base_url` and no key at all (a local server)
-    a placeholder key is sent. `max_retries` is how often the SDK retries with backoff (None
+    `OPENAI_BASE_URL` and `OPENAI_API_KEY`; but a `base_url` given here is another vendor's
+    server, which never gets `OPENAI_API_KEY`: it gets `api_key`, or a placeholder (a local
+    server needs none). `max_retries` is how often the SDK retries with backoff (None
     keeps a given client's own setting; a default client gets 4). `timeout` bounds one whole
     `complete` call, retries included. `token_limit_parameter` names the reply limit field:
     OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse `max_tokens`),
@@ -77,8 +77,7 @@ class OpenAIProvider:
         token_limit_parameter: TokenLimitParameter | None = None,
     ) -> None:
         if client is None:
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            if api_key is None and base_url and not os.environ.get("OPENAI_API_KEY"):
+            if api_key is None and base_url:
                 api_key = NO_KEY
             try:
                 client = AsyncOpenAI(
@@ -280,4 +279,5 @@ async def _check(settings: OpenAISettings) -> str:
 
 
 register_provider(ProviderPlug(name="openai", settings=OpenAISettings, build=_build, check=_check,
-                               key_variable="OPENAI_API_KEY"))
+                               key_variable="OPENAI_API_KEY",
+                               key_variable_follows_base_url=False))

@@ -56,8 +56,10 @@ class ProviderPlug:
 
     `check` makes one cheap authenticated call and returns what it found (or raises a
     `ThreadlineError` saying what is wrong). `key_variable` is the environment variable its key
-    is usually in; `default_model` and `summary_model` are used when the configuration names
-    none (None: a model must be named, or summaries are extractive).
+    is usually in; with `key_variable_follows_base_url` False it is used only for the vendor's
+    own address, so a key is never sent to another server a `base_url` names. `default_model`
+    and `summary_model` are used when the configuration names none (None: a model must be
+    named, or summaries are extractive).
     """
 
     name: str
@@ -65,6 +67,7 @@ class ProviderPlug:
     build: Callable[[Any], ModelProvider]
     check: Callable[[Any], Awaitable[str]]
     key_variable: str | None = None
+    key_variable_follows_base_url: bool = True
     default_model: str | None = None
     summary_model: str | None = None
 
