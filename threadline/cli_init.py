@@ -39,6 +39,7 @@ spend:
   # per_agent_daily_tokens: 2000000
   # per_conversation_daily_tokens: 200000
   # per_person_daily_tokens: 50000
+  # agent_daily_tokens: {{support: 5000000}}    # an agent's own cap instead of per_agent
   # US dollars per million tokens, for the estimated cost in /metrics and `threadline check`
   # (no prices are built in): "provider/model" or "model".
   # prices:

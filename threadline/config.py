@@ -110,6 +110,8 @@ class SpendSettings(_Section):
     per_agent_daily_tokens: int | None = Field(default=None, gt=0)
     per_conversation_daily_tokens: int | None = Field(default=None, gt=0)
     per_person_daily_tokens: int | None = Field(default=None, gt=0)
+    # Agents with a cap of their own instead of per_agent_daily_tokens, by name.
+    agent_daily_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
     # Tokens held for a turn in flight (default: its prompt budget plus its reply limit).
     reserve_per_turn: int | None = Field(default=None, gt=0)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
@@ -479,6 +481,10 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
     if settings.model.provider == "anthropic" and not settings.model.api_key:
         problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
                         "api_key: ${ANTHROPIC_API_KEY}")
+    for agent in settings.spend.agent_daily_tokens:
+        if agent not in settings.agents:
+            problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "
+                            f"agent {agent!r} (agents: {', '.join(sorted(settings.agents))})")
     if not problems:
         problems += [f"{source.where(path)}: {problem}"
                      for path, problem in provider_problems(settings)]

@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from threadline.agents.llm import ModelProvider
-from threadline.agents.providers import ProviderPlug, ProviderSettings, provider_plug
+from threadline.agents.providers import (
+    ProviderPlug,
+    ProviderSettings,
+    provider_names,
+    provider_plug,
+)
 from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -118,16 +123,16 @@ def provider_named(settings: Settings, name: str | None, path: KeyPath) -> Provi
         kind = raw.get("type")
         if not isinstance(kind, str):
             raise SettingError(("providers", name, "type"), "missing; one of "
-                               f"{', '.join(_known())}")
+                               f"{', '.join(provider_names())}")
         plug = _plug(kind, ("providers", name, "type"))
         return ProviderChoice(name, plug, _validated(plug, raw, ("providers", name)))
     default = default_provider(settings)
     if default.plug.name == name:
         return default
-    if name not in _known():
+    if name not in provider_names():
         defined = ", ".join(sorted(settings.providers)) or "none"
         raise SettingError(path, f"unknown provider {name!r}: not under providers: ({defined}) "
-                                 f"and not a provider type ({', '.join(_known())})")
+                                 f"and not a provider type ({', '.join(provider_names())})")
     plug = _plug(name, path)
     return ProviderChoice(name, plug, plug.settings(type=name))
 
@@ -176,12 +181,12 @@ class Providers:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.agents = agent_models(settings)
-        self._built: dict[str, ModelProvider] = {}
+        self._built: dict[KeyPath, ModelProvider] = {}
 
     def build(self, choice: ProviderChoice) -> ModelProvider:
-        if choice.entry not in self._built:
-            self._built[choice.entry] = choice.plug.build(choice.settings)
-        return self._built[choice.entry]
+        if choice.where not in self._built:
+            self._built[choice.where] = choice.plug.build(choice.settings)
+        return self._built[choice.where]
 
     def for_agent(self, agent: str) -> tuple[ModelProvider, str]:
         chosen = self.agents[agent]
@@ -224,9 +229,3 @@ def _check(choice: ProviderChoice, model: str) -> Callable[[], Awaitable[str]]:
     settings = choice.settings if choice.settings.model else choice.settings.model_copy(
         update={"model": model})
     return lambda: choice.plug.check(settings)
-
-
-def _known() -> list[str]:
-    from threadline.agents.providers import provider_names
-
-    return provider_names()

@@ -106,6 +106,8 @@ def test_another_server_gets_no_key_from_openais_variable(tmp_path: Path) -> Non
      ":4: providers.local.max_retries: Input should be greater than or equal to 0, found -1"),
     ("providers:\n  local:\n    type: openai\n    api_key: sk-literal\n",
      ":4: providers.local.api_key: a literal secret is not allowed in the config file"),
+    ("spend:\n  agent_daily_tokens:\n    suport: 1000\n",
+     ":3: spend.agent_daily_tokens.suport: unknown agent 'suport' (agents: support)"),
     ("providers:\n  local: {type: gemini}\n",
      ":2: providers.local.type: unknown model provider 'gemini'; known providers: anthropic, "
      "offline, openai"),

@@ -108,8 +108,8 @@ async def test_a_person_budget_spans_conversations_and_spares_others(
 
 async def test_an_agent_budget_caps_that_agent_only(store: SqlConversationStore) -> None:
     model = ScriptedModel(costly)
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets(per_agent=400),
-                                  reserve=100)
+    budgets = DailyBudgets(per_agent=10_000, agents={"support": 400})  # support's own cap
+    limit = SpendLimitInterceptor(SpendLedger(store), budgets=budgets, reserve=100)
     support = agent_with(store, model, limit)
     billing = agent_with(store, model, limit, name="billing")
     answers = [await support.invoke(say("@support a")), await support.invoke(say("@support b")),

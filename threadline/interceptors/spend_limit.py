@@ -78,7 +78,7 @@ class SpendLimitInterceptor:
     def charges(self, context: TurnContext) -> list[Charge]:
         """The rows this turn is charged to, each with its cap."""
         budgets = self.budgets
-        found = [Charge("agent", context.agent.name, budgets.per_agent),
+        found = [Charge("agent", context.agent.name, budgets.for_agent(context.agent.name)),
                  Charge("conversation", context.conversation_id, budgets.per_conversation)]
         person = person_subject(context)
         if person is not None:

@@ -8,8 +8,8 @@ configuration, in US dollars per million tokens: Threadline ships none, so none 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -19,16 +19,23 @@ from threadline.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class DailyBudgets:
-    """Tokens a day (input, cache and output, as the provider reports them); None: no cap."""
+    """Tokens a day (input, cache and output, as the provider reports them); None: no cap.
+
+    `per_agent` is every agent's cap; `agents` gives some agents their own.
+    """
 
     per_agent: int | None = None
     per_conversation: int | None = None
     per_person: int | None = None
+    agents: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def any(self) -> bool:
-        return any(cap is not None for cap in (self.per_agent, self.per_conversation,
-                                               self.per_person))
+        return bool(self.agents) or any(cap is not None for cap in (
+            self.per_agent, self.per_conversation, self.per_person))
+
+    def for_agent(self, name: str) -> int | None:
+        return self.agents.get(name, self.per_agent)
 
 
 @dataclass(frozen=True, slots=True)

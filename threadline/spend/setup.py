@@ -19,7 +19,8 @@ def budgets(settings: Settings) -> DailyBudgets:
     spend = settings.spend
     return DailyBudgets(per_agent=spend.per_agent_daily_tokens,
                         per_conversation=spend.per_conversation_daily_tokens,
-                        per_person=spend.per_person_daily_tokens)
+                        per_person=spend.per_person_daily_tokens,
+                        agents=dict(spend.agent_daily_tokens))
 
 
 def price_for(settings: Settings, provider: str, model: str) -> Price | None:
@@ -55,8 +56,9 @@ async def spend_today(settings: Settings, store: SqlConversationStore) -> str:
     day_clock = SpendDay(settings.spend.timezone)
     day, _ = day_clock.today()
     rows = await SpendLedger(store).totals(day=day, scope="agent")
-    cap = settings.spend.per_agent_daily_tokens
-    parts = [f"{row.subject} {row.spent.tokens:,}" + (f" of {cap:,}" if cap else "")
+    limits = budgets(settings)
+    parts = [f"{row.subject} {row.spent.tokens:,}"
+             + (f" of {cap:,}" if (cap := limits.for_agent(row.subject)) else "")
              + (f" (~{_dollars(row.spent.cost)})" if row.spent.cost else "") for row in rows]
     tokens = sum(row.spent.tokens for row in rows)
     cost = sum(row.spent.cost for row in rows)
