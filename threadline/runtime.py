@@ -48,7 +48,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.ops import Metrics, OpsServer
 from threadline.provider_setup import Providers
-from threadline.spend.setup import build_spend_limit
+from threadline.spend.setup import build_spend_limit, publish_today
 
 log = structlog.get_logger("threadline.runtime")
 PROMPT = "you> "
@@ -219,6 +219,7 @@ class Runtime:
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
         await self.store.__aenter__()
+        await publish_today(self.settings, self.store, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
             outbox = writer.outbox

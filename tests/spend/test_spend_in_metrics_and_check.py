@@ -66,5 +66,15 @@ async def test_spend_and_cache_tokens_reach_metrics_and_check(tmp_path: Path) ->
     assert room.sent[1].text.startswith("This conversation's daily budget for answers is used "
                                         "up (1,000 of 1,000 tokens). It resets at 00:00 UTC")
 
+    # A restarted process shows today's spend before its first turn.
+    restarted = Runtime.build(settings)
+    await restarted.start()
+    try:
+        assert restarted.ops is not None
+        again = await metrics_text(restarted.ops.port)
+    finally:
+        await restarted.stop()
+    assert 'threadline_spend_tokens_today{agent="support"} 1000.0' in again
+
     line = await check_store(settings)
     assert line.endswith("UTC): 1,000 tokens, ~$0.0007 estimated; support 1,000 (~$0.0007)")

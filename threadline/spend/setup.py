@@ -51,6 +51,14 @@ def build_spend_limit(settings: Settings, store: SqlConversationStore, providers
         reserve=settings.spend.reserve_per_turn, on_spend=publish)
 
 
+async def publish_today(settings: Settings, store: SqlConversationStore,
+                        metrics: Metrics) -> None:
+    """Today's spend per agent into the metrics at start (each turn updates them after)."""
+    day, _ = SpendDay(settings.spend.timezone).today()
+    for row in await SpendLedger(store).totals(day=day, scope="agent"):
+        metrics.record_spend(row.subject, row.spent.tokens, row.spent.cost)
+
+
 async def spend_today(settings: Settings, store: SqlConversationStore) -> str:
     """Today's spend per agent against its budget, one line (for `threadline check`)."""
     day_clock = SpendDay(settings.spend.timezone)
