@@ -192,9 +192,12 @@ class Providers:
         chosen = self.agents[agent]
         return self.build(chosen.provider), chosen.model
 
-    def summarizer(self, override: ModelProvider | None = None) -> Summarizer:
+    def summarizer(self, override: ModelProvider | None = None, *,
+                   wrap: Callable[[ModelProvider, str, str], ModelProvider] | None = None
+                   ) -> Summarizer:
         """Rolling summaries by `summary_provider`/`summary_model` or the plug's cheap model;
-        extractive ones (no model) when there is none."""
+        extractive ones (no model) when there is none. `wrap(provider, plug name, model)`
+        decorates the provider summaries use (the spend meter)."""
         from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
 
         model = self.settings.model
@@ -204,7 +207,10 @@ class Providers:
             choice.settings.model if model.summary_provider else None)
         if name is None:
             return ExtractiveSummarizer()
-        return SummarizerAgent(override or self.build(choice), model=name)
+        provider = override or self.build(choice)
+        if wrap is not None:
+            provider = wrap(provider, choice.plug.name, name)
+        return SummarizerAgent(provider, model=name)
 
 
 def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:

@@ -48,7 +48,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.ops import Metrics, OpsServer
 from threadline.provider_setup import Providers
-from threadline.spend.setup import build_spend_limit, publish_today
+from threadline.spend.setup import build_spend_limit, metered, publish_today
 
 log = structlog.get_logger("threadline.runtime")
 PROMPT = "you> "
@@ -183,7 +183,7 @@ class Runtime:
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
         providers = Providers(settings)
-        summarizer = providers.summarizer(provider)
+        summarizer = providers.summarizer(provider, wrap=metered(settings))
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
         # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [

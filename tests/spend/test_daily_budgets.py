@@ -11,8 +11,14 @@ import pytest
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
+from threadline.agents.summarizer import SummarizerAgent
 from threadline.history import SqlConversationStore
-from threadline.interceptors.spend_limit import STOP_REASON, SpendLimitInterceptor
+from threadline.history.assembler import AssemblerOptions
+from threadline.interceptors.spend_limit import (
+    STOP_REASON,
+    MeteredProvider,
+    SpendLimitInterceptor,
+)
 from threadline.spend import DailyBudgets, Price, SpendDay, SpendLedger
 
 
@@ -157,3 +163,26 @@ async def test_cost_is_estimated_from_the_configured_price(store: SqlConversatio
     [(name, tokens, cost)] = heard
     assert (name, tokens) == ("support", 500)
     assert cost == pytest.approx((300 * 3.0 + 50 * 15.0 + 100 * 0.3 + 50 * 3.75) / 1e6)
+
+
+async def test_summaries_written_for_a_turn_count_against_its_budgets(
+        store: SqlConversationStore) -> None:
+    def summarize(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="Summary: Ann asked several questions.",
+                             usage=ModelUsage(input_tokens=1000, output_tokens=100))
+
+    summary_model = ScriptedModel(summarize)
+    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets())
+    agent = Agent(name="support", conversation_history=store, provider=ScriptedModel(costly),
+                  interceptors=[limit], assembler_options=AssemblerOptions(
+                      rolling_summary_threshold=4),
+                  summarizer=SummarizerAgent(MeteredProvider(summary_model, Price(input=1.0)),
+                                             model="cheap"))
+    for n in range(6):
+        await agent.invoke(say(f"@support question {n}"))
+    await agent.close()
+
+    assert summary_model.requests  # the conversation grew past the threshold
+    [row] = await SpendLedger(store).totals(day=SpendDay().today()[0], scope="conversation")
+    assert row.spent.tokens == 6 * 500 + len(summary_model.requests) * 1100
+    assert row.spent.cost == pytest.approx(len(summary_model.requests) * 1000 / 1e6)

@@ -8,18 +8,20 @@ Before a turn, its estimated spend (the agent's reply limit plus its prompt budg
 in the shared ledger on each capped row; when any row has reached its cap the turn is answered
 with a friendly reply saying when the budget resets, and the model is not called. After the
 turn, the reservation is settled with what the provider reported (input, cache and output
-tokens) and an estimated cost. A ledger that cannot be reached does not silence the bot: the
-turn is answered and the failure logged.
+tokens) and an estimated cost, together with what other model calls made for the turn cost
+(a rolling summary written while the prompt was assembled: see `MeteredProvider`). A ledger
+that cannot be reached does not silence the bot: the turn is answered and the failure logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from threadline.agents.llm import ModelUsage
+from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
 from threadline.errors import StoreError
 from threadline.interceptors.base import CallNext, TurnContext
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
@@ -34,6 +36,28 @@ _BUDGET = {"agent": "My daily budget for answers",
            "person": "Your daily budget for answers"}
 # Called with the agent's name and its row's new totals after every settled turn.
 SpendListener = Callable[[str, SpendTotals], None]
+
+
+# Spend of model calls made for the current turn besides the agent's own (its summaries).
+_SIDE_SPEND: ContextVar[list[Spend] | None] = ContextVar("threadline_side_spend", default=None)
+
+
+class MeteredProvider:
+    """A provider whose calls are charged to the turn they are made for (a summarizer's).
+
+    Outside a turn of a `SpendLimitInterceptor` the calls are not counted.
+    """
+
+    def __init__(self, provider: ModelProvider, price: Price | None = None) -> None:
+        self.provider = provider
+        self.price = price
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        response = await self.provider.complete(request)
+        spent = _SIDE_SPEND.get()
+        if spent is not None:
+            spent.append(spend_of(response.usage, self.price))
+        return response
 
 
 def person_subject(context: TurnContext) -> str | None:
@@ -104,11 +128,15 @@ class SpendLimitInterceptor:
             if refusal is not None:
                 return self._refuse(context, refusal, resets)
         spend = Spend()
+        side: list[Spend] = []
+        token = _SIDE_SPEND.set(side)
         try:
             result = await call_next()
             spend = spend_of(result.usage, self.prices.get(context.agent.name))
             return result
         finally:
+            _SIDE_SPEND.reset(token)
+            spend = sum(side, spend)
             # Shielded: a cancelled turn still gives its reservation back.
             await asyncio.shield(self._settle(context, day, charges, reserved, spend))
 

@@ -79,6 +79,13 @@ class Spend:
     cache_write_tokens: int = 0
     cost: float = 0.0
 
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.cost + other.cost)
+
     @property
     def tokens(self) -> int:
         """Every token the provider processed: what a budget counts."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from threadline.agents.llm import ModelProvider
 from threadline.history.sql_store import SqlConversationStore
-from threadline.interceptors.spend_limit import SpendLimitInterceptor
+from threadline.interceptors.spend_limit import MeteredProvider, SpendLimitInterceptor
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
 from threadline.spend.ledger import SpendLedger, SpendTotals
 
@@ -27,6 +29,15 @@ def price_for(settings: Settings, provider: str, model: str) -> Price | None:
     """The configured price of `model` on a provider type: "provider/model", else "model"."""
     entry = settings.spend.prices.get(f"{provider}/{model}") or settings.spend.prices.get(model)
     return Price(**entry.model_dump()) if entry is not None else None
+
+
+def metered(settings: Settings) -> Callable[[ModelProvider, str, str], ModelProvider]:
+    """Wraps a provider whose calls are charged to the turn they serve (summaries)."""
+
+    def wrap(provider: ModelProvider, plug: str, model: str) -> ModelProvider:
+        return MeteredProvider(provider, price_for(settings, plug, model))
+
+    return wrap
 
 
 def build_spend_limit(settings: Settings, store: SqlConversationStore, providers: Providers,
