@@ -3,7 +3,7 @@
     python -m tests.spend.budget_worker URL CAP TURNS NAME
 
 It opens the store, prints "ready" and waits for a line on stdin, so two workers start their
-turns together. Every model call takes 20 ms and reports 100 tokens; at the end it prints how
+turns together. Every model call takes 50 ms and reports 100 tokens; at the end it prints how
 many turns were answered and how many refused, as JSON.
 """
 
@@ -25,7 +25,7 @@ TOKENS_PER_TURN = 100
 
 
 async def slow(request: ModelRequest) -> ModelResponse:
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.05)
     return ModelResponse(text="ok", usage=ModelUsage(input_tokens=80, output_tokens=20))
 
 
