@@ -22,7 +22,7 @@ from typing import TextIO
 from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
-from threadline.channels.local import LocalChannel, LocalReply, typed_lines
+from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
@@ -31,7 +31,6 @@ from threadline.interceptors.base import CallNext, TurnContext
 from threadline.log import configure_logging
 
 ROOM = "demo"
-PROMPT = "you> "
 SUPPORT_PROMPT = ("You are the support agent of a small online shop. Remember what customers "
                   "tell you and use conversation_search when they ask about earlier turns.")
 BILLING_PROMPT = "You are the billing agent: invoices, refunds and payment methods."
@@ -154,7 +153,7 @@ def _script_lines(path: Path) -> list[str]:
 
 
 async def _interactive(demo: Demo) -> None:
-    async for line in typed_lines(sys.stdin, prompt=PROMPT, echo=demo.out):
+    async for line in typed_lines(sys.stdin, prompt=TERMINAL_PROMPT, echo=demo.out):
         text = line.strip()
         if text in ("quit", "exit"):
             return
@@ -175,7 +174,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
                 await _interactive(demo)
             else:
                 for text in script:
-                    out.write(f"{PROMPT}{text}\n")
+                    out.write(f"{TERMINAL_PROMPT}{text}\n")
                     await demo.line(text)
         finally:
             await demo.team.stop()

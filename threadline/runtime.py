@@ -29,7 +29,7 @@ from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
 from threadline.channels.base import Channel
-from threadline.channels.local import LocalChannel, LocalReply, typed_lines
+from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.config import (
     AgentSettings,
     ChannelSettings,
@@ -51,7 +51,6 @@ from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 
 log = structlog.get_logger("threadline.runtime")
-PROMPT = "you> "
 
 
 def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
@@ -249,7 +248,7 @@ class Runtime:
                      if any(c.name == room.name for c in s.channels)]
             print(f"Talk to {', '.join(names)} here, for example: {names[0]} hello. "
                   "Leave with Ctrl-D (or Ctrl-C).", flush=True)
-        async for line in typed_lines(sys.stdin, prompt=PROMPT if terminal else "",
+        async for line in typed_lines(sys.stdin, prompt=TERMINAL_PROMPT if terminal else "",
                                       echo=sys.stdout):
             if line.strip():
                 await room.say(line.strip(), user=user)
