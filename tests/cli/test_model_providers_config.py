@@ -138,3 +138,20 @@ agents:
                 "served") in outcome.out
         assert [r.path for r in fake.requests] == ["/v1/models"]
         assert fake.requests[0].headers["authorization"] == "Bearer no-key"
+
+
+async def test_check_says_when_the_server_does_not_serve_the_model(tmp_path: Path) -> None:
+    async with FakeOpenAI(models=("qwen3",)) as fake:
+        path = write(tmp_path, f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+model:
+  provider: openai
+  base_url: {fake.url}
+agents:
+  support: {{model: llama3.1}}
+""")
+        outcome = await run_process_async("check", str(path), cwd=tmp_path)
+    assert outcome.code == 1
+    assert (f"FAIL  model: {fake.url}/ does not serve model 'llama3.1' (it serves qwen3)"
+            in outcome.err)
