@@ -6,7 +6,11 @@ was skipped):
   the inbound turn, assembling the prompt), and model reply -> outbound turn stored;
 - the same with reply records on (the inspector's recorder observing the agent), the extra cost
   per turn (target: p99 under 15 ms on SQLite) and the size of a record per reply;
+- the same with spend accounting on (three daily budgets: each turn reserves and settles its
+  tokens in the store's database);
 - turns per second over 100 concurrent conversations through one Team, records off and on;
+- on SQLite, the Anthropic and OpenAI-compatible providers side by side: a whole turn through
+  the real SDK to a fake server on 127.0.0.1 (same scripted reply), and the provider call alone;
 - on PostgreSQL, the same over 1, 2 and 4 worker processes sharing the database (each turn is
   received by one worker, round robin, as behind a load balancer; any worker may answer it:
   whoever owns its conversation). The ratio to one process says whether it scales.
@@ -36,20 +40,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from figures import percentile  # noqa: E402
 
+from tests.fakes.anthropic import FakeAnthropic  # noqa: E402
+from tests.fakes.anthropic import text as anthropic_text  # noqa: E402
+from tests.fakes.openai import FakeOpenAI  # noqa: E402
+from tests.fakes.openai import text as openai_text  # noqa: E402
 from threadline.agents.agent import Agent  # noqa: E402
-from threadline.agents.llm import ModelRequest, ModelResponse  # noqa: E402
+from threadline.agents.anthropic_provider import AnthropicProvider  # noqa: E402
+from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # noqa: E402
+from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.agents.team import Team  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
+from threadline.history.prompt import PromptMessage  # noqa: E402
 from threadline.history.sql_operations import SqlRunner  # noqa: E402
 from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
+from threadline.interceptors.base import Interceptor  # noqa: E402
+from threadline.interceptors.spend_limit import SpendLimitInterceptor  # noqa: E402
+from threadline.spend import Charge, DailyBudgets, Spend, SpendLedger  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40
 CONCURRENT_CONVERSATIONS = 100
 CONCURRENT_TURNS = 5
+PROVIDER_TURNS = 200
 USERS = [Participant(kind="user", id=f"U{i}", display_name=f"User {i}") for i in range(3)]
+# High enough never to refuse: the figure is the cost of checking and recording.
+BUDGETS = DailyBudgets(per_agent=10**12, per_conversation=10**12, per_person=10**12)
 
 
 class InstantModel:
@@ -100,17 +117,23 @@ async def record_sizes(store: SqlConversationStore) -> list[int]:
     return await store.run("measure records", _record_sizes)
 
 
-async def overhead(url: str) -> tuple[list[float], list[float], list[float], list[float]]:
+def spend_limit(store: SqlConversationStore) -> list[Interceptor]:
+    return [SpendLimitInterceptor(SpendLedger(store), budgets=BUDGETS)]
+
+
+async def overhead(url: str, *, spend: bool = False
+                   ) -> tuple[list[float], list[float], list[float], list[float]]:
     """Per-turn overhead before and after the model, in milliseconds, one turn at a time."""
     async with SqlConversationStore(url) as store:
         model = InstantModel()
-        team = Team([Agent(name="support", conversation_history=store, provider=model)])
+        team = Team([Agent(name="support", conversation_history=store, provider=model,
+                           interceptors=spend_limit(store) if spend else ())])
         before: list[float] = []
         after: list[float] = []
         for turn in range(TURNS_PER_CONVERSATION):
             for c in range(SEQUENTIAL_CONVERSATIONS):
                 started = time.perf_counter()
-                await team.handle(message(f"seq{c}", turn))
+                await team.handle(message(f"{'spend' if spend else ''}seq{c}", turn))
                 finished = time.perf_counter()
                 before.append((model.requested[-1] - started) * 1000)
                 after.append((finished - model.replied[-1]) * 1000)
@@ -157,6 +180,29 @@ async def records_cost(url_off: str, url_on: str
     return times[0][warm:], times[1][warm:], writes[warm:], sizes
 
 
+async def ledger_round_trips(url: str) -> list[float]:
+    """The spend ledger alone, in ms: one reserve and one settle on three capped rows."""
+    async with SqlConversationStore(url) as store:
+        ledger = SpendLedger(store)
+        charges = [Charge("agent", "support", BUDGETS.per_agent),
+                   Charge("conversation", "ledger-bench", BUDGETS.per_conversation),
+                   Charge("person", "local:U1", BUDGETS.per_person)]
+        timings: list[float] = []
+        for _ in range(300):
+            started = time.perf_counter()
+            await ledger.reserve(day="bench", charges=charges, tokens=100)
+            await ledger.settle(day="bench", charges=charges, reserved=100,
+                                spend=Spend(input_tokens=80, output_tokens=20))
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def overhead_line(label: str, before: list[float], after: list[float]) -> str:
+    total = [b + a for b, a in zip(before, after, strict=True)]
+    return (f"{label} p50 {statistics.median(total):6.2f} ms   "
+            f"p99 {percentile(total, 0.99):6.2f} ms")
+
+
 async def throughput(url: str, *, record: bool = False) -> float:
     """Human turns answered per second, 100 conversations at once, 5 turns each."""
     async with SqlConversationStore(url) as store:
@@ -178,18 +224,22 @@ async def throughput(url: str, *, record: bool = False) -> float:
 async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
     """Every figure for one database; `fresh()` gives an empty database for each part."""
     before, after, appends, assembles = await overhead(await fresh())
+    spend_before, spend_after, _, _ = await overhead(await fresh(), spend=True)
+    ledger = await ledger_round_trips(await fresh())
     rate = await throughput(await fresh())
     print(f"{label}: inbound -> model request  p50 {statistics.median(before):6.2f} ms   "
           f"p99 {percentile(before, 0.99):6.2f} ms   ({len(before)} turns)")
     print(f"{label}: model reply -> stored     p50 {statistics.median(after):6.2f} ms   "
           f"p99 {percentile(after, 0.99):6.2f} ms")
-    total = [b + a for b, a in zip(before, after, strict=True)]
-    print(f"{label}: overhead per turn         p50 {statistics.median(total):6.2f} ms   "
-          f"p99 {percentile(total, 0.99):6.2f} ms")
+    print(overhead_line(f"{label}: overhead per turn        ", before, after))
+    print(overhead_line(f"{label}:   with spend accounting  ", spend_before, spend_after)
+          + "   (3 daily budgets: reserve before the model, settle after)")
     print(f"{label}:   of which store.append        p50 {statistics.median(appends):6.2f} ms   "
           f"p99 {percentile(appends, 0.99):6.2f} ms   (two per turn: inbound, outbound)")
     print(f"{label}:   of which assemble_prompt     p50 {statistics.median(assembles):6.2f} ms   "
           f"p99 {percentile(assembles, 0.99):6.2f} ms   (one per turn, before the model)")
+    print(f"{label}:   of which spend ledger        p50 {statistics.median(ledger):6.2f} ms   "
+          f"p99 {percentile(ledger, 0.99):6.2f} ms   (reserve and settle, with spend on)")
     print(f"{label}: {rate:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
           f"conversations ({CONCURRENT_TURNS} turns each, answered and both turns stored)")
     plain, recorded, writes, sizes = await records_cost(await fresh(), await fresh())
@@ -211,6 +261,48 @@ async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
           f"{TURNS_PER_CONVERSATION * 2} turns, exact request, reply)")
     print(f"{label}: {rate_r:,.0f} turns/s over {CONCURRENT_CONVERSATIONS} concurrent "
           "conversations with records on")
+
+
+async def provider_turns(url: str, provider: ModelProvider) -> tuple[list[float], list[float]]:
+    """Whole turns (inbound -> reply stored) and provider calls alone, in ms, one at a time."""
+    async with SqlConversationStore(url) as store:
+        team = Team([Agent(name="support", conversation_history=store, provider=provider,
+                           model="bench-model", interceptors=spend_limit(store))])
+        turns: list[float] = []
+        for turn in range(PROVIDER_TURNS):
+            started = time.perf_counter()
+            await team.handle(message(f"prov{turn % SEQUENTIAL_CONVERSATIONS}", turn))
+            turns.append((time.perf_counter() - started) * 1000)
+        await team.stop()
+        request = ModelRequest(model="bench-model", system="You help.",
+                               messages=[PromptMessage("user", "where is order 4401?")])
+        calls: list[float] = []
+        for _ in range(PROVIDER_TURNS):
+            started = time.perf_counter()
+            await provider.complete(request)
+            calls.append((time.perf_counter() - started) * 1000)
+    warm = SEQUENTIAL_CONVERSATIONS
+    return turns[warm:], calls[warm:]
+
+
+async def providers_side_by_side(folder: Path) -> None:
+    """The two SDK providers against their fake servers on 127.0.0.1, same reply each turn."""
+    reply = "Order 4401 shipped on Monday and arrives on Thursday."
+    async with FakeAnthropic() as anthropic, FakeOpenAI() as openai:
+        anthropic.script(*[anthropic_text(reply)] * (2 * PROVIDER_TURNS))
+        openai.script(*[openai_text(reply)] * (2 * PROVIDER_TURNS))
+        contenders: list[tuple[str, ModelProvider]] = [
+            ("Anthropic (streamed)", AnthropicProvider(anthropic.client())),
+            ("Anthropic (plain)", AnthropicProvider(anthropic.client(), stream=False)),
+            ("OpenAI-compatible", OpenAIProvider(openai.client())),
+        ]
+        for index, (label, provider) in enumerate(contenders):
+            url = f"sqlite+aiosqlite:///{folder / f'providers{index}.db'}"
+            turns, calls = await provider_turns(url, provider)
+            print(f"{label:>21}: whole turn p50 {statistics.median(turns):6.2f} ms  "
+                  f"p99 {percentile(turns, 0.99):6.2f} ms   provider call alone "
+                  f"p50 {statistics.median(calls):6.2f} ms  p99 {percentile(calls, 0.99):6.2f} "
+                  f"ms   (fake server in-process, spend on, SQLite)")
 
 
 async def worker(url: str, index: int, workers: int) -> None:
@@ -298,6 +390,7 @@ async def main() -> None:
             return f"sqlite+aiosqlite:///{Path(folder) / f'bench{next(files)}.db'}"
 
         await report("SQLite", sqlite_file)
+        await providers_side_by_side(Path(folder))
     base = os.environ.get("THREADLINE_TEST_PG_URL")
     if not base:
         print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL, for example "

@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run", "Start every configured channel and agent; stop cleanly on "
                        "SIGTERM or SIGINT.")
     p.add_argument("config", type=Path, help="the YAML config file")
+    p.add_argument("--no-input", action="store_true",
+                   help="do not read standard input into local channels (for services; the "
+                        "same as stdin: false on each)")
     p.set_defaults(handler=run_main)
 
     p = command("check", "Validate a config and test every connection (database, platform "
@@ -125,8 +128,12 @@ def run_main(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     settings = load_settings(args.config)
+    if args.no_input:
+        settings = settings.model_copy(update={"channels": {
+            name: channel.model_copy(update={"stdin": False}) if channel.type == "local"
+            else channel for name, channel in settings.channels.items()}})
     configure_logging(settings.log.level, settings.log.format)
-    if settings.resolved_provider() == "offline":
+    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
         print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
               "(canned, for trying things out)", file=sys.stderr)
 

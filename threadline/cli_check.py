@@ -1,8 +1,9 @@
 """`threadline check CONFIG`: is the config valid, and does every connection work?
 
 Each connection is tried with the platform's own "who am I" call (Slack `auth.test`, Telegram
-`getMe`, Discord `GET /users/@me`) and the model key with Anthropic's model list; SQLite files
-that do not exist yet are not created, only their folder is checked.
+`getMe`, Discord `GET /users/@me`) and each model provider the agents use with its plug's own
+check (a model list: proves the key and the address); SQLite files that do not exist yet are
+not created, only their folder is checked.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from threadline.config import (
 )
 from threadline.errors import ThreadlineError
 from threadline.history.sql_store import SqlConversationStore
+from threadline.provider_setup import checks as provider_checks
+from threadline.spend.setup import spend_today
 
 Check = Callable[[], Awaitable[str]]  # returns what was found; raises with what is wrong
 
@@ -52,7 +55,9 @@ async def check_store(settings: Settings) -> str:
         return planned
     async with SqlConversationStore(url, busy_timeout=settings.store.busy_timeout) as store:
         conversations = await store.count()
-        return f"{store.url.render_as_string(hide_password=True)}: {conversations} turns stored"
+        spent = await spend_today(settings, store)
+        return (f"{store.url.render_as_string(hide_password=True)}: {conversations} turns "
+                f"stored; spent {spent}")
 
 
 async def check_slack(channel: SlackChannelSettings) -> str:
@@ -104,24 +109,6 @@ async def check_discord(channel: DiscordChannelSettings) -> str:
     return f"/users/@me ok: {me.get('username')} ({me.get('id')})"
 
 
-async def check_model(settings: Settings) -> str:
-    if settings.resolved_provider() == "offline":
-        return "no ANTHROPIC_API_KEY: agents will answer with the offline model"
-    from anthropic import AnthropicError, AsyncAnthropic, AuthenticationError
-
-    client = AsyncAnthropic(api_key=settings.model.api_key, base_url=settings.model.base_url,
-                            max_retries=0)
-    try:
-        await client.models.list(limit=1)
-    except AuthenticationError as exc:
-        raise ThreadlineError("the Anthropic API refused ANTHROPIC_API_KEY (401)") from exc
-    except AnthropicError as exc:
-        raise ThreadlineError(f"the Anthropic API could not be reached: {exc}") from exc
-    finally:
-        await client.close()
-    return "Anthropic API key accepted"
-
-
 def channel_check(channel: ChannelSettings) -> Check | None:
     if isinstance(channel, SlackChannelSettings):
         return lambda: check_slack(channel)
@@ -136,7 +123,7 @@ def channel_check(channel: ChannelSettings) -> Check | None:
 async def run_checks(settings: Settings, per_check: float) -> list[tuple[str, str | None, str]]:
     """(subject, problem or None, detail) for every connection, checked concurrently."""
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
-                                "model": lambda: check_model(settings)}
+                                **provider_checks(settings)}
     for name, channel in settings.channels.items():
         check = channel_check(channel)
         if check is not None:

@@ -19,11 +19,36 @@ store:
 
 model:
   # auto: Anthropic when ANTHROPIC_API_KEY is set, otherwise the offline model (canned answers).
+  # Or anthropic, offline, or openai: any OpenAI-compatible server (OpenAI, Ollama, vLLM,
+  # llama.cpp, LM Studio, OpenRouter) at base_url; api_key: ${{OPENAI_API_KEY}} if it needs one.
   provider: auto
+  # base_url: http://127.0.0.1:11434/v1
   max_tokens: 1024
+  max_retries: 4       # rate limits and server errors are retried this often, with backoff
+
+# More providers by name, for agents on another model (agents.NAME.provider: local):
+# providers:
+#   local:
+#     type: openai
+#     base_url: http://127.0.0.1:11434/v1
+#     model: llama3.1
+
+spend:
+  timezone: UTC        # daily budgets reset at midnight here
+  # Tokens a day (input, cache and output); a turn past one gets a reply saying when it resets.
+  # per_agent_daily_tokens: 2000000
+  # per_conversation_daily_tokens: 200000
+  # per_person_daily_tokens: 50000
+  # agent_daily_tokens: {{support: 5000000}}    # an agent's own cap instead of per_agent
+  # US dollars per million tokens, for the estimated cost in /metrics and `threadline check`
+  # (no prices are built in): "provider/model" or "model".
+  # prices:
+  #   anthropic/claude-sonnet-4-5: {{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
 
 log:
-  level: info          # debug, info, warning, error
+  # debug, info, warning, error. info logs a line per turn: use it for services; warning keeps
+  # a conversation in the terminal readable.
+  level: warning
   format: auto         # console in a terminal, json otherwise
 
 ops:
@@ -41,6 +66,9 @@ inspector:
 channels:
   local:
     type: local        # in-process room, for trying agents out
+    # auto: when `threadline run` is started in a terminal, type messages there and read the
+    # replies. false for services (or `threadline run --no-input`); true reads piped input too.
+    stdin: auto
 """
 
 CHANNELS = {

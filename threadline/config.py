@@ -29,15 +29,17 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from threadline.errors import ConfigError
+from threadline.provider_setup import key_variable
+from threadline.provider_setup import problems as provider_problems
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
-DEFAULT_MODEL = "claude-sonnet-4-5"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -69,14 +71,60 @@ class StoreSettings(_Section):
 
 
 class ModelSettings(_Section):
-    """Which LLM provider answers: Anthropic when a key is set, the offline model otherwise."""
+    """The default LLM provider (auto: Anthropic when a key is set, the offline model otherwise).
 
-    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    `provider` is a provider type (anthropic, openai, offline, or a registered plug); more
+    providers, by name, go under `providers:` (see `threadline.provider_setup`).
+    """
+
+    provider: str = "auto"
     api_key: str | None = None
     base_url: str | None = None
     max_tokens: int = Field(default=1024, gt=0)
-    # The cheap model that writes rolling summaries (extractive, without a model, offline).
-    summary_model: str = "claude-haiku-4-5"
+    # The SDK retries 429/5xx this often, with its own backoff; a call's timeout covers them.
+    max_retries: int = Field(default=4, ge=0)
+    timeout: float = Field(default=120.0, gt=0)
+    # The cheap model that writes rolling summaries, and on which provider (default: this
+    # one's cheap model; extractive summaries, without a model, when it has none).
+    summary_model: str | None = None
+    summary_provider: str | None = None
+
+
+class PriceSettings(_Section):
+    """US dollars per million tokens of each kind (from the provider's price list)."""
+
+    input: float = Field(default=0.0, ge=0)
+    output: float = Field(default=0.0, ge=0)
+    cache_read: float = Field(default=0.0, ge=0)
+    cache_write: float = Field(default=0.0, ge=0)
+
+
+class SpendSettings(_Section):
+    """Daily token budgets (unset: no cap) and prices for an estimated cost.
+
+    A budget counts every token a provider reports (input, cache reads and writes, output) and
+    resets at midnight in `timezone`. `prices` are keyed "provider/model" (e.g.
+    "anthropic/claude-sonnet-4-5") or just the model; there are no built-in prices.
+    """
+
+    timezone: str = "UTC"
+    per_agent_daily_tokens: int | None = Field(default=None, gt=0)
+    per_conversation_daily_tokens: int | None = Field(default=None, gt=0)
+    per_person_daily_tokens: int | None = Field(default=None, gt=0)
+    # Agents with a cap of their own instead of per_agent_daily_tokens, by name.
+    agent_daily_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
+    # Tokens held for a turn in flight (default: its prompt budget plus its reply limit).
+    reserve_per_turn: int | None = Field(default=None, gt=0)
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, timezone: str) -> str:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("an IANA time zone such as UTC or Europe/Berlin") from None
+        return timezone
 
 
 class LogSettings(_Section):
@@ -107,11 +155,13 @@ class InspectorSettings(_Section):
 
 
 class LocalChannelSettings(_Section):
-    """The in-process room; with `stdin`, `threadline run` reads lines there and prints replies."""
+    """The in-process room; `threadline run` reads the lines typed on its standard input there
+    and prints the replies: always (`true`), never (`false`, for services), or when it is
+    attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
 
     type: Literal["local"]
     room: str = "main"
-    stdin: bool = False
+    stdin: bool | Literal["auto"] = "auto"
     user: str = "you"
     allow_bots: bool = False
 
@@ -186,7 +236,10 @@ class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
     system_prompt_file: str | None = None
-    model: str = DEFAULT_MODEL
+    # A `providers:` entry or a provider type; the `model:` section when unset.
+    provider: str | None = None
+    # The provider's (or the plug's) default model when unset.
+    model: str | None = None
     tools: list[str] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
@@ -222,9 +275,12 @@ class Settings(_Section):
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    spend: SpendSettings = Field(default_factory=SpendSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
+    # More model providers by name; each entry is checked against its plug's settings.
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
     shutdown_timeout: float = Field(default=30.0, ge=0)
@@ -243,8 +299,9 @@ class Settings(_Section):
                                   ) from exc
         return settings.system_prompt or f"You are {agent}, a helpful assistant."
 
-    def resolved_provider(self) -> Literal["anthropic", "offline"]:
-        """Anthropic if asked for or if a key is available; the offline model otherwise."""
+    def resolved_provider(self) -> str:
+        """The default provider's type: as set, or for `auto` Anthropic if a key is available
+        and the offline model otherwise."""
         if self.model.provider != "auto":
             return self.model.provider
         return "anthropic" if self.model.api_key else "offline"
@@ -387,8 +444,10 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
+        variable = key_variable(str((model or {}).get("provider", "auto")),
+                                base_url=(model or {}).get("base_url"))
         resolved["model"] = {**(model or {}),
-                             "api_key": environment.get("ANTHROPIC_API_KEY") or None}
+                             "api_key": environment.get(variable) or None if variable else None}
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
@@ -455,4 +514,11 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
     if settings.model.provider == "anthropic" and not settings.model.api_key:
         problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
                         "api_key: ${ANTHROPIC_API_KEY}")
+    for agent in settings.spend.agent_daily_tokens:
+        if agent not in settings.agents:
+            problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "
+                            f"agent {agent!r} (agents: {', '.join(sorted(settings.agents))})")
+    if not problems:
+        problems += [f"{source.where(path)}: {problem}"
+                     for path, problem in provider_problems(settings)]
     return problems

@@ -23,10 +23,10 @@ from typing import TextIO
 
 from aiohttp import web
 
-from threadline.agents.agent import Agent, AgentResult
+from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
-from threadline.channels.local import LocalChannel, LocalReply, typed_lines
+from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
@@ -35,12 +35,12 @@ from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app
 from threadline.inspector.redaction import redactor_for
 from threadline.inspector.setup import Inspector
-from threadline.interceptors.base import CallNext, TurnContext
+from threadline.interceptors.base import CallNext
 from threadline.log import configure_logging
+from threadline.turn import AgentResult, TurnContext
 
 ROOM = "demo"
 CONSOLE_PORT = 9109  # another free port is taken when this one is busy
-PROMPT = "you> "
 SUPPORT_PROMPT = ("You are the support agent of a small online shop. Remember what customers "
                   "tell you and use conversation_search when they ask about earlier turns.")
 BILLING_PROMPT = "You are the billing agent: invoices, refunds and payment methods."
@@ -182,7 +182,7 @@ def _script_lines(path: Path) -> list[str]:
 
 
 async def _interactive(demo: Demo) -> None:
-    async for line in typed_lines(sys.stdin, prompt=PROMPT, echo=demo.out):
+    async for line in typed_lines(sys.stdin, prompt=TERMINAL_PROMPT, echo=demo.out):
         text = line.strip()
         if text in ("quit", "exit"):
             return
@@ -204,7 +204,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
                 await _interactive(demo)
             else:
                 for text in script:
-                    out.write(f"{PROMPT}{text}\n")
+                    out.write(f"{TERMINAL_PROMPT}{text}\n")
                     await demo.line(text)
         finally:
             await demo.team.stop()

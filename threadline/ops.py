@@ -35,7 +35,8 @@ class Metrics:
                                  "Time from an inbound turn to the agent's reply", labels,
                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
                                  registry=self.registry)
-        self.tokens = Counter("threadline_model_tokens", "Model tokens used, input or output",
+        self.tokens = Counter("threadline_model_tokens",
+                              "Model tokens used: input, output, cache_read, cache_write",
                               (*labels, "kind"), registry=self.registry)
         self.turn_errors = Counter("threadline_turn_errors", "Turns that failed with an error",
                                    (*labels, "error"), registry=self.registry)
@@ -47,13 +48,28 @@ class Metrics:
                                   registry=self.registry)
         self.inbound = Counter("threadline_inbound_messages", "Messages received per channel",
                                ("channel",), registry=self.registry)
+        # Read from the shared spend ledger after each turn: every replica shows the same day.
+        self.spend_tokens = Gauge("threadline_spend_tokens_today",
+                                  "Model tokens an agent spent today (all processes)",
+                                  ("agent",), registry=self.registry)
+        self.spend_cost = Gauge("threadline_spend_cost_usd_today",
+                                "Estimated model cost of an agent today from the configured "
+                                "prices (all processes)", ("agent",), registry=self.registry)
+        self.budget = Gauge("threadline_spend_budget_tokens", "Daily token budget by scope",
+                            ("scope",), registry=self.registry)
 
     def record_turn(self, *, channel: str, agent: str, stop_reason: str, latency: float,
-                    input_tokens: int, output_tokens: int) -> None:
+                    tokens: Mapping[str, int]) -> None:
+        """One answered turn; `tokens` by kind (input, output, cache_read, cache_write)."""
         self.turns.labels(channel, agent, stop_reason).inc()
         self.latency.labels(channel, agent).observe(latency)
-        self.tokens.labels(channel, agent, "input").inc(input_tokens)
-        self.tokens.labels(channel, agent, "output").inc(output_tokens)
+        for kind, count in tokens.items():
+            self.tokens.labels(channel, agent, kind).inc(count)
+
+    def record_spend(self, agent: str, tokens: int, cost: float) -> None:
+        """An agent's spend today so far, as the ledger has it."""
+        self.spend_tokens.labels(agent).set(tokens)
+        self.spend_cost.labels(agent).set(cost)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -25,11 +25,11 @@ from typing import Any
 
 import structlog
 
-from threadline.agents.agent import Agent, AgentResult
+from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
 from threadline.channels.base import Channel
-from threadline.channels.local import LocalChannel, LocalReply, typed_lines
+from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.config import (
     AgentSettings,
     ChannelSettings,
@@ -43,40 +43,18 @@ from threadline.errors import ConfigError, StoreError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
-from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
-from threadline.interceptors.base import CallNext, Interceptor, TurnContext
+from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
+from threadline.provider_setup import Providers
+from threadline.spend.setup import build_spend_limit, metered, publish_today
+from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
-
-
-def build_provider(settings: Settings) -> ModelProvider:
-    """Anthropic when a key is configured, the offline model otherwise (said at start)."""
-    if settings.resolved_provider() == "anthropic":
-        from anthropic import AsyncAnthropic
-
-        from threadline.agents.anthropic_provider import AnthropicProvider
-
-        client = AsyncAnthropic(api_key=settings.model.api_key, base_url=settings.model.base_url)
-        return AnthropicProvider(client)
-    from threadline.agents.offline import OfflineModel
-
-    model: ModelProvider = OfflineModel()
-    return model
-
-
-def build_summarizer(settings: Settings, provider: ModelProvider) -> Summarizer:
-    """Rolling summaries by the cheap model, or extractive ones when there is no model."""
-    from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
-
-    if settings.resolved_provider() == "anthropic":
-        return SummarizerAgent(provider, model=settings.model.summary_model)
-    return ExtractiveSummarizer()
 
 
 def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
@@ -117,11 +95,16 @@ def print_reply(reply: LocalReply) -> None:
     print(f"{reply.agent_name}> {reply.text}", flush=True)
 
 
+def reads_input(channel: LocalChannelSettings) -> bool:
+    """Whether the local channel takes its lines from this process's standard input."""
+    return channel.stdin is True or (channel.stdin == "auto" and sys.stdin.isatty())
+
+
 def build_channel(name: str, channel: ChannelSettings) -> Channel:
     """The channel object for one `channels:` entry; SDKs are imported only when used."""
     if isinstance(channel, LocalChannelSettings):
         return LocalChannel(name=name, room=channel.room, allow_bots=channel.allow_bots,
-                            on_reply=print_reply if channel.stdin else None)
+                            on_reply=print_reply if reads_input(channel) else None)
     options = channel.model_dump(exclude={"type"})
     if isinstance(channel, SlackChannelSettings):
         from threadline.channels.slack import SlackChannel
@@ -152,10 +135,13 @@ class MetricsInterceptor:
             self.metrics.turn_errors.labels(channel, context.agent.name,
                                             type(exc).__name__).inc()
             raise
+        usage = result.usage
         self.metrics.record_turn(channel=channel, agent=context.agent.name,
                                  stop_reason=result.stop_reason, latency=result.latency,
-                                 input_tokens=result.usage.input_tokens,
-                                 output_tokens=result.usage.output_tokens)
+                                 tokens={"input": usage.input_tokens,
+                                         "output": usage.output_tokens,
+                                         "cache_read": usage.cache_read_input_tokens,
+                                         "cache_write": usage.cache_creation_input_tokens})
         return result
 
 
@@ -204,20 +190,24 @@ class Runtime:
         """Everything the settings describe, constructed but not started."""
         store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
         metrics = Metrics()
-        provider = provider or build_provider(settings)
-        summarizer = build_summarizer(settings, provider)
+        # Each agent's own provider and model; `provider` (tests) replaces every provider.
+        providers = Providers(settings)
+        summarizer = providers.summarizer(provider, wrap=metered(settings))
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
-        # per turn, and the Prometheus figures.
+        # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [
-            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
+            build_spend_limit(settings, store, providers, metrics)]
         inspector = Inspector.for_settings(settings, store)
         agents = [
             Agent(
-                name=name, system_prompt=settings.system_prompt(name), model=agent.model,
+                name=name, system_prompt=settings.system_prompt(name),
+                model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
                 assembler_options=assembler_options(agent), aliases=agent.aliases,
-                interceptors=interceptors, provider=provider, summarizer=summarizer,
+                interceptors=interceptors, summarizer=summarizer,
+                provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
                 observer=inspector.recorder,
             )
@@ -246,6 +236,7 @@ class Runtime:
             self._guard = SingleProcessGuard(f"{self.store.url.database}.owner-lock")
             self._guard.acquire()  # SQLite serves one process: a second one stops here
         await self.store.__aenter__()
+        await publish_today(self.settings, self.store, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
             outbox = writer.outbox
@@ -265,8 +256,8 @@ class Runtime:
         self._started.update(channel.name for channel in self.channels)
         for name, channel_settings in self.settings.channels.items():
             room = next((c for c in self.channels if c.name == name), None)
-            if isinstance(channel_settings, LocalChannelSettings) and channel_settings.stdin \
-                    and isinstance(room, LocalChannel):
+            if isinstance(channel_settings, LocalChannelSettings) and isinstance(
+                    room, LocalChannel) and reads_input(channel_settings):
                 self._readers.append(asyncio.ensure_future(
                     self._read_stdin(room, channel_settings.user)))
         log.info("runtime.started", channels=sorted(self._started),
@@ -283,9 +274,18 @@ class Runtime:
 
     async def _read_stdin(self, room: LocalChannel, user: str) -> None:
         """Lines typed on stdin go to the local room; end of input stops the runtime."""
-        async for line in typed_lines(sys.stdin):
+        terminal = sys.stdin.isatty()
+        if terminal:
+            names = [f"@{a}" for a, s in self.settings.agents.items()
+                     if any(c.name == room.name for c in s.channels)]
+            print(f"Talk to {', '.join(names)} here, for example: {names[0]} hello. "
+                  "Leave with Ctrl-D (or Ctrl-C).", flush=True)
+        async for line in typed_lines(sys.stdin, prompt=TERMINAL_PROMPT if terminal else "",
+                                      echo=sys.stdout):
             if line.strip():
                 await room.say(line.strip(), user=user)
+        if terminal:
+            print(flush=True)  # Ctrl-D leaves the cursor after the prompt
         self.request_stop()
 
     async def readiness(self) -> dict[str, str | None]:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage, ToolExchange
 from threadline.history.prompt import AssembledPrompt
 from threadline.history.store import ConversationStore
@@ -88,6 +89,12 @@ class TurnAgent(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def assembler_options(self) -> AssemblerOptions: ...
 
     def reply_result(self, context: TurnContext, text: str, *, stop_reason: str,
                      latency: float = 0.0) -> AgentResult: ...

@@ -45,3 +45,13 @@ def test_openai_shape_passes_the_sdk_types() -> None:
     assert call["tool_calls"][0]["function"] == {"name": "lookup",
                                                  "arguments": '{"a": 1, "b": 2}'}
     assert converted[3] == {"role": "tool", "tool_call_id": "toolu_1", "content": "found it"}
+
+
+def test_openai_shape_has_one_leading_system_message_and_recall_as_user_text() -> None:
+    converted = to_openai(PROMPT, system="You are Ada.")
+    assert converted[0] == {"role": "system", "content": "You are Ada.\n\nSummary of the "
+                                                         "earlier conversation:\nAnn ordered 4412."}
+    assert [m["role"] for m in converted] == ["system", "user", "assistant", "tool", "assistant",
+                                              "user", "user"]
+    assert converted[5]["content"].startswith("Earlier in this conversation")
+    assert json.dumps(to_openai(PROMPT, system="x")) == json.dumps(to_openai(PROMPT, system="x"))

@@ -8,6 +8,7 @@ reply is in the store, every reply reached the platform, and the process exits 0
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -49,7 +50,8 @@ channels:
         process = await asyncio.create_subprocess_exec(
             str(THREADLINE), "run", str(config), cwd=tmp_path,
             env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
-                 **where.env},
+                 # the code under test, when it is not the installed copy
+                 "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **where.env},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert process.stderr is not None
         try:

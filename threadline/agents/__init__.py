@@ -1,8 +1,13 @@
-"""Agents: the LLM loop with tools, several agents in one channel, providers and summarizers."""
+"""Agents: the LLM loop with tools, several agents in one channel, providers and summarizers.
+
+`AnthropicProvider` and `OpenAIProvider` are in their own modules (the second needs the
+`openai` extra); a provider of your own registers with `register_provider`.
+"""
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ToolSpec
 from threadline.agents.offline import OfflineModel
+from threadline.agents.providers import ProviderPlug, ProviderSettings, register_provider
 from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
 from threadline.agents.team import Team
 from threadline.agents.tools import FunctionTool, Tool, function_tool, tool
@@ -17,10 +22,13 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OfflineModel",
+    "ProviderPlug",
+    "ProviderSettings",
     "SummarizerAgent",
     "Team",
     "Tool",
     "ToolSpec",
     "function_tool",
+    "register_provider",
     "tool",
 ]

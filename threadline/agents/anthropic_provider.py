@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import structlog
 from anthropic import (
+    AnthropicError,
     APIConnectionError,
     APIStatusError,
     AsyncAnthropic,
@@ -31,14 +32,19 @@ from anthropic import (
 )
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
-from threadline.errors import ConfigError, ModelError, ModelUnavailableError
+from threadline.agents.providers import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ProviderPlug,
+    ProviderSettings,
+    register_provider,
+)
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.convert import to_anthropic
 from threadline.history.model import ToolCall
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_MAX_RETRIES = 4
-DEFAULT_TIMEOUT = 120.0
 _EPHEMERAL = {"type": "ephemeral"}
 # Error types the API uses for "not now" (as HTTP statuses or as a stream's error event).
 _UNAVAILABLE_TYPES = frozenset({"rate_limit_error", "overloaded_error", "api_error"})
@@ -47,18 +53,21 @@ _UNAVAILABLE_TYPES = frozenset({"rate_limit_error", "overloaded_error", "api_err
 class AnthropicProvider:
     """A `ModelProvider` backed by Anthropic's Messages API.
 
-    `client` defaults to the SDK's own `AsyncAnthropic()`, so `ANTHROPIC_API_KEY` and
-    `ANTHROPIC_BASE_URL` work as users expect. `max_retries` is how often the SDK retries
-    429/529/5xx and connection failures with backoff (None keeps a given client's own setting;
-    a default client gets 4). `timeout` bounds one whole `complete` call in seconds, retries
-    included. `stream` reads replies as server-sent events (no server-side limit on long
-    replies); turn it off for gateways that do not pass streams through.
+    `client` defaults to the SDK's own `AsyncAnthropic(api_key=..., base_url=...)`, so
+    `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` work as users expect when those are not
+    given. `max_retries` is how often the SDK retries 429/529/5xx and connection failures with
+    backoff (None keeps a given client's own setting; a default client gets 4). `timeout`
+    bounds one whole `complete` call in seconds, retries included. `stream` reads replies as
+    server-sent events (no server-side limit on long replies); turn it off for gateways that
+    do not pass streams through.
     """
 
     def __init__(
         self,
         client: AsyncAnthropic | None = None,
         *,
+        api_key: str | None = None,
+        base_url: str | None = None,
         max_retries: int | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         prompt_caching: bool = True,
@@ -66,8 +75,9 @@ class AnthropicProvider:
     ) -> None:
         if client is None:
             try:
-                client = AsyncAnthropic(max_retries=DEFAULT_MAX_RETRIES if max_retries is None
-                                        else max_retries, timeout=timeout)
+                client = AsyncAnthropic(
+                    api_key=api_key, base_url=base_url, timeout=timeout,
+                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries)
             except CredentialsError as exc:
                 raise ConfigError(
                     f"Anthropic credentials could not be loaded ({exc}). Set ANTHROPIC_API_KEY, "
@@ -228,3 +238,48 @@ def _response(message: Any) -> ModelResponse:
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the plug -----------------------------------------------------------------------------------
+
+
+class AnthropicSettings(ProviderSettings):
+    """`provider: anthropic`: the key defaults to ANTHROPIC_API_KEY; `stream` and
+    `prompt_caching` as in `AnthropicProvider`."""
+
+    type: Literal["anthropic"] = "anthropic"
+    stream: bool = True
+    prompt_caching: bool = True
+
+
+def _build(settings: AnthropicSettings) -> AnthropicProvider:
+    return AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url,
+                             max_retries=settings.max_retries, timeout=settings.timeout,
+                             stream=settings.stream, prompt_caching=settings.prompt_caching)
+
+
+async def _check(settings: AnthropicSettings) -> str:
+    """Lists one model with the key: proves the key and the address, costs no tokens."""
+    try:
+        client = AsyncAnthropic(api_key=settings.api_key, base_url=settings.base_url,
+                                max_retries=0)
+    except CredentialsError as exc:
+        raise ThreadlineError(f"Anthropic credentials could not be loaded ({exc})") from exc
+    if client.api_key is None and client.auth_token is None and client.credentials is None:
+        raise ThreadlineError("no Anthropic key: set ANTHROPIC_API_KEY")
+    try:
+        await client.models.list(limit=1)
+    except AuthenticationError as exc:
+        raise ThreadlineError("the Anthropic API refused the key (401); check "
+                              "ANTHROPIC_API_KEY") from exc
+    except AnthropicError as exc:
+        raise ThreadlineError(f"the Anthropic API could not be reached: {exc}") from exc
+    finally:
+        await client.close()
+    return "Anthropic API key accepted"
+
+
+register_provider(ProviderPlug(
+    name="anthropic", settings=AnthropicSettings, build=_build, check=_check,
+    key_variable="ANTHROPIC_API_KEY", default_model="claude-sonnet-4-5",
+    summary_model="claude-haiku-4-5"))

@@ -1,7 +1,8 @@
 """The model provider interface: one request in, one response out, provider-neutral.
 
 The agent loop speaks only this; `AnthropicProvider` (the default, the SDK's own
-`AsyncAnthropic`), the offline model and any OpenAI-compatible provider implement it.
+`AsyncAnthropic`), `OpenAIProvider` (any OpenAI-compatible server) and the offline model
+implement it, and `threadline.agents.providers` registers them for configurations.
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from threadline.agents.agent import Agent, AgentResult
+    from threadline.agents.agent import Agent
     from threadline.agents.llm import ModelRequest, ModelResponse
     from threadline.history.prompt import AssembledPrompt
-    from threadline.interceptors.base import TurnContext
+    from threadline.turn import AgentResult, TurnContext
 
 
 class TurnTrace(Protocol):

@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
+from threadline.agents.providers import ProviderPlug, ProviderSettings, register_provider
 from threadline.history.model import ToolCall
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, stem_words
@@ -123,3 +125,21 @@ def _answer_from_search(question: str, terms: Sequence[str], result: str) -> str
 def _shorten(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 3] + "..."
+
+
+class OfflineSettings(ProviderSettings):
+    """`provider: offline`: nothing to set."""
+
+    type: Literal["offline"] = "offline"
+
+
+def _build(settings: OfflineSettings) -> OfflineModel:
+    return OfflineModel()
+
+
+async def _check(settings: OfflineSettings) -> str:
+    return "the offline model answers with canned text (set a provider for real answers)"
+
+
+register_provider(ProviderPlug(name="offline", settings=OfflineSettings, build=_build,
+                               check=_check, default_model=MODEL_NAME))

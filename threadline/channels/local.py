@@ -33,6 +33,8 @@ from threadline.history.model import (
 
 log = structlog.get_logger("threadline.channels.local")
 CHANNEL_TYPE = "local"
+# What a person typing into the local channel in a terminal sees before each line.
+TERMINAL_PROMPT = "you> "
 
 
 @dataclass(frozen=True, slots=True)

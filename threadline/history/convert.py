@@ -61,10 +61,21 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
     return system, turns
 
 
-def to_openai(messages: Sequence[PromptMessage]) -> list[dict[str, Any]]:
-    """OpenAI chat messages: tool calls as `tool_calls`, each result as a `tool` message."""
-    converted: list[dict[str, Any]] = []
-    for message in messages:
+def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[dict[str, Any]]:
+    """OpenAI chat messages: tool calls as `tool_calls`, each result as a `tool` message.
+
+    `system` (the agent's prompt) and the leading system turns (the summary) form one system
+    message, since many local servers' chat templates accept only one, and only first; a later
+    system turn (the recall block) travels as a user message, as in `to_anthropic`.
+    """
+    leading = 0
+    while leading < len(messages) and messages[leading].role == "system":
+        leading += 1
+    parts = [system, *(m.content for m in messages[:leading])]
+    system_text = "\n\n".join(p for p in parts if p)
+    converted: list[dict[str, Any]] = (
+        [{"role": "system", "content": system_text}] if system_text else [])
+    for message in messages[leading:]:
         if message.role == "assistant" and message.tool_exchanges:
             converted.append({
                 "role": "assistant",
@@ -79,6 +90,7 @@ def to_openai(messages: Sequence[PromptMessage]) -> list[dict[str, Any]]:
                 {"role": "tool", "tool_call_id": e.call.id, "content": e.result.content}
                 for e in message.tool_exchanges
             ]
-        else:
-            converted.append({"role": message.role, "content": message.content})
+        elif message.content:
+            role = "user" if message.role == "system" else message.role
+            converted.append({"role": role, "content": message.content})
     return converted

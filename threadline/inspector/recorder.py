@@ -36,8 +36,8 @@ from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
 
 if TYPE_CHECKING:
-    from threadline.agents.agent import Agent, AgentResult
-    from threadline.interceptors.base import TurnContext
+    from threadline.agents.agent import Agent
+    from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.inspector")
 

@@ -1,0 +1,283 @@
+"""A model provider for any OpenAI-compatible Chat Completions API, through the `openai` SDK.
+
+OpenAI itself, or anything that speaks its wire format at another `base_url`: Ollama, vLLM,
+llama.cpp's server, LM Studio, OpenRouter. Requests are rendered deterministically (sorted
+tool schemas and arguments), so servers that cache prompt prefixes see the same bytes.
+
+Failures become Threadline errors, as in the Anthropic provider: still rate limited,
+overloaded or unreachable after the SDK's own retries (429, 408, 409 and 5xx with backoff that
+honours `retry-after`), or past the total timeout -> `ModelUnavailableError`; a rejected key,
+an exhausted quota, a rejected request or a reply that cannot be read -> `ModelError`.
+
+Usage figures follow the Anthropic convention the rest of Threadline reads: `input_tokens` are
+the prompt tokens not read from or written to the cache; `cache_read_input_tokens` are the
+cached ones (`prompt_tokens_details.cached_tokens`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Literal
+
+import httpx2
+import structlog
+from openai import (
+    APIConnectionError,
+    APIStatusError,
+    AsyncOpenAI,
+    AuthenticationError,
+    OpenAIError,
+    PermissionDeniedError,
+)
+
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
+from threadline.agents.providers import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ProviderPlug,
+    ProviderSettings,
+    register_provider,
+)
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
+from threadline.history.convert import to_openai
+from threadline.history.model import ToolCall
+
+log = structlog.get_logger(__name__)
+
+# Local servers want no key, but the SDK refuses to start without one.
+NO_KEY = "no-key"
+TokenLimitParameter = Literal["max_tokens", "max_completion_tokens"]
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
+                 "function_call": "tool_use"}
+
+
+class OpenAIProvider:
+    """A `ModelProvider` backed by an OpenAI-compatible Chat Completions API.
+
+    `client` defaults to `AsyncOpenAI(api_key=..., base_url=...)`, which falls back to
+    `OPENAI_BASE_URL` and `OPENAI_API_KEY`; but a `base_url` given here is another vendor's
+    server, which never gets `OPENAI_API_KEY`: it gets `api_key`, or a placeholder (a local
+    server needs none). `max_retries` is how often the SDK retries with backoff (None
+    keeps a given client's own setting; a default client gets 4). `timeout` bounds one whole
+    `complete` call, retries included. `token_limit_parameter` names the reply limit field:
+    OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse `max_tokens`),
+    most other servers know only `max_tokens`; by default the first is sent to OpenAI and the
+    second to any other `base_url`.
+    """
+
+    def __init__(
+        self,
+        client: AsyncOpenAI | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        token_limit_parameter: TokenLimitParameter | None = None,
+    ) -> None:
+        if client is None:
+            if api_key is None and base_url:
+                api_key = NO_KEY
+            try:
+                client = AsyncOpenAI(
+                    api_key=api_key, base_url=base_url, timeout=timeout,
+                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries)
+            except OpenAIError as exc:
+                raise ConfigError(
+                    f"the OpenAI client could not start ({exc}). Set OPENAI_API_KEY (or the "
+                    "provider's api_key), or give a base_url for a server that needs no key."
+                ) from exc
+        elif max_retries is not None:
+            client = client.with_options(max_retries=max_retries)
+        self._client = client
+        self._timeout = timeout
+        official = client.base_url.host == "api.openai.com"
+        self._token_limit: TokenLimitParameter = token_limit_parameter or (
+            "max_completion_tokens" if official else "max_tokens")
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        return self._client
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def render(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions parameters for a request; the same request renders the same
+        bytes."""
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": to_openai(request.messages, system=request.system),
+            self._token_limit: request.max_tokens,
+        }
+        if request.tools:
+            params["tools"] = [_tool_param(spec) for spec in request.tools]
+        return params
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        params = self.render(request)
+        bound = log.bind(model=request.model, base_url=self.base_url)
+        try:
+            async with asyncio.timeout(self._timeout):
+                completion = await self._client.chat.completions.create(
+                    **params, timeout=self._timeout)
+            response = _response(completion)
+        except TimeoutError as exc:
+            bound.warning("model_timeout", timeout=self._timeout)
+            raise ModelUnavailableError(
+                f"model {request.model!r} at {self.base_url} gave no complete reply within "
+                f"{self._timeout:g} s (retries included). The server may be slow or overloaded: "
+                "try again later, or raise the provider's timeout."
+            ) from exc
+        except ModelError:
+            raise
+        except Exception as exc:  # only the SDK call and reading its result are inside the try
+            failure = self._failure(request.model, exc)
+            bound.warning("model_failed", error=str(failure))
+            raise failure from exc
+        bound.debug("model_replied", stop_reason=response.stop_reason,
+                    input_tokens=response.usage.input_tokens,
+                    cache_read=response.usage.cache_read_input_tokens)
+        return response
+
+    def _failure(self, model: str, exc: Exception) -> ModelError:
+        """The Threadline error for a failed call: unavailable (retry later) or not."""
+        retries = self._client.max_retries
+        where = f"model {model!r} at {self.base_url}"
+        if isinstance(exc, AuthenticationError | PermissionDeniedError):
+            return ModelError(
+                f"the server rejected the credentials for {where} ({exc.status_code}: "
+                f"{_api_message(exc)}). Set OPENAI_API_KEY (or the provider's api_key) to a "
+                "valid key."
+            )
+        if isinstance(exc, APIStatusError):
+            detail = f"{exc.status_code} {exc.code or exc.type or 'error'}: {_api_message(exc)}"
+            if exc.code == "insufficient_quota":
+                return ModelError(
+                    f"the account behind {where} has no quota left ({detail}). Add credit or "
+                    "raise the limit; retrying will not help."
+                )
+            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                return ModelUnavailableError(
+                    f"{where} is unavailable ({detail}) after {retries} retries. Try again "
+                    "later; if it persists, raise max_retries or check the rate limits."
+                )
+            return ModelError(
+                f"the server rejected the request for {where} ({detail}). Check the model name "
+                "and that the server supports tools; retrying will not help."
+            )
+        if isinstance(exc, APIConnectionError):
+            return ModelUnavailableError(
+                f"{where} could not be reached ({exc.message}) after {retries} retries. Check "
+                "that the server runs and the base_url, then try again."
+            )
+        if isinstance(exc, httpx2.TransportError):
+            return ModelUnavailableError(
+                f"the connection broke during the reply of {where} "
+                f"({type(exc).__name__}: {_short(str(exc))}). Try again later."
+            )
+        # Anything else raised while reading the reply means it had a shape we cannot use.
+        return ModelError(
+            f"{where} returned a reply that Threadline cannot read ({type(exc).__name__}: "
+            f"{_short(str(exc))}). This is a server or proxy fault; try again, and report it "
+            "if it persists."
+        )
+
+
+def _tool_param(spec: ToolSpec) -> dict[str, Any]:
+    # Sorted keys, so a schema built in any order renders the same bytes.
+    schema = json.loads(json.dumps(spec.input_schema, sort_keys=True))
+    return {"type": "function", "function": {
+        "name": spec.name, "description": spec.description, "parameters": schema}}
+
+
+def _response(completion: Any) -> ModelResponse:
+    """Our response from the SDK's completion; a shape we do not know raises for `_failure`."""
+    if not completion.choices:
+        raise TypeError("the completion has no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    calls: list[ToolCall] = []
+    for call in message.tool_calls or ():
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except ValueError as exc:
+            raise ModelError(
+                f"model {completion.model!r} asked for tool {call.function.name!r} with "
+                f"arguments that are not JSON ({_short(call.function.arguments)!r}). Local "
+                "models do this when they do not support tools well; try another model."
+            ) from exc
+        if not isinstance(arguments, dict):
+            raise TypeError(f"tool call {call.id} arguments are not an object: {arguments!r}")
+        calls.append(ToolCall(id=call.id, name=call.function.name, input=arguments))
+    reason = choice.finish_reason
+    stop_reason = "tool_use" if calls else _STOP_REASONS.get(reason, reason or "end_turn")
+    return ModelResponse(text=message.content or "", tool_calls=tuple(calls),
+                         stop_reason=stop_reason, usage=_usage(completion.usage),
+                         model=completion.model or "")
+
+
+def _usage(usage: Any) -> ModelUsage:
+    if usage is None:  # some servers leave it out
+        return ModelUsage()
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+    return ModelUsage(input_tokens=max((usage.prompt_tokens or 0) - cached - written, 0),
+                      output_tokens=usage.completion_tokens or 0,
+                      cache_read_input_tokens=cached, cache_creation_input_tokens=written)
+
+
+def _api_message(exc: APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _short(body["message"])
+    return _short(exc.message)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the plug -----------------------------------------------------------------------------------
+
+
+class OpenAISettings(ProviderSettings):
+    """`provider: openai`: any OpenAI-compatible server at `base_url` (OpenAI's own when
+    unset); the key defaults to OPENAI_API_KEY, and a local server needs none."""
+
+    type: Literal["openai"] = "openai"
+    token_limit_parameter: TokenLimitParameter | None = None
+
+
+def _build(settings: OpenAISettings) -> OpenAIProvider:
+    return OpenAIProvider(api_key=settings.api_key, base_url=settings.base_url,
+                          max_retries=settings.max_retries, timeout=settings.timeout,
+                          token_limit_parameter=settings.token_limit_parameter)
+
+
+async def _check(settings: OpenAISettings) -> str:
+    """Lists the server's models with the key: proves the key and the address, costs nothing."""
+    provider = OpenAIProvider(api_key=settings.api_key, base_url=settings.base_url,
+                              max_retries=0)
+    client = provider.client
+    try:
+        models = [m.id async for m in client.models.list()]
+    except AuthenticationError as exc:
+        raise ThreadlineError(f"{provider.base_url} refused the key (401); check "
+                              "OPENAI_API_KEY or the provider's api_key") from exc
+    except OpenAIError as exc:
+        raise ThreadlineError(f"{provider.base_url} could not be reached: {exc}") from exc
+    finally:
+        await client.close()
+    if settings.model and models and settings.model not in models:
+        raise ThreadlineError(f"{provider.base_url} does not serve model {settings.model!r} "
+                              f"(it serves {', '.join(models[:10])})")
+    return f"{provider.base_url} answered; {len(models)} model(s) served"
+
+
+register_provider(ProviderPlug(name="openai", settings=OpenAISettings, build=_build, check=_check,
+                               key_variable="OPENAI_API_KEY",
+                               key_variable_follows_base_url=False))

@@ -1,0 +1,237 @@
+"""Which model provider and model each agent uses, from the `model:` and `providers:` settings.
+
+    model:                      # the default provider (auto: Anthropic with a key, else offline)
+      provider: anthropic
+      max_retries: 4
+    providers:                  # more providers, by name
+      local:
+        type: openai
+        base_url: http://127.0.0.1:11434/v1
+        model: llama3.1
+    agents:
+      support: {model: claude-sonnet-4-5}       # the default provider
+      notes: {provider: local}                  # llama3.1 on the local server
+
+An agent's `provider` names an entry of `providers:`, or a provider type (`anthropic`,
+`openai`, `offline`, or any registered plug), which means the `model:` section when it is of
+that type and the plug's defaults (keys from the SDK's usual environment variable) otherwise.
+Its model is its own `model`, else the entry's `model`, else the plug's default. Each entry is
+built once and shared by the agents that use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from threadline.agents.llm import ModelProvider
+from threadline.agents.providers import (
+    ProviderPlug,
+    ProviderSettings,
+    provider_names,
+    provider_plug,
+)
+from threadline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from threadline.config import Settings
+    from threadline.history.summary import Summarizer
+
+DEFAULT_ENTRY = "model"
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderChoice:
+    """One configured provider: where it was set (`model` or `providers.NAME`) and how."""
+
+    entry: str
+    plug: ProviderPlug
+    settings: ProviderSettings
+
+    @property
+    def where(self) -> KeyPath:
+        return ("model",) if self.entry == DEFAULT_ENTRY else ("providers", self.entry)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentModel:
+    """The provider that answers an agent and the model name it asks for."""
+
+    provider: ProviderChoice
+    model: str
+
+
+def key_variable(provider: str, *, base_url: str | None) -> str | None:
+    """The environment variable a provider's key is taken from when the config names none
+    (None: no such variable, or not for a server at `base_url`)."""
+    name = "anthropic" if provider == "auto" else provider
+    try:
+        plug = provider_plug(name)
+    except ConfigError:
+        return None  # an unknown or uninstalled provider is reported by `problems`
+    if base_url and not plug.key_variable_follows_base_url:
+        return None
+    return plug.key_variable
+
+
+class SettingError(ConfigError):
+    """A provider setting is wrong: `path` is its key path, `problem` what is wrong with it."""
+
+    def __init__(self, path: KeyPath, problem: str) -> None:
+        super().__init__(f"{'.'.join(str(p) for p in path)}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _plug(name: str, path: KeyPath) -> ProviderPlug:
+    try:
+        return provider_plug(name)
+    except ConfigError as exc:
+        raise SettingError(path, str(exc)) from exc
+
+
+def _validated(plug: ProviderPlug, raw: dict[str, Any], where: KeyPath) -> ProviderSettings:
+    try:
+        return plug.settings.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = (*where, *(str(p) for p in first["loc"]))
+        raise SettingError(path, f"{first['msg']}, found {first.get('input')!r}") from exc
+
+
+def default_provider(settings: Settings) -> ProviderChoice:
+    """The `model:` section as a provider."""
+    model = settings.model
+    plug = _plug(settings.resolved_provider(), ("model", "provider"))
+    raw = {"type": plug.name, "api_key": model.api_key, "base_url": model.base_url,
+           "max_retries": model.max_retries, "timeout": model.timeout}
+    if plug.name == "offline":  # a key found in the environment is not an offline setting
+        raw = {"type": "offline"}
+    return ProviderChoice(DEFAULT_ENTRY, plug, _validated(plug, raw, ("model",)))
+
+
+def provider_named(settings: Settings, name: str | None, path: KeyPath) -> ProviderChoice:
+    """The provider `NAME` means where `path` names it (None: the `model:` section)."""
+    if name is None:
+        return default_provider(settings)
+    if name in settings.providers:
+        raw = settings.providers[name]
+        kind = raw.get("type")
+        if not isinstance(kind, str):
+            raise SettingError(("providers", name, "type"), "missing; one of "
+                               f"{', '.join(provider_names())}")
+        plug = _plug(kind, ("providers", name, "type"))
+        return ProviderChoice(name, plug, _validated(plug, raw, ("providers", name)))
+    default = default_provider(settings)
+    if default.plug.name == name:
+        return default
+    if name not in provider_names():
+        defined = ", ".join(sorted(settings.providers)) or "none"
+        raise SettingError(path, f"unknown provider {name!r}: not under providers: ({defined}) "
+                                 f"and not a provider type ({', '.join(provider_names())})")
+    plug = _plug(name, path)
+    return ProviderChoice(name, plug, plug.settings(type=name))
+
+
+def agent_model(settings: Settings, agent: str) -> AgentModel:
+    """One agent's provider and model; a `SettingError` names the setting to fix."""
+    agent_settings = settings.agents[agent]
+    provider = provider_named(settings, agent_settings.provider, ("agents", agent, "provider"))
+    model = agent_settings.model or provider.settings.model or provider.plug.default_model
+    if model is None:
+        raise SettingError(("agents", agent, "model"),
+                           f"provider {provider.entry!r} ({provider.plug.name}) has no default "
+                           "model; set the model the server serves, e.g. `model: llama3.1`")
+    return AgentModel(provider, model)
+
+
+def agent_models(settings: Settings) -> dict[str, AgentModel]:
+    """Every agent's provider and model."""
+    return {agent: agent_model(settings, agent) for agent in settings.agents}
+
+
+def problems(settings: Settings) -> list[tuple[KeyPath, str]]:
+    """What is wrong with the provider settings, by key path (for the config's cross-check)."""
+    found: list[tuple[KeyPath, str]] = []
+    names: list[tuple[str | None, KeyPath]] = [
+        (None, ("model",)), *((n, ("providers", n)) for n in settings.providers),
+        (settings.model.summary_provider, ("model", "summary_provider"))]
+    for name, path in names:
+        try:
+            provider_named(settings, name, path)
+        except SettingError as exc:
+            if (exc.path, exc.problem) not in found:
+                found.append((exc.path, exc.problem))
+    if not found:
+        for agent in settings.agents:
+            try:
+                agent_model(settings, agent)
+            except SettingError as exc:
+                found.append((exc.path, exc.problem))
+    return found
+
+
+class Providers:
+    """Builds each configured provider once, for the agents and the summarizer that use it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.agents = agent_models(settings)
+        self._built: dict[KeyPath, ModelProvider] = {}
+
+    def build(self, choice: ProviderChoice) -> ModelProvider:
+        if choice.where not in self._built:
+            self._built[choice.where] = choice.plug.build(choice.settings)
+        return self._built[choice.where]
+
+    def for_agent(self, agent: str) -> tuple[ModelProvider, str]:
+        chosen = self.agents[agent]
+        return self.build(chosen.provider), chosen.model
+
+    def summarizer(self, override: ModelProvider | None = None, *,
+                   wrap: Callable[[ModelProvider, str, str], ModelProvider] | None = None
+                   ) -> Summarizer:
+        """Rolling summaries by `summary_provider`/`summary_model` or the plug's cheap model;
+        extractive ones (no model) when there is none. `wrap(provider, plug name, model)`
+        decorates the provider summaries use (the spend meter)."""
+        from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
+
+        model = self.settings.model
+        choice = provider_named(self.settings, model.summary_provider,
+                                ("model", "summary_provider"))
+        name = model.summary_model or choice.plug.summary_model or (
+            choice.settings.model if model.summary_provider else None)
+        if name is None:
+            return ExtractiveSummarizer()
+        provider = override or self.build(choice)
+        if wrap is not None:
+            provider = wrap(provider, choice.plug.name, name)
+        return SummarizerAgent(provider, model=name)
+
+
+def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:
+    """One connection check per provider the agents use, by subject."""
+    found: dict[str, Callable[[], Awaitable[str]]] = {}
+    for chosen in agent_models(settings).values():
+        choice = chosen.provider
+        subject = "model" if choice.entry == DEFAULT_ENTRY else (
+            f"model provider {choice.entry} ({choice.plug.name})")
+        if subject not in found:
+            found[subject] = _check(choice, chosen.model)
+    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
+        found["model"] = _offline_by_default
+    return found
+
+
+async def _offline_by_default() -> str:
+    return "no ANTHROPIC_API_KEY: agents will answer with the offline model"
+
+
+def _check(choice: ProviderChoice, model: str) -> Callable[[], Awaitable[str]]:
+    settings = choice.settings if choice.settings.model else choice.settings.model_copy(
+        update={"model": model})
+    return lambda: choice.plug.check(settings)
