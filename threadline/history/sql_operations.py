@@ -21,13 +21,16 @@ from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
     MAX_POSTINGS,
     MAX_RANKED,
+    MONTH_BOOST,
     SearchQuery,
+    SearchScope,
     conversation_key,
     fts5_quoted,
     fts5_trigram_match,
     fts5_word_match,
     prune_common,
     single_word,
+    tsquery_prefixes,
     websearch_text,
 )
 from threadline.history.sql_schema import (
@@ -171,6 +174,7 @@ def select_turns(
     limit: int | None,
     participant_ids: Sequence[str] | None,
     after_sequence: int | None,
+    through_sequence: int | None,
     include_summaries: bool,
 ) -> list[StoredMessage]:
     """Turns of one conversation, newest `limit` of them, returned oldest first."""
@@ -190,6 +194,9 @@ def select_turns(
     if after_sequence is not None:
         where.append("sequence > :after")
         params["after"] = after_sequence
+    if through_sequence is not None:
+        where.append("sequence <= :through")
+        params["through"] = through_sequence
     if participant_ids is not None:
         if not participant_ids:
             return []
@@ -230,8 +237,25 @@ def select_by_platform_id(
     return _messages(rows)[0] if rows else None
 
 
+def _scoped(table: str, scope: SearchScope, params: dict[str, Any]) -> str:
+    """The SQL that keeps a search inside `scope`, its parameters added to `params`."""
+    column = f"{table}." if table else ""
+    sql = ""
+    if scope.through_sequence is not None:
+        params["through"] = scope.through_sequence
+        sql += f" AND {column}sequence <= :through"
+    if scope.exclude_ids:
+        names = []
+        for n, excluded in enumerate(sorted(scope.exclude_ids)):
+            params[f"x{n}"] = excluded
+            names.append(f":x{n}")
+        sql += f" AND {column}id NOT IN ({', '.join(names)})"
+    return sql
+
+
 def search_hits(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int,
+    scope: SearchScope,
 ) -> list[StoredMessage]:
     """Best-ranked searchable turns of one conversation (no summaries), best first.
 
@@ -243,12 +267,12 @@ def search_hits(
     if isinstance(conn, SqliteRunner):
         query = prune_common(query, lambda word: _index_count(conn, word),
                              max_matches=MAX_POSTINGS)
-        return _search_sqlite(conn, conversation_id, query, limit)
-    return _search_postgres(conn, conversation_id, query, limit)
+        return _search_sqlite(conn, conversation_id, query, limit, scope)
+    return _search_postgres(conn, conversation_id, query, limit, scope)
 
 
 def _search_sqlite(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
 ) -> list[StoredMessage]:
     key = conversation_key(conversation_id)
     ranked: list[tuple[float, Sequence[Any]]] = []
@@ -267,19 +291,43 @@ def _search_sqlite(
                 conn, "threadline_messages_fts", fts5_word_match(single_word(word), key)))
             match = build(query, key)
             floor = _ranking_floor(conn, table, match)
+        params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
         rows = conn.rows(
-            f"SELECT bm25({table}, {weights}) AS rank, {SELECT_LIST_M} "
+            f"SELECT bm25({table}, {weights}){_month_factor(query, params, 'sqlite')} AS rank, "
+            f"{SELECT_LIST_M} "
             f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
             f"WHERE {table} MATCH :match AND {table}.rowid >= :floor "
-            "AND m.conversation_id = :cid ORDER BY rank LIMIT :limit",
-            {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0},
-        )
+            f"AND m.conversation_id = :cid{_scoped('m', scope, params)} "
+            "ORDER BY rank LIMIT :limit", params)
         ranked.extend((row[0], row[1:]) for row in rows)
     ranked.sort(key=lambda item: item[0])
     best: dict[str, Sequence[Any]] = {}
     for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
         best.setdefault(row[0], row)
     return _messages(list(best.values())[:limit])
+
+
+def _month_factor(query: SearchQuery, params: dict[str, Any], dialect: str) -> str:
+    """SQL multiplying a turn's score by MONTH_BOOST when it is from a month the query names."""
+    if not query.months:
+        return ""
+    if dialect == "sqlite":
+        year = "CAST(strftime('%Y', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
+        month = "CAST(strftime('%m', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
+    else:
+        moment = "(to_timestamp(m.ts_us / 1000000.0) AT TIME ZONE 'UTC')"
+        year = f"CAST(extract(year FROM {moment}) AS INTEGER)"
+        month = f"CAST(extract(month FROM {moment}) AS INTEGER)"
+    tests = []
+    for n, (y, mo) in enumerate(query.months):
+        params[f"mo{n}"] = mo
+        test = f"{month} = :mo{n}"
+        if y is not None:
+            params[f"my{n}"] = y
+            test += f" AND {year} = :my{n}"
+        tests.append(f"({test})")
+    params["boost"] = MONTH_BOOST
+    return f" * (CASE WHEN {' OR '.join(tests)} THEN :boost ELSE 1.0 END)"
 
 
 def _index_count(conn: SqliteRunner, word: str) -> int:
@@ -315,33 +363,33 @@ def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None
 
 
 def _search_postgres(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
 ) -> list[StoredMessage]:
     rows: list[Sequence[Any]] = []
-    words = websearch_text(query)
-    if words is not None:
+    words, prefixes = websearch_text(query), tsquery_prefixes(query)
+    if words is not None or prefixes is not None:
         # A turn holding a quoted phrase of the question comes before one that does not.
         phrases = websearch_text(SearchQuery(terms=(), phrases=query.phrases, trigrams=()))
+        params = {"q": words or "", "prefixes": prefixes or "", "phrases": phrases or "",
+                  "cid": conversation_id, "limit": limit}
+        boost = _month_factor(query, params, "postgresql")
         rows = conn.rows(
             f"SELECT {SELECT_LIST} FROM {_conversation_rows(conn, conversation_id)} AS m, "
-            "websearch_to_tsquery('english', :q) AS q, "
-            "websearch_to_tsquery('english', :phrases) AS p "
-            "WHERE search_vector @@ q "
-            "ORDER BY search_vector @@ p DESC, ts_rank_cd(search_vector, q) DESC, "
-            "sequence DESC LIMIT :limit",
-            {"q": words, "phrases": phrases or "", "cid": conversation_id, "limit": limit},
-        )
+            "(SELECT websearch_to_tsquery('english', :q) || to_tsquery('simple', :prefixes)"
+            " AS q) AS query, websearch_to_tsquery('english', :phrases) AS p "
+            f"WHERE search_vector @@ q{_scoped('m', scope, params)} "
+            f"ORDER BY search_vector @@ p DESC, ts_rank_cd(search_vector, q){boost} DESC, "
+            "sequence DESC LIMIT :limit", params)
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                     for t in query.trigrams]
         found = {row[0] for row in rows}
+        params = {"cid": conversation_id, "patterns": patterns, "limit": limit}
         extra = conn.rows(
             f"SELECT {SELECT_LIST_M} FROM threadline_messages m WHERE conversation_id = :cid "
-            "AND is_summary = false AND content LIKE ANY(:patterns) "
+            f"AND is_summary = false AND content LIKE ANY(:patterns){_scoped('m', scope, params)} "
             "ORDER BY (SELECT count(*) FROM unnest(CAST(:patterns AS text[])) p "
-            "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit",
-            {"cid": conversation_id, "patterns": patterns, "limit": limit},
-        )
+            "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit", params)
         rows.extend(row for row in extra if row[0] not in found)
     return _messages(rows[:limit])
 
@@ -363,21 +411,22 @@ def _conversation_rows(conn: SqlRunner, conversation_id: str) -> str:
             "ORDER BY sequence OFFSET 0)")
 
 
-def select_neighbours(
-    conn: SqlRunner, conversation_id: str, sequences: Sequence[int], context: int
+def select_spans(
+    conn: SqlRunner, conversation_id: str, spans: Sequence[tuple[int, int]],
+    scope: SearchScope,
 ) -> list[StoredMessage]:
-    """Up to `context` non-summary turns before and after each given sequence, in one query."""
-    if not sequences or context <= 0:
+    """The non-summary turns whose sequences lie in these (first, last) ranges, in one query."""
+    if not spans:
         return []
-    parts = []
-    params: dict[str, Any] = {"cid": conversation_id, "k": context}
-    base = (f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
-            "AND is_summary = false AND sequence ")
-    for n, sequence in enumerate(sequences):
-        params[f"s{n}"] = sequence
-        parts.append(f"SELECT * FROM ({base}< :s{n} ORDER BY sequence DESC LIMIT :k) AS b{n}")
-        parts.append(f"SELECT * FROM ({base}> :s{n} ORDER BY sequence LIMIT :k) AS a{n}")
-    rows = conn.rows(" UNION ALL ".join(parts), params)
+    params: dict[str, Any] = {"cid": conversation_id}
+    ranges = []
+    for n, (first, last) in enumerate(spans):
+        params[f"f{n}"], params[f"l{n}"] = first, last
+        ranges.append(f"sequence BETWEEN :f{n} AND :l{n}")
+    rows = conn.rows(
+        f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
+        f"AND is_summary = false AND ({' OR '.join(ranges)}){_scoped('', scope, params)} "
+        "ORDER BY sequence", params)
     return _messages(rows)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -32,7 +32,15 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import sql_operations as ops
 from threadline.history.model import Scope, StoredMessage
-from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, cap_by_tokens, merge_windows
+from threadline.history.search import (
+    ENGLISH_STOP_WORDS,
+    SearchQuery,
+    SearchScope,
+    around,
+    cap_by_tokens,
+    hit_spans,
+    merge_windows,
+)
 from threadline.history.sql_backends import PostgresBackend, SqliteBackend
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
@@ -212,13 +220,15 @@ class SqlConversationStore:
         limit: int | None = None,
         participant_ids: Iterable[str] | None = None,
         after_sequence: int | None = None,
+        through_sequence: int | None = None,
         include_summaries: bool = False,
     ) -> list[StoredMessage]:
         return await self._call(
             "read messages", False,
             partial(ops.select_turns, scope=scope, since=since, before=before, limit=limit,
                     participant_ids=list(participant_ids) if participant_ids is not None else None,
-                    after_sequence=after_sequence, include_summaries=include_summaries),
+                    after_sequence=after_sequence, through_sequence=through_sequence,
+                    include_summaries=include_summaries),
             conversation_id,
         )
 
@@ -238,7 +248,8 @@ class SqlConversationStore:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
-        hits = await self._call("search", False, partial(ops.search_hits, limit=limit),
+        hits = await self._call("search", False,
+                                partial(ops.search_hits, limit=limit, scope=SearchScope()),
                                 conversation_id, parsed)
         return cap_by_tokens(hits, token_cap)
 
@@ -248,23 +259,26 @@ class SqlConversationStore:
         query: str,
         *,
         limit: int = 5,
-        context: int = 1,
+        context: int | tuple[int, int] = 1,
         token_cap: int = 2000,
+        exclude_ids: Collection[str] = (),
+        through_sequence: int | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
+        scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
-                                limit, context, token_cap)
+                                limit, around(context), token_cap, scope)
 
     @staticmethod
     def _search_windows(
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
-        context: int, token_cap: int,
+        context: tuple[int, int], token_cap: int, scope: SearchScope,
     ) -> list[SearchWindow]:
-        hits = ops.search_hits(connection, conversation_id, query, limit=limit)
-        sequences = [m.sequence for m in hits if m.sequence is not None]
-        neighbours = ops.select_neighbours(connection, conversation_id, sequences, context)
+        hits = ops.search_hits(connection, conversation_id, query, limit=limit, scope=scope)
+        neighbours = ops.select_spans(connection, conversation_id, hit_spans(hits, context),
+                                      scope)
         return merge_windows(hits, neighbours, context=context, token_cap=token_cap)
 
     async def latest_summary(
