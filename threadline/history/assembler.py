@@ -19,8 +19,8 @@ from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
 from threadline.history.projection import merge_roles, project_turn, speaker_label
 from threadline.history.prompt import AssembledPrompt, PromptMessage
-from threadline.history.recall import find_recall, recall_block
-from threadline.history.store import ConversationStore
+from threadline.history.recall import find_recall, only, recall_block
+from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.summary import Summarizer, latest_summary, roll_summary, summary_lock
 from threadline.history.tokens import (
     PER_MESSAGE_OVERHEAD,
@@ -91,6 +91,20 @@ def prompt_tokens(messages: Sequence[PromptMessage], counter: TokenCounter) -> i
     return total
 
 
+class _CountOnce:
+    """A token counter that counts each text once per assembly (the fitting loop recounts)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._known: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = self._counter.count(text)
+        return known
+
+
 def _truncate(message: StoredMessage, max_tokens: int, counter: TokenCounter) -> StoredMessage:
     """The message cut to about `max_tokens`, marked as truncated."""
     room = max(max_tokens - PER_MESSAGE_OVERHEAD - 20, 10)
@@ -138,10 +152,14 @@ async def assemble_prompt(
     is not in the store yet (its write waits in an outbox), it is still the prompt's last turn.
     """
     options = options or AssemblerOptions()
-    counter = counter or default_counter()
+    counter = _CountOnce(counter or default_counter())
     notes: list[str] = []
 
-    summary, loaded = await _load(store, conversation_id, agent_id, options, answering)
+    # With the answered turn known, recall searches while the history loads (one round trip
+    # less); turns stored after the answered one are taken out of its windows below.
+    (summary, loaded), early = await asyncio.gather(
+        _load(store, conversation_id, agent_id, options, answering),
+        _recall_for(store, conversation_id, answering, options))
     summary_range = summary.metadata.summary_of if summary else None
     if not loaded:
         return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"])
@@ -183,11 +201,14 @@ async def assemble_prompt(
     room = options.token_budget - prompt_tokens(head, counter)
 
     stored = [m for m in loaded if m.sequence is not None]
-    windows = await find_recall(
-        store, conversation_id, newest.content,
-        room=room - (newest.token_count or 0) if options.recall else 0,
-        min_hits=options.recall_limit, exclude_ids={newest.id},
-        through_sequence=stored[-1].sequence if stored else None)
+    through = stored[-1].sequence if stored else None
+    if early is not None:
+        windows = only(early, lambda m: through is None or (m.sequence or 0) <= through)
+    else:
+        windows = await find_recall(
+            store, conversation_id, newest.content,
+            room=room - (newest.token_count or 0) if options.recall else 0,
+            min_hits=options.recall_limit, exclude_ids={newest.id}, through_sequence=through)
     # Recall may always claim its share of the budget; the rest goes to the kept turns first.
     wanted = sum(w.token_count for w in windows)
     turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
@@ -252,6 +273,20 @@ def _project(
     lines = "\n".join(f"{speaker_label(m)}: {m.content}" for m in shown)
     block = [PromptMessage("system", f"{CONTEXT_HEADER}\n{lines}")] if shown else []
     return turns[:-1], block, turns[-1]
+
+
+async def _recall_for(
+    store: ConversationStore, conversation_id: str, answering: StoredMessage | None,
+    options: AssemblerOptions,
+) -> list[SearchWindow] | None:
+    """Recall windows for a known answered turn (None when it is not known or recall is off)."""
+    if answering is None or not options.recall:
+        return None
+    return await find_recall(
+        store, conversation_id, answering.content,
+        room=options.token_budget - (answering.token_count or message_tokens(answering)),
+        min_hits=options.recall_limit, exclude_ids={answering.id},
+        through_sequence=answering.sequence)
 
 
 async def _load(

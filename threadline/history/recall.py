@@ -13,13 +13,13 @@ turns, stable byte for byte for prompt caching.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from datetime import date
 
 from threadline.history.model import StoredMessage
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
     SearchQuery,
-    format_window,
     format_windows,
     trim_window,
 )
@@ -30,9 +30,10 @@ RECALL_HEADER = "Earlier in this conversation (found by search, with the turns a
 # Turns shown before and after each hit.
 RECALL_CONTEXT = (1, 2)
 # About what one window of RECALL_CONTEXT costs, to ask the store for as many hits as fit.
-TOKENS_PER_WINDOW = 60
+TOKENS_PER_WINDOW = 80
 MAX_RECALL_HITS = 60
 SEPARATOR_TOKENS = 2  # "\n---\n" between windows
+DATE_LINE_TOKENS = 10  # "[Fri 2024-03-01]" and its line break
 
 
 def worth_recalling(text: str) -> bool:
@@ -71,40 +72,50 @@ def recall_block(
     """The recall system block within `room` tokens, and the ids it holds.
 
     Turns the prompt already has (or that are summarized for this agent) are left out. Windows
-    are taken best first while their formatted text fits; the first that does not fit whole is
-    trimmed around its best hit. The block shows them in conversation order.
+    are taken best first while their formatted size fits (estimated from the stored counts,
+    then the block is counted exactly and the worst window dropped until it fits); the first
+    that does not fit whole is trimmed around its best hit. The block shows them in
+    conversation order.
     """
-    fixed = PER_MESSAGE_OVERHEAD + counter.count(RECALL_HEADER) + 1
     chosen: list[SearchWindow] = []
-    used = fixed
-    for window in _unseen(windows, in_prompt, summarized):
-        cost = counter.count(format_window(window)) + SEPARATOR_TOKENS
+    days: set[date] = set()  # a day is dated once in the block
+    used = PER_MESSAGE_OVERHEAD + counter.count(RECALL_HEADER) + 1
+    for window in only(windows, lambda m: m.id not in in_prompt and not summarized(m)):
+        cost = formatted_size(window, days)
         if used + cost > room:
-            # Lines lose their per-turn overhead but gain a date line: trim by the text's count.
             trimmed = trim_window(window, room - used - (cost - window.token_count))
-            if trimmed is None:
+            if trimmed is None or used + formatted_size(trimmed, days) > room:
                 continue
-            window = trimmed
-            cost = counter.count(format_window(window)) + SEPARATOR_TOKENS
-            if used + cost > room:
-                continue
+            window, cost = trimmed, formatted_size(trimmed, days)
         chosen.append(window)
+        days.update(m.timestamp.date() for m in window.messages)
         used += cost
-    if not chosen:
-        return None, []
-    chosen.sort(key=lambda w: w.messages[0].sequence or 0)
-    ids = [m.id for w in chosen for m in w.messages]
-    return PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(chosen)}"), ids
+    while chosen:
+        shown = sorted(chosen, key=lambda w: w.messages[0].sequence or 0)
+        block = PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown)}")
+        if PER_MESSAGE_OVERHEAD + counter.count(block.content) <= room:
+            return block, [m.id for w in shown for m in w.messages]
+        chosen.pop()  # the estimate was short: the worst-ranked window goes
+    return None, []
 
 
-def _unseen(
-    windows: list[SearchWindow], in_prompt: Collection[str],
-    summarized: Callable[[StoredMessage], bool],
-) -> list[SearchWindow]:
+def formatted_size(window: SearchWindow, dated: Collection[date] = ()) -> int:
+    """About the tokens a window costs as formatted, from its turns' stored counts.
+
+    A stored count includes PER_MESSAGE_OVERHEAD, which a line of the block does not pay
+    (it pays ": " and a line break instead); each day not yet `dated` adds a date line.
+    """
+    days = len({m.timestamp.date() for m in window.messages} - set(dated))
+    return (window.token_count - (PER_MESSAGE_OVERHEAD - 2) * len(window.messages)
+            + DATE_LINE_TOKENS * days + SEPARATOR_TOKENS)
+
+
+def only(windows: list[SearchWindow], keep: Callable[[StoredMessage], bool]
+         ) -> list[SearchWindow]:
+    """The windows with only the turns `keep` accepts; a window left without a hit goes."""
     kept: list[SearchWindow] = []
     for window in windows:
-        members = tuple(m for m in window.messages
-                        if m.id not in in_prompt and not summarized(m))
+        members = tuple(m for m in window.messages if keep(m))
         present = {m.id for m in members}
         hits = tuple(h for h in window.hit_ids if h in present)
         if hits:

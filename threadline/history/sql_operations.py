@@ -415,19 +415,26 @@ def select_spans(
     conn: SqlRunner, conversation_id: str, spans: Sequence[tuple[int, int]],
     scope: SearchScope,
 ) -> list[StoredMessage]:
-    """The non-summary turns whose sequences lie in these (first, last) ranges, in one query."""
+    """The non-summary turns whose sequences lie in these (first, last) ranges, in one query.
+
+    The ranges are a VALUES list joined on the (conversation, sequence) index: OR-ed ranges
+    made SQLite walk the whole conversation instead (7 ms against 0.1 ms for 48 ranges in a
+    10,000-turn conversation), and so did the scope's conditions inside the query (38 ms), so
+    the scope is applied to the few rows read.
+    """
     if not spans:
         return []
     params: dict[str, Any] = {"cid": conversation_id}
     ranges = []
     for n, (first, last) in enumerate(spans):
         params[f"f{n}"], params[f"l{n}"] = first, last
-        ranges.append(f"sequence BETWEEN :f{n} AND :l{n}")
+        ranges.append(f"(CAST(:f{n} AS BIGINT), CAST(:l{n} AS BIGINT))")
     rows = conn.rows(
-        f"SELECT {SELECT_LIST} FROM threadline_messages WHERE conversation_id = :cid "
-        f"AND is_summary = false AND ({' OR '.join(ranges)}){_scoped('', scope, params)} "
-        "ORDER BY sequence", params)
-    return _messages(rows)
+        f"WITH spans(first, last) AS (VALUES {', '.join(ranges)}) SELECT {SELECT_LIST_M} "
+        "FROM spans JOIN threadline_messages m ON m.conversation_id = :cid "
+        "AND m.sequence BETWEEN spans.first AND spans.last "
+        "WHERE m.is_summary = false ORDER BY m.sequence", params)
+    return [m for m in _messages(rows) if scope.allows(m)]
 
 
 def select_latest_summary(
