@@ -237,25 +237,24 @@ def loose_prefix(term: str, query: SearchQuery, stemmer: Callable[[str], str]) -
 
 
 def websearch_text(query: SearchQuery) -> str | None:
-    """Input for PostgreSQL's `websearch_to_tsquery` (exact words), which never raises.
+    """Input for PostgreSQL's `websearch_to_tsquery`, which never raises on any text.
 
     Terms are plain words (the tokenizer already removed every operator character), joined
-    with its `or` keyword; phrases are quoted, which it reads as a phrase. Loose terms are in
-    `tsquery_prefixes` instead.
+    with its `or` keyword; phrases are quoted, which it reads as a phrase.
     """
-    parts = [f'"{" ".join(p)}"' for p in query.phrases]
-    parts += [t for t in query.terms if loose_prefix(t, query, stem) is None]
+    parts = [f'"{" ".join(p)}"' for p in query.phrases] + list(query.terms)
     return " or ".join(parts) if parts else None
 
 
-def tsquery_prefixes(query: SearchQuery) -> str | None:
-    """Input for `to_tsquery('simple', ...)`: the loose terms' stem prefixes, OR-ed.
+def tsquery_term(term: str, query: SearchQuery) -> tuple[str, str]:
+    """(text search configuration, `to_tsquery` text) for one term, a weight letter to follow.
 
-    Each prefix is letters and digits only (the tokenizer's words, stemmed), quoted, so no
-    text acts as tsquery syntax.
+    The term is letters and digits only (the tokenizer's words), quoted, so it never acts as
+    tsquery syntax; `english` stems it like the indexed text, and a loose term's stem prefix
+    goes through `simple` as a prefix match ("'counsel':*").
     """
-    prefixes = [p for t in query.terms if (p := loose_prefix(t, query, stem)) is not None]
-    return " | ".join(f"'{p}':*" for p in dict.fromkeys(prefixes)) or None
+    prefix = loose_prefix(term, query, stem)
+    return ("english", f"'{term}':") if prefix is None else ("simple", f"'{prefix}':*")
 
 
 def conversation_key(conversation_id: str) -> str:

@@ -8,9 +8,11 @@ cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend r
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
@@ -30,7 +32,7 @@ from threadline.history.search import (
     fts5_word_match,
     prune_common,
     single_word,
-    tsquery_prefixes,
+    tsquery_term,
     websearch_text,
 )
 from threadline.history.sql_schema import (
@@ -365,21 +367,16 @@ def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None
 def _search_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
 ) -> list[StoredMessage]:
+    """BM25 (each word counted once a turn) over the turns matching any word, as on SQLite.
+
+    `ts_rank_cd` weighs every word alike, so a common word counted as much as a rare one
+    (75.6% of LoCoMo's evidence reached against 80.7% with SQLite's BM25). One pass counts in
+    how many of the conversation's turns each word appears; the second ranks by those weights,
+    the speaker's name counting half, a quoted phrase adding 2 and a named month multiplying.
+    """
     rows: list[Sequence[Any]] = []
-    words, prefixes = websearch_text(query), tsquery_prefixes(query)
-    if words is not None or prefixes is not None:
-        # A turn holding a quoted phrase of the question comes before one that does not.
-        phrases = websearch_text(SearchQuery(terms=(), phrases=query.phrases, trigrams=()))
-        params = {"q": words or "", "prefixes": prefixes or "", "phrases": phrases or "",
-                  "cid": conversation_id, "limit": limit}
-        boost = _month_factor(query, params, "postgresql")
-        rows = conn.rows(
-            f"SELECT {SELECT_LIST} FROM {_conversation_rows(conn, conversation_id)} AS m, "
-            "(SELECT websearch_to_tsquery('english', :q) || to_tsquery('simple', :prefixes)"
-            " AS q) AS query, websearch_to_tsquery('english', :phrases) AS p "
-            f"WHERE search_vector @@ q{_scoped('m', scope, params)} "
-            f"ORDER BY search_vector @@ p DESC, ts_rank_cd(search_vector, q){boost} DESC, "
-            "sequence DESC LIMIT :limit", params)
+    if query.terms or query.phrases:
+        rows = _bm25_postgres(conn, conversation_id, query, limit, scope)
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                     for t in query.trigrams]
@@ -394,6 +391,50 @@ def _search_postgres(
     return _messages(rows[:limit])
 
 
+def _bm25_postgres(
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
+) -> list[Sequence[Any]]:
+    params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
+                              "phrases": websearch_text(replace(query, terms=())) or ""}
+    text, name = [], []
+    for n, (config, lexeme) in enumerate(tsquery_term(t, query) for t in query.terms):
+        params[f"c{n}"], params[f"a{n}"], params[f"b{n}"] = config, f"{lexeme}A", f"{lexeme}B"
+        text.append(f"to_tsquery(CAST(:c{n} AS regconfig), :a{n})")
+        name.append(f"to_tsquery(CAST(:c{n} AS regconfig), :b{n})")
+    any_word = " || ".join([*text, *name, "websearch_to_tsquery('english', :phrases)"])
+    source = _conversation_rows(conn, conversation_id)
+    where = f"m.search_vector @@ ({any_word}){_scoped('m', scope, params)}"
+    counts = conn.rows(
+        "SELECT count(*), coalesce(avg(length(m.search_vector)), 1)"
+        + "".join(f", count(*) FILTER (WHERE m.search_vector @@ ({t} || {b}))"
+                  for t, b in zip(text, name, strict=True))
+        + f" FROM {source} AS m WHERE {where}", params)[0]
+    matched, average = int(counts[0]), float(counts[1]) or 1.0
+    if not matched:
+        return []
+    size = max(matched, _conversation_size(conn, conversation_id))
+    scores = []
+    for n, df in enumerate(counts[2:]):
+        params[f"idf{n}"] = math.log(1 + (size - int(df) + 0.5) / (int(df) + 0.5))
+        scores.append(f"CASE WHEN m.search_vector @@ {text[n]} THEN :idf{n} "
+                      f"WHEN m.search_vector @@ {name[n]} THEN :idf{n} * 0.5 ELSE 0 END")
+    params["average"] = average
+    # BM25's saturation and length normalization for a word counted once (k1 1.2, b 0.75).
+    length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / :average))"
+    score = (f"(({' + '.join(scores) or '0'}) * {length} + CASE WHEN m.search_vector @@ "
+             "websearch_to_tsquery('english', :phrases) THEN 2.0 ELSE 0 END)")
+    return conn.rows(
+        f"SELECT {SELECT_LIST_M} FROM {source} AS m WHERE {where} "
+        f"ORDER BY {score}{_month_factor(query, params, 'postgresql')} DESC, m.sequence DESC "
+        "LIMIT :limit", params)
+
+
+def _conversation_size(conn: SqlRunner, conversation_id: str) -> int:
+    size = conn.rows("SELECT message_count FROM threadline_conversations "
+                     "WHERE conversation_id = :cid", {"cid": conversation_id})
+    return int(size[0][0]) if size else 0
+
+
 def _conversation_rows(conn: SqlRunner, conversation_id: str) -> str:
     """The rows a PostgreSQL search reads: the conversation's, through its btree, when short.
 
@@ -403,9 +444,7 @@ def _conversation_rows(conn: SqlRunner, conversation_id: str) -> str:
     long conversations the GIN plan wins, so it is kept for them. `OFFSET 0` is PostgreSQL's
     fence against the planner merging the subquery back.
     """
-    size = conn.rows("SELECT message_count FROM threadline_conversations "
-                     "WHERE conversation_id = :cid", {"cid": conversation_id})
-    if size and int(size[0][0]) > LONG_CONVERSATION:
+    if _conversation_size(conn, conversation_id) > LONG_CONVERSATION:
         return "(SELECT * FROM threadline_messages WHERE conversation_id = :cid)"
     return ("(SELECT * FROM threadline_messages WHERE conversation_id = :cid "
             "ORDER BY sequence OFFSET 0)")
