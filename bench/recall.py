@@ -7,8 +7,10 @@ call (which leaves out what the prompt holds). Printed in the same run: the shar
 turns reachable, median tokens per question, both by kind of question, against a 30-line FTS5
 BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
 recency window alone; then the latency of recall at 1,000,000 stored messages: search_context
-p50/p99 for the real questions and assemble_prompt p50/p99 in a 10,000-turn conversation, on
-SQLite and (with THREADLINE_TEST_PG_URL set) PostgreSQL.
+p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and 10,000-turn
+conversations (for the newest turn, and for a given answered turn as agents call it, which
+lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL set)
+PostgreSQL.
 
     .venv/bin/python bench/recall.py            # full run (builds the 1M-row stores once, cached)
     .venv/bin/python bench/recall.py --quick    # recall figures only
@@ -195,14 +197,17 @@ async def latency_at_scale(label: str, url: str, rows: int, repeat: int) -> None
               f"p50 {percentile(searches, 0.5):.2f} ms, p99 {percentile(searches, 0.99):.2f} ms")
         for size in (1_000, 10_000):
             cid = f"bench:assembler:{size}"
-            await assemble_prompt(store, cid, "support", "Support")  # warm up
-            timings = []
-            for _ in range(repeat):
-                started = time.perf_counter()
-                await assemble_prompt(store, cid, "support", "Support")
-                timings.append((time.perf_counter() - started) * 1000)
-            print(f"  assemble_prompt (defaults, recall on), {size:,}-turn conversation: "
-                  f"p50 {percentile(timings, 0.5):.2f} ms, p99 {percentile(timings, 0.99):.2f} ms")
+            newest = (await store.get(cid, limit=1))[0]
+            for how, answering in (("newest turn", None), ("answering=the turn", newest)):
+                await assemble_prompt(store, cid, "support", "Support", answering=answering)
+                timings = []
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    await assemble_prompt(store, cid, "support", "Support", answering=answering)
+                    timings.append((time.perf_counter() - started) * 1000)
+                print(f"  assemble_prompt (defaults, {how}), {size:,}-turn conversation: "
+                      f"p50 {percentile(timings, 0.5):.2f} ms, "
+                      f"p99 {percentile(timings, 0.99):.2f} ms")
 
 
 async def main() -> None:
