@@ -354,12 +354,12 @@ def around(context: int | tuple[int, int]) -> tuple[int, int]:
     return before, after
 
 
-def hit_spans(hits: Iterable[StoredMessage],
+def hit_spans(sequences: Iterable[int],
               context: int | tuple[int, int]) -> list[tuple[int, int]]:
     """The sequence ranges hits and their context cover, merged where they touch, in order."""
     before, after = around(context)
     spans: list[list[int]] = []
-    for sequence in sorted(m.sequence or 0 for m in hits):
+    for sequence in sorted(sequences):
         if spans and sequence - before <= spans[-1][1] + 1:
             spans[-1][1] = max(spans[-1][1], sequence + after)
         else:
@@ -384,7 +384,7 @@ def merge_windows(
                      key=lambda m: m.sequence or 0)
     sequences = [m.sequence or 0 for m in ordered]
     spans = [(bisect_left(sequences, first), bisect_right(sequences, last) - 1)
-             for first, last in hit_spans(hits, context)]
+             for first, last in hit_spans((m.sequence or 0 for m in hits), context)]
     rank = {hit.id: i for i, hit in enumerate(hits)}
     windows: list[tuple[int, SearchWindow]] = []
     for start, end in spans:

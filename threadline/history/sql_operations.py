@@ -259,7 +259,24 @@ def search_hits(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int,
     scope: SearchScope,
 ) -> list[StoredMessage]:
-    """Best-ranked searchable turns of one conversation (no summaries), best first.
+    """Best-ranked searchable turns of one conversation (no summaries), best first."""
+    return _messages(_ranked(conn, conversation_id, query, limit, scope, SELECT_LIST_M))
+
+
+def search_hit_sequences(
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, *, limit: int,
+    scope: SearchScope,
+) -> list[int]:
+    """The sequences of `search_hits`, best first: windows read the rows with their neighbours."""
+    return [int(row[1]) for row in _ranked(conn, conversation_id, query, limit, scope,
+                                             "m.id, m.sequence")]
+
+
+def _ranked(
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+    columns: str,
+) -> list[Sequence[Any]]:
+    """The best-ranked rows (`columns` of `m`, the turn id first), best first.
 
     On SQLite the words most common in the whole index are dropped first (see
     `prune_common`): FTS5's bm25() walks every posting of every query word to weigh it. On
@@ -269,13 +286,14 @@ def search_hits(
     if isinstance(conn, SqliteRunner):
         query = prune_common(query, lambda word: _index_count(conn, word),
                              max_matches=MAX_POSTINGS)
-        return _search_sqlite(conn, conversation_id, query, limit, scope)
-    return _search_postgres(conn, conversation_id, query, limit, scope)
+        return _search_sqlite(conn, conversation_id, query, limit, scope, columns)
+    return _search_postgres(conn, conversation_id, query, limit, scope, columns)
 
 
 def _search_sqlite(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
-) -> list[StoredMessage]:
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+    columns: str,
+) -> list[Sequence[Any]]:
     key = conversation_key(conversation_id)
     ranked: list[tuple[float, Sequence[Any]]] = []
     # bm25() weights: conversation key 0, text 1, speaker name 0.5 (a name in the question
@@ -296,7 +314,7 @@ def _search_sqlite(
         params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
         rows = conn.rows(
             f"SELECT bm25({table}, {weights}){_month_factor(query, params, 'sqlite')} AS rank, "
-            f"{SELECT_LIST_M} "
+            f"{columns} "
             f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
             f"WHERE {table} MATCH :match AND {table}.rowid >= :floor "
             f"AND m.conversation_id = :cid{_scoped('m', scope, params)} "
@@ -306,7 +324,7 @@ def _search_sqlite(
     best: dict[str, Sequence[Any]] = {}
     for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
         best.setdefault(row[0], row)
-    return _messages(list(best.values())[:limit])
+    return list(best.values())[:limit]
 
 
 def _month_factor(query: SearchQuery, params: dict[str, Any], dialect: str) -> str:
@@ -365,8 +383,9 @@ def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None
 
 
 def _search_postgres(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
-) -> list[StoredMessage]:
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+    columns: str,
+) -> list[Sequence[Any]]:
     """BM25 (each word counted once a turn) over the turns matching any word, as on SQLite.
 
     `ts_rank_cd` weighs every word alike, so a common word counted as much as a rare one
@@ -376,23 +395,24 @@ def _search_postgres(
     """
     rows: list[Sequence[Any]] = []
     if query.terms or query.phrases:
-        rows = _bm25_postgres(conn, conversation_id, query, limit, scope)
+        rows = _bm25_postgres(conn, conversation_id, query, limit, scope, columns)
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                     for t in query.trigrams]
         found = {row[0] for row in rows}
         params = {"cid": conversation_id, "patterns": patterns, "limit": limit}
         extra = conn.rows(
-            f"SELECT {SELECT_LIST_M} FROM threadline_messages m WHERE conversation_id = :cid "
+            f"SELECT {columns} FROM threadline_messages m WHERE conversation_id = :cid "
             f"AND is_summary = false AND content LIKE ANY(:patterns){_scoped('m', scope, params)} "
             "ORDER BY (SELECT count(*) FROM unnest(CAST(:patterns AS text[])) p "
             "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit", params)
         rows.extend(row for row in extra if row[0] not in found)
-    return _messages(rows[:limit])
+    return rows[:limit]
 
 
 def _bm25_postgres(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope
+    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+    columns: str,
 ) -> list[Sequence[Any]]:
     params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
                               "phrases": websearch_text(replace(query, terms=())) or ""}
@@ -424,7 +444,7 @@ def _bm25_postgres(
     score = (f"(({' + '.join(scores) or '0'}) * {length} + CASE WHEN m.search_vector @@ "
              "websearch_to_tsquery('english', :phrases) THEN 2.0 ELSE 0 END)")
     return conn.rows(
-        f"SELECT {SELECT_LIST_M} FROM {source} AS m WHERE {where} "
+        f"SELECT {columns} FROM {source} AS m WHERE {where} "
         f"ORDER BY {score}{_month_factor(query, params, 'postgresql')} DESC, m.sequence DESC "
         "LIMIT :limit", params)
 

@@ -276,10 +276,12 @@ class SqlConversationStore:
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
         context: tuple[int, int], token_cap: int, scope: SearchScope,
     ) -> list[SearchWindow]:
-        hits = ops.search_hits(connection, conversation_id, query, limit=limit, scope=scope)
-        neighbours = ops.select_spans(connection, conversation_id, hit_spans(hits, context),
-                                      scope)
-        return merge_windows(hits, neighbours, context=context, token_cap=token_cap)
+        ranked = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
+                                          scope=scope)
+        turns = ops.select_spans(connection, conversation_id, hit_spans(ranked, context), scope)
+        by_sequence = {m.sequence: m for m in turns}
+        hits = [by_sequence[s] for s in ranked if s in by_sequence]
+        return merge_windows(hits, turns, context=context, token_cap=token_cap)
 
     async def latest_summary(
         self, conversation_id: str, *, participant_id: str | None = None
