@@ -49,6 +49,10 @@ from threadline.history.store import ConversationInfo
 Params = Mapping[str, Any]
 # Turns above which a PostgreSQL search lets the planner use the full-text index first.
 LONG_CONVERSATION = 20_000
+# What a search returns when only the hits' places are wanted (windows read the rows).
+HIT_KEYS = "m.id, m.sequence"
+# Newest turns of a conversation whose word counts weigh a PostgreSQL search's words.
+WEIGHING_SAMPLE = 2_000
 
 
 class SqlRunner(Protocol):
@@ -269,7 +273,7 @@ def search_hit_sequences(
 ) -> list[int]:
     """The sequences of `search_hits`, best first: windows read the rows with their neighbours."""
     return [int(row[1]) for row in _ranked(conn, conversation_id, query, limit, scope,
-                                             "m.id, m.sequence")]
+                                             HIT_KEYS)]
 
 
 def _ranked(
@@ -414,37 +418,51 @@ def _bm25_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
     columns: str,
 ) -> list[Sequence[Any]]:
+    # asyncpg prepares statements; after five runs PostgreSQL may switch to a generic plan,
+    # which for these (blind to the conversation and the sample size) scanned the whole table:
+    # 40 ms became 500 ms at a million turns. Plan each search for its own values.
+    conn.rowcount("SET LOCAL plan_cache_mode = force_custom_plan", {})
     params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
                               "phrases": websearch_text(replace(query, terms=())) or ""}
-    text, name = [], []
+    # The queries are built once, in a one-row FROM item (`w`): as expressions they were
+    # rebuilt for every row, 2.5x the cost of ranking itself.
+    built = ["websearch_to_tsquery('english', :phrases) AS phrase"]
     for n, (config, lexeme) in enumerate(tsquery_term(t, query) for t in query.terms):
         params[f"c{n}"], params[f"a{n}"], params[f"b{n}"] = config, f"{lexeme}A", f"{lexeme}B"
-        text.append(f"to_tsquery(CAST(:c{n} AS regconfig), :a{n})")
-        name.append(f"to_tsquery(CAST(:c{n} AS regconfig), :b{n})")
-    any_word = " || ".join([*text, *name, "websearch_to_tsquery('english', :phrases)"])
-    source = _conversation_rows(conn, conversation_id)
+        built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :a{n}) AS text{n}")
+        built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :b{n}) AS name{n}")
+    terms = range(len(query.terms))
+    words = f"(SELECT {', '.join(built)}) AS w"
+    any_word = " || ".join(["w.phrase", *(f"w.text{n} || w.name{n}" for n in terms)])
+    turns = _conversation_size(conn, conversation_id)
+    read = "id, sequence, ts_us, search_vector" if columns == HIT_KEYS else "*"
     where = f"m.search_vector @@ ({any_word}){_scoped('m', scope, params)}"
+    # The weights come from the newest WEIGHING_SAMPLE turns: counting every turn of a very
+    # long conversation cost as much as ranking it.
+    params["sample"] = WEIGHING_SAMPLE
     counts = conn.rows(
         "SELECT count(*), coalesce(avg(length(m.search_vector)), 1)"
-        + "".join(f", count(*) FILTER (WHERE m.search_vector @@ ({t} || {b}))"
-                  for t, b in zip(text, name, strict=True))
-        + f" FROM {source} AS m WHERE {where}", params)[0]
+        + "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n}))"
+                  for n in terms)
+        + " FROM (SELECT id, sequence, search_vector FROM threadline_messages "
+        "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
+        f"{words} WHERE {where}", params)[0]
     matched, average = int(counts[0]), float(counts[1]) or 1.0
     if not matched:
         return []
-    size = max(matched, _conversation_size(conn, conversation_id))
+    size = max(matched, min(turns, WEIGHING_SAMPLE))
     scores = []
     for n, df in enumerate(counts[2:]):
         params[f"idf{n}"] = math.log(1 + (size - int(df) + 0.5) / (int(df) + 0.5))
-        scores.append(f"CASE WHEN m.search_vector @@ {text[n]} THEN :idf{n} "
-                      f"WHEN m.search_vector @@ {name[n]} THEN :idf{n} * 0.5 ELSE 0 END")
+        scores.append(f"CASE WHEN m.search_vector @@ w.text{n} THEN :idf{n} "
+                      f"WHEN m.search_vector @@ w.name{n} THEN :idf{n} * 0.5 ELSE 0 END")
     params["average"] = average
     # BM25's saturation and length normalization for a word counted once (k1 1.2, b 0.75).
     length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / :average))"
-    score = (f"(({' + '.join(scores) or '0'}) * {length} + CASE WHEN m.search_vector @@ "
-             "websearch_to_tsquery('english', :phrases) THEN 2.0 ELSE 0 END)")
+    score = (f"(({' + '.join(scores) or '0'}) * {length} "
+             "+ CASE WHEN m.search_vector @@ w.phrase THEN 2.0 ELSE 0 END)")
     return conn.rows(
-        f"SELECT {columns} FROM {source} AS m WHERE {where} "
+        f"SELECT {columns} FROM {_conversation_rows(turns, read)} AS m, {words} WHERE {where} "
         f"ORDER BY {score}{_month_factor(query, params, 'postgresql')} DESC, m.sequence DESC "
         "LIMIT :limit", params)
 
@@ -455,18 +473,19 @@ def _conversation_size(conn: SqlRunner, conversation_id: str) -> int:
     return int(size[0][0]) if size else 0
 
 
-def _conversation_rows(conn: SqlRunner, conversation_id: str) -> str:
+def _conversation_rows(size: int, columns: str = "*") -> str:
     """The rows a PostgreSQL search reads: the conversation's, through its btree, when short.
 
     Left alone, the planner ANDs the conversation's btree with the GIN index, and a common
     word makes the GIN side walk a large share of the table (43 ms at a million turns for a
     1,000-turn conversation, against about 3 ms reading its rows and ranking them). For very
     long conversations the GIN plan wins, so it is kept for them. `OFFSET 0` is PostgreSQL's
-    fence against the planner merging the subquery back.
+    fence against the planner merging the subquery back. `columns` are those the search reads
+    (fewer columns, less to sort).
     """
-    if _conversation_size(conn, conversation_id) > LONG_CONVERSATION:
-        return "(SELECT * FROM threadline_messages WHERE conversation_id = :cid)"
-    return ("(SELECT * FROM threadline_messages WHERE conversation_id = :cid "
+    if size > LONG_CONVERSATION:
+        return f"(SELECT {columns} FROM threadline_messages WHERE conversation_id = :cid)"
+    return (f"(SELECT {columns} FROM threadline_messages WHERE conversation_id = :cid "
             "ORDER BY sequence OFFSET 0)")
 
 
