@@ -1,10 +1,12 @@
 """The prompt assembler: the slice of a shared history one agent sees before an LLM call.
 
-Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary) ->
-addressed-only filter -> processors (store, channel, agent) -> rolling summary -> recall search ->
-token budget (newest turns first; the newest inbound always kept) -> projection to this agent's
-point of view -> exact count. The result says what was included, dropped, filtered, recalled and
-summarized, so a person can see why an agent knew what it knew.
+Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary, up
+to the turn being answered) -> addressed-only filter, plus the immediate context said just
+before that turn -> processors (store, channel, agent) -> rolling summary -> recall search ->
+token budget (newest turns first; the answered turn always kept; recall fills what the turns
+leave) -> projection to this agent's point of view -> exact count. The result says what was
+included, dropped, filtered, recalled and summarized, so a person can see why an agent knew
+what it knew.
 """
 
 from __future__ import annotations
@@ -176,10 +178,11 @@ async def assemble_prompt(
     context = (immediate_context(loaded, kept, turns=options.immediate_turns,
                                  gap=timedelta(minutes=options.immediate_minutes))
                if options.addressed_only_mode else [])
+    context_ids = {m.id for m in context}
     if context:
         position = {m.id: i for i, m in enumerate(loaded)}
         kept = sorted([*kept, *context], key=lambda m: position[m.id])
-        filtered = [m for m in filtered if m not in context]
+        filtered = [m for m in filtered if m.id not in context_ids]
     kept = apply_processors(kept, options.processors)
 
     summary_created = False
@@ -251,7 +254,7 @@ async def assemble_prompt(
         dropped_for_budget_ids=[m.id for m in dropped],
         filtered_ids=[m.id for m in filtered],
         recalled_ids=recalled_ids,
-        context_ids=[m.id for m in context if any(m.id == i.id for i in included)],
+        context_ids=[m.id for m in included if m.id in context_ids],
         summary_used=summary is not None,
         summary_created=summary_created,
         notes=notes,

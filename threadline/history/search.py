@@ -114,9 +114,6 @@ class SearchQuery:
                    trigrams=tuple(dict.fromkeys(trigrams))[:MAX_TRIGRAMS],
                    months=months_named(text), loose=frozenset(t for t in terms if t in lower))
 
-    def with_terms(self, terms: Iterable[str]) -> SearchQuery:
-        return replace(self, terms=tuple(terms))
-
 
 def months_named(text: str) -> tuple[tuple[int | None, int], ...]:
     """The (year or None, month) pairs a text names: "July 2023", "in August", "Sept. 2022".
