@@ -14,6 +14,7 @@ PostgreSQL.
 
     .venv/bin/python bench/recall.py            # full run (builds the 1M-row stores once, cached)
     .venv/bin/python bench/recall.py --quick    # recall figures only
+    .venv/bin/python bench/recall.py --quick --postgres   # and recall on PostgreSQL too
 """
 
 from __future__ import annotations
@@ -115,10 +116,10 @@ class Bm25Baseline:
 
 
 async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage], list[Asked]]],
-                   db: Path, *, by_kind: bool) -> Tally:
+                   url: str, *, by_kind: bool) -> Tally:
     counter = default_counter()
     ours, baseline, recency = Tally(), Tally(), Tally()
-    async with SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+    async with SqlConversationStore(url) as store:
         for turns, questions in conversations:
             await store.append_many(turns)
             stored = await store.get(turns[0].conversation_id)
@@ -210,6 +211,18 @@ async def latency_at_scale(label: str, url: str, rows: int, repeat: int) -> None
                       f"p99 {percentile(timings, 0.99):.2f} ms")
 
 
+async def fresh_pg_schema(url: str, schema: str) -> None:
+    """An empty schema for the recall run (the previous run's turns would be duplicates)."""
+    import asyncpg
+
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await connection.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await connection.close()
+
+
 async def main() -> None:
     configure_logging("warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -217,21 +230,27 @@ async def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--postgres", action="store_true",
+                        help="measure recall on PostgreSQL (THREADLINE_TEST_PG_URL) too")
     args = parser.parse_args()
+    pg = os.environ.get("THREADLINE_TEST_PG_URL")
+    real = real_set()
+    if not real:
+        print("Real conversations: skipped (no LoCoMo files in shared/data/locomo-dev)")
     with tempfile.TemporaryDirectory() as folder:
-        real = real_set()
-        if real:
-            await evaluate("Real conversations (LoCoMo)", real, Path(folder) / "real.db",
-                           by_kind=True)
-        else:
-            print("Real conversations: skipped (no LoCoMo files in shared/data/locomo-dev)")
-        await evaluate("Generated set", generated_set(args.seed), Path(folder) / "generated.db",
-                       by_kind=False)
+        stores = [("SQLite", f"sqlite+aiosqlite:///{folder}/real.db")]
+        if args.postgres and pg:
+            schema = "bench_recall_real"
+            await fresh_pg_schema(pg, schema)
+            stores.append(("PostgreSQL", f"{pg}{'&' if '?' in pg else '?'}search_path={schema}"))
+        for label, url in stores if real else []:
+            await evaluate(f"Real conversations (LoCoMo), {label}", real, url, by_kind=True)
+        await evaluate("Generated set, SQLite", generated_set(args.seed),
+                       f"sqlite+aiosqlite:///{folder}/generated.db", by_kind=False)
     if args.quick:
         return
     CACHE.mkdir(exist_ok=True)
     targets = [("SQLite", f"sqlite+aiosqlite:///{CACHE / f'recall-{args.rows}.db'}")]
-    pg = os.environ.get("THREADLINE_TEST_PG_URL")
     if pg:
         schema = f"bench_recall_{args.rows}"
         await ensure_pg_schema(pg, schema)
