@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
@@ -156,11 +156,17 @@ async def assemble_prompt(
     options = options or AssemblerOptions()
     counter = _CountOnce(counter or default_counter())
     notes: list[str] = []
+    since = (utc_now() - timedelta(minutes=options.time_window_minutes)
+             if options.time_window_minutes else None)
+    if answering is None:  # the newest stored turn (one short read, so recall can start now)
+        newest_stored = await store.get(conversation_id, scope=options.scope, since=since,
+                                        limit=1)
+        answering = newest_stored[-1] if newest_stored else None
 
-    # With the answered turn known, recall searches while the history loads (one round trip
-    # less); turns stored after the answered one are taken out of its windows below.
-    (summary, loaded), early = await asyncio.gather(
-        _load(store, conversation_id, agent_id, options, answering),
+    # Recall searches for the answered turn while the history loads (one round trip less);
+    # turns stored after the answered one are taken out of its windows below.
+    (summary, loaded), found = await asyncio.gather(
+        _load(store, conversation_id, agent_id, options, answering, since),
         _recall_for(store, conversation_id, answering, options))
     summary_range = summary.metadata.summary_of if summary else None
     if not loaded:
@@ -205,13 +211,7 @@ async def assemble_prompt(
 
     stored = [m for m in loaded if m.sequence is not None]
     through = stored[-1].sequence if stored else None
-    if early is not None:
-        windows = only(early, lambda m: through is None or (m.sequence or 0) <= through)
-    else:
-        windows = await find_recall(
-            store, conversation_id, newest.content,
-            room=room - (newest.token_count or 0) if options.recall else 0,
-            min_hits=options.recall_limit, exclude_ids={newest.id}, through_sequence=through)
+    windows = only(found, lambda m: through is None or (m.sequence or 0) <= through)
     # Recall may always claim its share of the budget; the rest goes to the kept turns first.
     wanted = sum(w.token_count for w in windows)
     turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
@@ -281,10 +281,10 @@ def _project(
 async def _recall_for(
     store: ConversationStore, conversation_id: str, answering: StoredMessage | None,
     options: AssemblerOptions,
-) -> list[SearchWindow] | None:
-    """Recall windows for a known answered turn (None when it is not known or recall is off)."""
+) -> list[SearchWindow]:
+    """Recall windows for the answered turn, as many as the budget could hold."""
     if answering is None or not options.recall:
-        return None
+        return []
     return await find_recall(
         store, conversation_id, answering.content,
         room=options.token_budget - (answering.token_count or message_tokens(answering)),
@@ -294,11 +294,9 @@ async def _recall_for(
 
 async def _load(
     store: ConversationStore, conversation_id: str, agent_id: str, options: AssemblerOptions,
-    answering: StoredMessage | None,
+    answering: StoredMessage | None, since: datetime | None,
 ) -> tuple[StoredMessage | None, list[StoredMessage]]:
     """The standing summary and the turns after it, up to and including the one answered."""
-    since = (utc_now() - timedelta(minutes=options.time_window_minutes)
-             if options.time_window_minutes else None)
 
     async def recent(through: int | None) -> list[StoredMessage]:
         return await store.get(conversation_id, scope=options.scope, since=since,
