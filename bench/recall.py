@@ -1,147 +1,226 @@
 """How often the turns that answer a question reach the model, and at what cost in tokens.
 
-Prints, for our search (the assembled prompt with automatic recall, plus the conversation_search
-tool's output at limit 5) and for baselines in the same run (a recency window of the same
-budget, LIKE '%question%', FTS5 with every word required, the whole history): the share of
-evidence turns reachable, tokens per question, misses by kind of question, and search p50/p99 on
-a SQLite store of 1,000,000 messages.
+On real long conversations (LoCoMo, five conversations in shared/data) and on our generated
+set, each question is asked as the newest turn, addressed to the agent. Ours is the prompt
+assembled with default `AssemblerOptions` plus one `conversation_search(question, limit=5)`
+call (which leaves out what the prompt holds). Printed in the same run: the share of evidence
+turns reachable, median tokens per question, both by kind of question, against a 30-line FTS5
+BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
+recency window alone; then the latency of recall at 1,000,000 stored messages: search_context
+p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and 10,000-turn
+conversations (for the newest turn, and for a given answered turn as agents call it, which
+lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL set)
+PostgreSQL.
 
-    .venv/bin/python bench/recall.py            # full run (builds a 1M-row file once, cached)
-    .venv/bin/python bench/recall.py --quick    # no 1M-row latency figures
+    .venv/bin/python bench/recall.py            # full run (builds the 1M-row stores once, cached)
+    .venv/bin/python bench/recall.py --quick    # recall figures only
+    .venv/bin/python bench/recall.py --quick --postgres   # and recall on PostgreSQL too
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dataset import Conversation, long_conversations, question_turn  # noqa: E402
+import dataset  # noqa: E402
+from assembler import prepare  # noqa: E402
 from figures import percentile  # noqa: E402
-from fill import fill_to  # noqa: E402
+from locomo import AGENT, locomo_conversations  # noqa: E402
+from store import ensure_pg_schema  # noqa: E402
 
-from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
-from threadline.history.search import conversation_key, format_windows  # noqa: E402
+from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
+from threadline.history.search_tool import make_conversation_search_tool  # noqa: E402
+from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
 
-BUDGET = 3000
-TOOL_TOKEN_CAP = 1500  # the conversation_search tool's own default
+RECENCY = 3000
 CACHE = Path(tempfile.gettempdir()) / "threadline-bench"
 
 
-def fts5_all_words(db: Path, conversation_id: str, question: str) -> list[str]:
-    """The obvious safe escaping: every word quoted, all required."""
-    words = [w for w in "".join(c if c.isalnum() else " " for c in question).split()]
-    if not words:
-        return []
-    match = f'conv_key : "{conversation_key(conversation_id)}" AND ' + " ".join(
-        f'"{w}"' for w in words)
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute(
-            "SELECT m.id FROM threadline_messages_fts f JOIN threadline_messages m "
-            "ON m.row_id = f.rowid WHERE threadline_messages_fts MATCH ? "
-            "ORDER BY bm25(threadline_messages_fts) LIMIT 5", (match,)).fetchall()
-    return [r[0] for r in rows]
+@dataclass
+class Asked:
+    """One question as the benchmark asks it, whichever data set it comes from."""
+
+    turn: StoredMessage
+    text: str
+    kind: str
+    evidence_ids: list[str]
+    agent: str = AGENT
 
 
-def like_question(db: Path, conversation_id: str, question: str) -> list[str]:
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute(
-            "SELECT id FROM threadline_messages WHERE conversation_id = ? AND content LIKE ? "
-            "LIMIT 5", (conversation_id, f"%{question}%")).fetchall()
-    return [r[0] for r in rows]
+@dataclass
+class Tally:
+    """Evidence reached and tokens spent by one method, overall and by kind of question."""
+
+    reached: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    evidence: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    tokens: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    missed: dict[str, list[Asked]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, asked: Asked, found: set[str], tokens: int) -> None:
+        hits = sum(e in found for e in asked.evidence_ids)
+        for key in ("all", asked.kind):
+            self.reached[key] += hits
+            self.evidence[key] += len(asked.evidence_ids)
+            self.tokens[key].append(tokens)
+        if hits < len(asked.evidence_ids):
+            self.missed[asked.kind].append(asked)
+
+    def share(self, key: str = "all") -> float:
+        return self.reached[key] / max(self.evidence[key], 1)
+
+    def cell(self, key: str) -> str:
+        return f"{self.share(key):6.1%} {statistics.median(self.tokens[key]):6,.0f}"
 
 
-async def evaluate(conversations: list[Conversation], db: Path) -> None:
+class Bm25Baseline:
+    """The 30-line baseline: FTS5 porter BM25, OR of words, top 5 +-1 turn, recency window."""
+
+    def __init__(self, turns: Sequence[StoredMessage]) -> None:
+        self.turns = list(turns)
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter')")
+        self.db.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", [
+            (n, f"{m.participant.display_name}: {m.content}") for n, m in enumerate(self.turns)])
+        tokens = [m.token_count or 0 for m in self.turns]
+        self.recent = len(self.turns)
+        while self.recent > 0 and sum(tokens[self.recent - 1:]) <= RECENCY:
+            self.recent -= 1
+
+    def answer(self, question: str) -> tuple[set[str], str]:
+        words = [w for w in re.findall(r"\w+", question.lower()) if w not in ENGLISH_STOP_WORDS]
+        match = " OR ".join(f'"{w}"' for w in words)
+        rows = self.db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 5",
+                               (match,)).fetchall() if words else []
+        shown = sorted({n + d for (n,) in rows for d in (-1, 0, 1)
+                        if 0 <= n + d < len(self.turns)} | set(range(self.recent, len(self.turns))))
+        text = "\n".join(f"[{m.timestamp:%Y-%m-%d}] {m.participant.display_name}: {m.content}"
+                         for m in (self.turns[n] for n in shown))
+        return {self.turns[n].id for n in shown}, text
+
+
+async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage], list[Asked]]],
+                   url: str, *, by_kind: bool) -> Tally:
     counter = default_counter()
-    methods = ["ours: prompt with recall + search tool", "recency window (3,500 tokens)",
-               "LIKE '%question%' top 5", "FTS5 all words required top 5"]
-    reached: dict[str, int] = Counter()
-    tokens: dict[str, list[int]] = {m: [] for m in methods}
-    total_evidence = 0
-    misses: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    whole_history: list[int] = []
-    async with SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+    ours, baseline, recency = Tally(), Tally(), Tally()
+    async with SqlConversationStore(url) as store:
+        for turns, questions in conversations:
+            await store.append_many(turns)
+            stored = await store.get(turns[0].conversation_id)
+            bm25 = Bm25Baseline(stored)
+            for asked in questions:
+                found, tokens = await ours_for(store, asked)
+                ours.add(asked, found, tokens)
+                found_ids, text = bm25.answer(asked.text)
+                baseline.add(asked, found_ids, counter.count(text))
+                recent = {m.id for m in stored[bm25.recent:]}
+                recency.add(asked, recent, sum(m.token_count or 0 for m in stored[bm25.recent:]))
+    questions = sum(len(q) for _, q in conversations)
+    kinds = sorted(k for k in ours.evidence if k != "all") if by_kind else []
+    print(f"\n{label}: {len(conversations)} conversations, {questions} questions, "
+          f"{ours.evidence['all']} evidence turns; evidence reachable and median tokens/question")
+    print(f"  {'method':46} {'all':>13}" + "".join(f" {k:>13}" for k in kinds))
+    for name, tally in (("ours: prompt (defaults) + conversation_search(q, 5)", ours),
+                        ("FTS5 BM25 top 5 +-1 turn + recency window", baseline),
+                        ("recency window alone", recency)):
+        print(f"  {name:46} {tally.cell('all')}" + "".join(f" {tally.cell(k)}" for k in kinds))
+    print(f"  ours - baseline: {100 * (ours.share() - baseline.share()):+.1f} points")
+    print("  questions with evidence missed, by kind (missed/asked): " + ", ".join(
+        f"{k} {len(ours.missed[k])}/{len(ours.tokens[k])}" for k in sorted(ours.missed)))
+    return ours
+
+
+async def ours_for(store: ConversationStore, asked: Asked) -> tuple[set[str], int]:
+    """What the agent sees for one question: the prompt and one search tool call."""
+    counter = default_counter()
+    cid = asked.turn.conversation_id
+    await store.append(asked.turn)
+    try:
+        prompt = await assemble_prompt(store, cid, asked.agent, asked.agent, AssemblerOptions(),
+                                       answering=asked.turn)
+        tool = make_conversation_search_tool(store, cid,
+                                             exclude_ids=(asked.turn.id, *prompt.shown_ids))
+        windows = await tool.search(asked.text, 5)
+    finally:
+        await store.delete_messages(cid, [asked.turn.id])
+    found = set(prompt.included_ids) | set(prompt.recalled_ids)
+    found |= {m.id for w in windows for m in w.messages}
+    return found, prompt.token_count + counter.count(format_windows(windows))
+
+
+def real_set() -> list[tuple[list[StoredMessage], list[Asked]]]:
+    return [(c.turns, [Asked(c.asked(n), q.text, q.kind, q.evidence_ids)
+                       for n, q in enumerate(c.questions)])
+            for c in locomo_conversations()]
+
+
+def generated_set(seed: int) -> list[tuple[list[StoredMessage], list[Asked]]]:
+    result = []
+    for c in dataset.long_conversations(seed=seed):
+        asked = [Asked(dataset.question_turn(c, q, n), q.text, q.kind, q.evidence_ids, q.asked_of)
+                 for n, q in enumerate(c.questions)]
+        result.append((c.turns, asked))
+    return result
+
+
+async def latency_at_scale(label: str, url: str, rows: int, repeat: int) -> None:
+    """search_context on the real questions and assemble_prompt at 10,000 turns, in `rows`."""
+    async with SqlConversationStore(url) as store:
+        await prepare(store, rows)
+        conversations = locomo_conversations()
         for conversation in conversations:
             await store.append_many(conversation.turns)
-            history_tokens = sum(m.token_count or 0 for m in
-                                 await store.get(conversation.conversation_id))
-            for position, question in enumerate(conversation.questions):
-                asked = question_turn(conversation, question, position)
-                await store.append(asked)
-                cid = conversation.conversation_id
-                prompt = await assemble_prompt(store, cid, question.asked_of, question.asked_of,
-                                               AssemblerOptions(token_budget=BUDGET))
-                windows = await store.search_context(cid, question.text, limit=5, context=1,
-                                                     token_cap=TOOL_TOKEN_CAP)
-                tool_ids = {m.id for w in windows for m in w.messages}
-                ours = set(prompt.included_ids) | set(prompt.recalled_ids) | tool_ids
-                tokens[methods[0]].append(prompt.token_count
-                                          + counter.count(format_windows(windows)))
-                recency = await assemble_prompt(
-                    store, cid, question.asked_of, question.asked_of,
-                    AssemblerOptions(token_budget=3500, recall=False, addressed_only_mode=False,
-                                     max_turns_to_load=500))
-                tokens[methods[1]].append(recency.token_count)
-                like = set(like_question(db, cid, question.text))
-                strict = set(fts5_all_words(db, cid, question.text))
-                found_sets = [ours, set(recency.included_ids), like, strict]
-                for method, found in zip(methods, found_sets, strict=True):
-                    reached[method] += sum(e in found for e in question.evidence_ids)
-                total_evidence += len(question.evidence_ids)
-                whole_history.append(history_tokens)
-                kinds[question.kind] += 1
-                if not all(e in ours for e in question.evidence_ids):
-                    misses[question.kind] += 1
-                await store.delete_messages(cid, [asked.id])
-    questions = sum(len(c.questions) for c in conversations)
-    print(f"{len(conversations)} conversations, {questions} questions, "
-          f"{total_evidence} evidence turns")
-    print(f"{'method':44} {'evidence reached':>17} {'tokens/question':>16}")
-    for method in methods:
-        share = reached[method] / total_evidence
-        spent = statistics.mean(tokens[method]) if tokens[method] else 0
-        shown = f"{spent:,.0f}" if tokens[method] else "small"
-        print(f"{method:44} {share:17.1%} {shown:>16}")
-    print(f"{'whole history':44} {1:17.0%} {statistics.mean(whole_history):16,.0f}")
-    best_baseline = max(reached[m] for m in methods[1:]) / total_evidence
-    print(f"ours / best baseline: {reached[methods[0]] / total_evidence / best_baseline:.1f}x")
-    print("questions missed, by kind (missed/asked):")
-    for kind, asked_count in sorted(kinds.items()):
-        print(f"  {kind:28} {misses[kind]}/{asked_count}")
-
-
-async def latency_at_scale(conversations: list[Conversation], rows: int) -> None:
-    """Search p50/p99 inside the benchmark's conversations when the file holds `rows` turns."""
-    CACHE.mkdir(exist_ok=True)
-    db = CACHE / f"recall-{rows}.db"
-    url = f"sqlite+aiosqlite:///{db}"
-    async with SqlConversationStore(url) as store:
-        if await store.count() < rows:
-            for conversation in conversations:
-                await store.append_many(conversation.turns)
-            await fill_to(store, rows)
-        print(f"search latency with {await store.count():,} rows in the file:")
-        timings = []
+        print(f"\n{label}: {await store.count():,} rows in the store")
+        searches = []
         for conversation in conversations:
             for question in conversation.questions:
                 started = time.perf_counter()
                 await store.search_context(conversation.conversation_id, question.text,
-                                           limit=5, context=1, token_cap=TOOL_TOKEN_CAP)
-                timings.append((time.perf_counter() - started) * 1000)
-        print(f"  search_context (limit 5, context 1): p50 {percentile(timings, 0.5):.2f} ms, "
-              f"p99 {percentile(timings, 0.99):.2f} ms over {len(timings)} questions")
+                                           limit=5, context=1)
+                searches.append((time.perf_counter() - started) * 1000)
+        print(f"  search_context (limit 5), {len(searches)} real questions: "
+              f"p50 {percentile(searches, 0.5):.2f} ms, p99 {percentile(searches, 0.99):.2f} ms")
+        for size in (1_000, 10_000):
+            cid = f"bench:assembler:{size}"
+            newest = (await store.get(cid, limit=1))[0]
+            for how, answering in (("newest turn", None), ("answering=the turn", newest)):
+                await assemble_prompt(store, cid, "support", "Support", answering=answering)
+                timings = []
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    await assemble_prompt(store, cid, "support", "Support", answering=answering)
+                    timings.append((time.perf_counter() - started) * 1000)
+                print(f"  assemble_prompt (defaults, {how}), {size:,}-turn conversation: "
+                      f"p50 {percentile(timings, 0.5):.2f} ms, "
+                      f"p99 {percentile(timings, 0.99):.2f} ms")
+
+
+async def fresh_pg_schema(url: str, schema: str) -> None:
+    """An empty schema for the recall run (the previous run's turns would be duplicates)."""
+    import asyncpg
+
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await connection.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await connection.close()
 
 
 async def main() -> None:
@@ -149,13 +228,37 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1M-row latency figures")
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--postgres", action="store_true",
+                        help="measure recall on PostgreSQL (THREADLINE_TEST_PG_URL) too")
     args = parser.parse_args()
-    conversations = long_conversations(seed=args.seed)
+    pg = os.environ.get("THREADLINE_TEST_PG_URL")
+    real = real_set()
+    if not real:
+        print("Real conversations: skipped (no LoCoMo files in shared/data/locomo-dev)")
     with tempfile.TemporaryDirectory() as folder:
-        await evaluate(conversations, Path(folder) / "recall.db")
-    if not args.quick:
-        await latency_at_scale(conversations, args.rows)
+        stores = [("SQLite", f"sqlite+aiosqlite:///{folder}/real.db")]
+        if args.postgres and pg:
+            schema = "bench_recall_real"
+            await fresh_pg_schema(pg, schema)
+            stores.append(("PostgreSQL", f"{pg}{'&' if '?' in pg else '?'}search_path={schema}"))
+        for label, url in stores if real else []:
+            await evaluate(f"Real conversations (LoCoMo), {label}", real, url, by_kind=True)
+        await evaluate("Generated set, SQLite", generated_set(args.seed),
+                       f"sqlite+aiosqlite:///{folder}/generated.db", by_kind=False)
+    if args.quick:
+        return
+    CACHE.mkdir(exist_ok=True)
+    targets = [("SQLite", f"sqlite+aiosqlite:///{CACHE / f'recall-{args.rows}.db'}")]
+    if pg:
+        schema = f"bench_recall_{args.rows}"
+        await ensure_pg_schema(pg, schema)
+        targets.append(("PostgreSQL", f"{pg}{'&' if '?' in pg else '?'}search_path={schema}"))
+    else:
+        print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL to include it)")
+    for label, url in targets:
+        await latency_at_scale(label, url, args.rows, args.repeat)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,8 @@ async def test_a_recall_question_searches_then_quotes_the_top_result() -> None:
     assert first.tool_calls[0].input == {"query": "order number", "limit": 3}
     assert "A-1042" in result
     assert second.stop_reason == "end_turn" and second.tool_calls == ()
-    assert second.text == ('[offline model] Earlier in this conversation: "[2024-03-01 09:00 UTC] '
-                           'Ann: Hi, my order number is A-1042 and I prefer email updates."')
+    assert second.text == ('[offline model] Earlier in this conversation: "Ann: Hi, my order '
+                           'number is A-1042 and I prefer email updates."')
 
 
 async def test_a_search_that_finds_nothing_says_so() -> None:

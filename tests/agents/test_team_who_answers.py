@@ -13,6 +13,7 @@ from threadline.agents.llm import ModelResponse
 from threadline.agents.team import Team
 from threadline.errors import ConfigError
 from threadline.history import SqlConversationStore
+from threadline.history.assembler import CONTEXT_HEADER
 from threadline.history.model import Participant
 
 
@@ -151,7 +152,11 @@ async def test_the_agent_sees_who_addressed_it_in_a_shared_channel(room: Room) -
     await room.post("@support my parcel is lost", who=CAL)
     seen = room.support_model.requests[-1].messages
     assert "parcel is lost" in seen[-1].content
-    assert all("invoice 9" not in m.content for m in seen)  # addressed to billing, not support
+    # Addressed to billing, not support: no turn of support's prompt, only the marked context
+    # of what was said just before.
+    assert all("invoice 9" not in m.content for m in seen if m.role != "system")
+    assert any(m.role == "system" and m.content.startswith(CONTEXT_HEADER)
+               and "invoice 9" in m.content for m in seen)
 
 
 def test_agents_with_separate_stores_cannot_form_a_team() -> None:

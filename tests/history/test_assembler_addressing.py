@@ -7,7 +7,7 @@ from threadline.history import InMemoryConversationStore
 from threadline.history.addressing import mentions_in_text, normalize_mention
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 
-NO_RECALL = AssemblerOptions(recall=False)
+NO_RECALL = AssemblerOptions(recall=False, immediate_turns=0)
 
 
 def test_mentions_are_normalized_across_platform_syntax() -> None:
@@ -37,7 +37,8 @@ async def busy_channel() -> tuple[InMemoryConversationStore, Transcript]:
 async def test_support_sees_only_what_concerns_it() -> None:
     store, t = await busy_channel()
     prompt = await assemble_prompt(store, t.conversation_id, "support", "Support",
-                                   AssemblerOptions(recall=False, agent_aliases=("U_SUPPORT",)))
+                                   AssemblerOptions(recall=False, immediate_turns=0,
+                                                    agent_aliases=("U_SUPPORT",)))
     included = {m.content for m in t.turns if m.id in prompt.included_ids}
     assert included == {
         "<@U_SUPPORT> my order 4412 is late",          # mention by platform id
@@ -55,7 +56,8 @@ async def test_support_sees_only_what_concerns_it() -> None:
 async def test_projection_from_each_point_of_view() -> None:
     store, t = await busy_channel()
     support = await assemble_prompt(store, t.conversation_id, "support", "Support",
-                                    AssemblerOptions(recall=False, agent_aliases=("U_SUPPORT",)))
+                                    AssemblerOptions(recall=False, immediate_turns=0,
+                                                    agent_aliases=("U_SUPPORT",)))
     roles = [(m.role, m.content) for m in support.messages]
     assert roles[0] == ("user", "Ann: <@U_SUPPORT> my order 4412 is late")
     assert roles[1] == ("assistant", "Looking into order 4412 now.")

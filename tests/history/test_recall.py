@@ -31,7 +31,7 @@ async def test_recall_brings_a_fact_from_200_turns_ago(store: ConversationStore)
     assert t.turns[0].id in on.recall_hit_ids
     assert set(on.recall_hit_ids) <= set(on.recalled_ids)
     block = next(m for m in on.messages if m.content.startswith(RECALL_HEADER))
-    assert "[2024-03-01 09:00 UTC] Carol: FYI my cat is called Miso" in block.content
+    assert "[Fri 2024-03-01]\nCarol: FYI my cat is called Miso" in block.content
     assert on.token_count <= 3000
     off = await assemble_prompt(store, t.conversation_id, "support", "Support",
                                 AssemblerOptions(max_turns_to_load=50, recall=False))
@@ -95,9 +95,10 @@ async def test_search_tool_output_names_who_and_when(sqlite_url: str) -> None:
         tool = make_conversation_search_tool(store, t.conversation_id)
         answer = await tool.run({"query": "What did Bob name his dog?", "limit": 1})
         assert answer.splitlines() == [
-            "[2024-03-01 09:00 UTC] Ann: hello",
-            "[2024-03-01 09:01 UTC] Bob: I named my dog Rex",
-            "[2024-03-01 09:02 UTC] Ann: cute",
+            "[Fri 2024-03-01]",
+            "Ann: hello",
+            "Bob: I named my dog Rex",
+            "Ann: cute",
         ]
 
 

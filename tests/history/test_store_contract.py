@@ -226,3 +226,36 @@ async def test_nul_in_any_text_field_is_replaced_alike(store: ConversationStore)
     assert back.participant.id == "U\ufffd1" and back.participant.display_name == "An\ufffdn"
     assert back.metadata.channel_name == "gen\ufffderal"
     assert back.metadata.mentions == ("a\ufffdb",)
+
+
+async def test_get_reads_up_to_a_sequence(store: ConversationStore) -> None:
+    await store.append_many([turn(f"t{i}", minute=i) for i in range(6)])
+    third = (await store.get("c1"))[2]
+    assert [m.content for m in await store.get("c1", through_sequence=third.sequence)] == [
+        "t0", "t1", "t2"]
+    assert [m.content for m in await store.get("c1", through_sequence=third.sequence,
+                                               limit=2)] == ["t1", "t2"]
+    assert [m.content for m in await store.get("c1", after_sequence=third.sequence - 1,
+                                               through_sequence=third.sequence + 1)] == [
+        "t2", "t3"]
+
+
+async def test_search_context_leaves_out_shown_and_later_turns_inside_the_query(
+    store: ConversationStore,
+) -> None:
+    contents = ["the parcel went to Lisbon", "ok", "the parcel came back", "fine", "hmm",
+                "a parcel for Porto", "sure", "where is the parcel now?"]
+    await store.append_many([turn(c, minute=i) for i, c in enumerate(contents)])
+    stored = await store.get("c1")
+    shown = {stored[2].id, stored[3].id}  # as if a prompt already held them
+    windows = await store.search_context("c1", "parcel", limit=2, context=(1, 2),
+                                         exclude_ids=shown,
+                                         through_sequence=stored[6].sequence)
+    returned = [m.content for w in windows for m in w.messages]
+    hits = [h for w in windows for h in w.hit_ids]
+    # Two hits still come back: the shown one is skipped, not counted against the limit.
+    assert sorted(hits) == sorted([stored[0].id, stored[5].id])
+    assert "the parcel came back" not in returned and "fine" not in returned  # shown
+    assert "where is the parcel now?" not in returned  # after through_sequence
+    assert sorted([m.content for m in w.messages] for w in windows) == [
+        ["hmm", "a parcel for Porto", "sure"], ["the parcel went to Lisbon", "ok"]]

@@ -74,6 +74,7 @@ class _Run:
     usage: ModelUsage = field(default_factory=ModelUsage)
     calls: int = 0
     figures: PromptFigures | None = None
+    shown_ids: tuple[str, ...] = ()  # turns the prompt shows; the search tool skips them
     trace: TurnTrace = NO_TRACE
 
     def add(self, response: ModelResponse) -> None:
@@ -277,10 +278,11 @@ class Agent:
         options = self.assembler_options
         if context.aliases:
             options = replace(options, agent_aliases=(*options.agent_aliases, *context.aliases))
-        inbound_turn = project_turn(context.inbound, self.name, tool_trace=options.tool_trace)
         try:
+            # The prompt is for the inbound turn, even when its write still waits in the outbox.
             prompt = await assemble_prompt(context.store, context.conversation_id, self.name,
-                                           self.name, options, self.summarizer)
+                                           self.name, options, self.summarizer,
+                                           answering=context.inbound)
         except StoreError as exc:
             # The reply matters more than the history: answer the turn on its own.
             context.log.warning("agent.history_unavailable", error=str(exc))
@@ -289,21 +291,17 @@ class Agent:
                                         filtered=0, recalled=0, summary_used=False,
                                         summary_created=False, notes=(note,))
             run.trace.prompt_assembled(None, note)
-            return merge_roles([inbound_turn])
-        if context.inbound.id in prompt.included_ids:
-            run.figures = PromptFigures.of(prompt)
-            run.trace.prompt_assembled(prompt)
-            return prompt.messages
-        # Capture could not store the turn yet (it waits in the outbox): the model must still
-        # see the turn it is answering.
-        note = "inbound turn not yet in the store; appended"
-        run.figures = PromptFigures.of(prompt, note)
-        run.trace.prompt_assembled(prompt, note)
-        return merge_roles([*prompt.messages, inbound_turn])
+            return merge_roles([project_turn(context.inbound, self.name,
+                                             tool_trace=options.tool_trace)])
+        run.figures = PromptFigures.of(prompt)
+        run.shown_ids = tuple(prompt.shown_ids)
+        run.trace.prompt_assembled(prompt)
+        return prompt.messages
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(
-            context.store, context.conversation_id, exclude_ids=(context.inbound.id,))
+            context.store, context.conversation_id,
+            exclude_ids=(context.inbound.id, *run.shown_ids))
         tools: list[Tool] = [*self.tools, search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]

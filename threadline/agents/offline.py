@@ -4,8 +4,9 @@ Every reply starts with "[offline model]", so nobody mistakes it for a real mode
 same request it always gives the same response. What it does, in order:
 
 1. Right after a `conversation_search` round (the newest prompt turn is its own assistant turn
-   carrying that tool's result), it answers by quoting the result line that shares the most
-   words with the question (never the question itself), or says the search found nothing.
+   carrying that tool's result), it answers by quoting the line that shares the most words
+   with the question (never the question itself): from the result first, then from what the
+   prompt already shows (the search leaves that out), or says the search found nothing.
 2. When the newest user text says "ask @Name ...", it replies "@Name ..." with the rest of the
    request, so multi-agent hops can be tested.
 3. When the newest user text looks like recall ("what did I say about ...", "remember",
@@ -46,7 +47,7 @@ _RECALL_WORDS = frozenset({"earlier", "before", "previously", "recall", "mention
                            "last", "time", "again", "ago"})
 _ASK = re.compile(r"\bask\s+@([\w.-]+)[,:]?\s*(.*)", re.IGNORECASE | re.DOTALL)
 _SPEAKER_LABEL = re.compile(r"^[^:\n]{1,80}: ")
-_RESULT_LINE = re.compile(r"^\[[^\]]*\] [^:\n]{1,80}: (.*)$")
+_RESULT_LINE = re.compile(r"^(?:\[[^\]]*\] )?[^:\n\[]{1,80}: (.*)$")  # "Ann: ..." (dated or not)
 
 
 class OfflineModel:
@@ -58,7 +59,8 @@ class OfflineModel:
         last = request.messages[-1] if request.messages else None
         search = _search_result(last)
         if search is not None:
-            return self._reply(request, _answer_from_search(question, terms, search))
+            shown = "\n".join(m.content for m in request.messages[:-1])
+            return self._reply(request, _answer_from_search(question, terms, f"{search}\n{shown}"))
         asked = _ASK.search(question)
         if asked:
             rest = asked.group(2).strip() or "can you help with this?"

@@ -1,10 +1,12 @@
 """The prompt assembler: the slice of a shared history one agent sees before an LLM call.
 
-Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary) ->
-addressed-only filter -> processors (store, channel, agent) -> rolling summary -> recall search ->
-token budget (newest turns first; the newest inbound always kept) -> projection to this agent's
-point of view -> exact count. The result says what was included, dropped, filtered, recalled and
-summarized, so a person can see why an agent knew what it knew.
+Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary, up
+to the turn being answered) -> addressed-only filter, plus the immediate context said just
+before that turn -> processors (store, channel, agent) -> rolling summary -> recall search ->
+token budget (newest turns first; the answered turn always kept; recall fills what the turns
+leave) -> projection to this agent's point of view -> exact count. The result says what was
+included, dropped, filtered, recalled and summarized, so a person can see why an agent knew
+what it knew.
 """
 
 from __future__ import annotations
@@ -12,25 +14,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
-from threadline.history.projection import merge_roles, project_turn
+from threadline.history.projection import merge_roles, project_turn, speaker_label
 from threadline.history.prompt import AssembledPrompt, PromptMessage
-from threadline.history.recall import find_recall, recall_block
-from threadline.history.store import ConversationStore
+from threadline.history.recall import find_recall, only, recall_block
+from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.summary import Summarizer, latest_summary, roll_summary, summary_lock
 from threadline.history.tokens import (
     PER_MESSAGE_OVERHEAD,
     TokenCounter,
     default_counter,
     exchange_tokens,
+    message_tokens,
 )
 
 TRUNCATION_MARKER = "\n[... message truncated to fit the token budget]"
 SUMMARY_HEADER = "Summary of the earlier conversation:"
+CONTEXT_HEADER = "Said just before this message (not addressed to you):"
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,12 @@ class AssemblerOptions:
     `cache_stride`: when the history is over budget, the oldest kept turn only moves in steps
     of this many sequence numbers, so the prompt's prefix stays byte-identical for several
     turns and a provider's prompt cache stays warm (0 moves it every turn).
+
+    `recall_share`: the share of the budget recall may always claim when it finds something;
+    beyond it, recall fills whatever the kept turns leave. `recall_limit`: the fewest hits it
+    asks for (more when there is room). `immediate_turns` / `immediate_minutes`: in
+    addressed-only mode, up to this many turns said just before the answered one (each within
+    this many minutes of the next) are kept as its immediate context (0 turns: none).
     """
 
     scope: Scope | None = None
@@ -56,6 +66,8 @@ class AssemblerOptions:
     tool_trace: bool = False
     processors: tuple[Processor, ...] = ()
     cache_stride: int = 10
+    immediate_turns: int = 3
+    immediate_minutes: float = 10.0
 
     def __post_init__(self) -> None:
         if self.token_budget < 50:
@@ -64,6 +76,9 @@ class AssemblerOptions:
         if not 0 <= self.recall_share < 1:
             raise ValueError(f"AssemblerOptions.recall_share must be in [0, 1), "
                              f"got {self.recall_share}")
+        if self.immediate_turns < 0 or self.immediate_minutes < 0:
+            raise ValueError("AssemblerOptions.immediate_turns and immediate_minutes must be >= 0, "
+                             f"got {self.immediate_turns} and {self.immediate_minutes}")
         if self.rolling_summary_threshold < 2:
             raise ValueError("AssemblerOptions.rolling_summary_threshold must be at least 2, "
                              f"got {self.rolling_summary_threshold}")
@@ -76,6 +91,20 @@ def prompt_tokens(messages: Sequence[PromptMessage], counter: TokenCounter) -> i
         total += PER_MESSAGE_OVERHEAD + counter.count(message.content)
         total += sum(exchange_tokens(e, counter) for e in message.tool_exchanges)
     return total
+
+
+class _CountOnce:
+    """A token counter that counts each text once per assembly (the fitting loop recounts)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._known: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = self._counter.count(text)
+        return known
 
 
 def _truncate(message: StoredMessage, max_tokens: int, counter: TokenCounter) -> StoredMessage:
@@ -116,26 +145,35 @@ async def assemble_prompt(
     summarizer: Summarizer | None = None,
     *,
     counter: TokenCounter | None = None,
+    answering: StoredMessage | None = None,
 ) -> AssembledPrompt:
-    """The prompt `agent_id` sees for the newest turn of `conversation_id`; see the module doc."""
-    options = options or AssemblerOptions()
-    counter = counter or default_counter()
-    notes: list[str] = []
+    """The prompt `agent_id` sees for one turn of `conversation_id`; see the module doc.
 
+    `answering` is the turn being answered (default: the newest stored turn). Turns stored
+    after it are not part of the prompt, and recall never finds it or what follows it. When it
+    is not in the store yet (its write waits in an outbox), it is still the prompt's last turn.
+    """
+    options = options or AssemblerOptions()
+    counter = _CountOnce(counter or default_counter())
+    notes: list[str] = []
     since = (utc_now() - timedelta(minutes=options.time_window_minutes)
              if options.time_window_minutes else None)
-    # Both reads at once: the newest turns after the summary are the newest turns, less
-    # those the summary covers.
-    summary, recent = await asyncio.gather(
-        latest_summary(store, conversation_id, agent_id),
-        store.get(conversation_id, scope=options.scope, since=since,
-                  limit=options.max_turns_to_load))
+    if answering is None:  # the newest stored turn (one short read, so recall can start now)
+        newest_stored = await store.get(conversation_id, scope=options.scope, since=since,
+                                        limit=1)
+        answering = newest_stored[-1] if newest_stored else None
+
+    # Recall searches for the answered turn while the history loads (one round trip less);
+    # turns stored after the answered one are taken out of its windows below.
+    (summary, loaded), found = await asyncio.gather(
+        _load(store, conversation_id, agent_id, options, answering, since),
+        _recall_for(store, conversation_id, answering, options))
     summary_range = summary.metadata.summary_of if summary else None
-    loaded = [m for m in recent
-              if summary_range is None or (m.sequence or 0) > summary_range[1]]
     if not loaded:
         return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"])
     newest = loaded[-1]
+    if newest.sequence is None:
+        notes.append("the turn being answered is not in the store yet; added as the newest")
 
     addressee = Addressee.of(agent_id, (agent_name, *options.agent_aliases))
     kept, filtered = (addressed_turns(loaded, addressee) if options.addressed_only_mode
@@ -143,6 +181,14 @@ async def assemble_prompt(
     if not kept or kept[-1].id != newest.id:
         kept.append(newest)  # the turn being answered is always seen
         filtered = [m for m in filtered if m.id != newest.id]
+    context = (immediate_context(loaded, kept, turns=options.immediate_turns,
+                                 gap=timedelta(minutes=options.immediate_minutes))
+               if options.addressed_only_mode else [])
+    context_ids = {m.id for m in context}
+    if context:
+        position = {m.id: i for i, m in enumerate(loaded)}
+        kept = sorted([*kept, *context], key=lambda m: position[m.id])
+        filtered = [m for m in filtered if m.id not in context_ids]
     kept = apply_processors(kept, options.processors)
 
     summary_created = False
@@ -161,38 +207,47 @@ async def assemble_prompt(
     head: list[PromptMessage] = []
     if summary is not None:
         head.append(PromptMessage("system", f"{SUMMARY_HEADER}\n{summary.content}"))
-    budget = options.token_budget - prompt_tokens(head, counter)
+    room = options.token_budget - prompt_tokens(head, counter)
 
-    recall_cap = int(options.token_budget * options.recall_share) if options.recall else 0
-    windows = await find_recall(store, conversation_id, newest.content, token_cap=recall_cap,
-                                limit=options.recall_limit)
-    reserved = min(recall_cap, sum(w.token_count for w in windows))
+    stored = [m for m in loaded if m.sequence is not None]
+    through = stored[-1].sequence if stored else None
+    windows = only(found, lambda m: through is None or (m.sequence or 0) <= through)
+    # Recall may always claim its share of the budget; the rest goes to the kept turns first.
+    wanted = sum(w.token_count for w in windows)
+    turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
+                       newest.token_count or 0, 0)
 
     def summarized(message: StoredMessage) -> bool:
         return (summary_range is not None
                 and summary_range[0] <= (message.sequence or 0) <= summary_range[1]
                 and addressee.is_addressed(message, own_message_ids=frozenset()))
 
-    turns_budget = max(budget - reserved, 0)
+    recall_room = room
     while True:
         included, dropped = _stable_split(kept, turns_budget, options.cache_stride)
-        if included and (included[0].token_count or 0) > turns_budget:
-            included[0] = _truncate(included[0], turns_budget, counter)
+        if included and (included[-1].token_count or 0) > turns_budget:
+            included[-1] = _truncate(included[-1], turns_budget, counter)
             notes.append(f"newest turn {newest.id} truncated to fit the budget")
-        block, recalled_ids = recall_block(windows, in_prompt={m.id for m in included},
-                                           summarized=summarized)
-        body = [project_turn(m, agent_id, tool_trace=options.tool_trace) for m in included]
-        if block is not None:
-            body.insert(len(body) - 1, block)
-        messages = merge_roles(head + body)
+        earlier, just_before, answered = _project(included, context, agent_id,
+                                                  tool_trace=options.tool_trace)
+        turns_total = prompt_tokens(merge_roles([*head, *earlier, *just_before, answered]),
+                                    counter)
+        recall_room = min(recall_room, options.token_budget - turns_total)
+        block, recalled_ids = recall_block(windows, room=recall_room,
+                                           in_prompt={m.id for m in included},
+                                           summarized=summarized, counter=counter)
+        recalled = [block] if block is not None else []
+        messages = merge_roles([*head, *earlier, *recalled, *just_before, answered])
         total = prompt_tokens(messages, counter)
-        if total <= options.token_budget or turns_budget <= 0:
+        if total <= options.token_budget:
             break
-        # Stored counts are per turn; names and merging can add a few tokens. Shrink and redo.
-        turns_budget -= total - options.token_budget
-        if len(included) == 1 and block is not None:
-            windows = []
-    result = AssembledPrompt(
+        if block is not None:
+            recall_room -= total - options.token_budget  # merging differs with the block in
+        elif turns_budget > 0:
+            turns_budget = max(turns_budget - (total - options.token_budget), 0)
+        else:
+            break
+    return AssembledPrompt(
         messages=messages,
         token_count=total,
         included_ids=[m.id for m in included],
@@ -200,8 +255,93 @@ async def assemble_prompt(
         filtered_ids=[m.id for m in filtered],
         recalled_ids=recalled_ids,
         recall_hit_ids=[h for w in windows for h in w.hit_ids if h in set(recalled_ids)],
+        context_ids=[m.id for m in included if m.id in context_ids],
         summary_used=summary is not None,
         summary_created=summary_created,
         notes=notes,
     )
-    return result
+
+
+def _project(
+    included: list[StoredMessage], context: list[StoredMessage], agent_id: str, *,
+    tool_trace: bool,
+) -> tuple[list[PromptMessage], list[PromptMessage], PromptMessage]:
+    """(earlier turns, the immediate context as one marked block or nothing, the answered turn).
+
+    Context turns sit right before the answered turn (the scan stops at any turn kept anyway).
+    """
+    context_ids = {m.id for m in context}
+    turns = [project_turn(m, agent_id, tool_trace=tool_trace)
+             for m in included if m.id not in context_ids]
+    shown = [m for m in included if m.id in context_ids]
+    lines = "\n".join(f"{speaker_label(m)}: {m.content}" for m in shown)
+    block = [PromptMessage("system", f"{CONTEXT_HEADER}\n{lines}")] if shown else []
+    return turns[:-1], block, turns[-1]
+
+
+async def _recall_for(
+    store: ConversationStore, conversation_id: str, answering: StoredMessage | None,
+    options: AssemblerOptions,
+) -> list[SearchWindow]:
+    """Recall windows for the answered turn, as many as the budget could hold."""
+    if answering is None or not options.recall:
+        return []
+    return await find_recall(
+        store, conversation_id, answering.content,
+        room=options.token_budget - (answering.token_count or message_tokens(answering)),
+        min_hits=options.recall_limit, exclude_ids={answering.id},
+        through_sequence=answering.sequence)
+
+
+async def _load(
+    store: ConversationStore, conversation_id: str, agent_id: str, options: AssemblerOptions,
+    answering: StoredMessage | None, since: datetime | None,
+) -> tuple[StoredMessage | None, list[StoredMessage]]:
+    """The standing summary and the turns after it, up to and including the one answered."""
+
+    async def recent(through: int | None) -> list[StoredMessage]:
+        return await store.get(conversation_id, scope=options.scope, since=since,
+                               limit=options.max_turns_to_load, through_sequence=through)
+
+    # Both reads at once: the newest turns after the summary are the newest turns, less
+    # those the summary covers.
+    summary, loaded = await asyncio.gather(
+        latest_summary(store, conversation_id, agent_id),
+        recent(answering.sequence if answering is not None else None))
+    if answering is not None and answering.sequence is None:
+        position = next((i for i, m in enumerate(loaded) if m.id == answering.id), None)
+        if position is not None:
+            loaded = loaded[:position + 1]
+        else:
+            found = await store.get_by_ids(conversation_id, [answering.id])
+            if found and found[0].sequence is not None:
+                loaded = await recent(found[0].sequence)
+            else:  # not stored yet: what was stored before it arrived, then the turn itself
+                loaded = [m for m in loaded if m.timestamp <= answering.timestamp]
+                loaded.append(replace(answering, token_count=message_tokens(answering)))
+    summary_range = summary.metadata.summary_of if summary else None
+    return summary, [m for m in loaded
+                     if summary_range is None or (m.sequence or 0) > summary_range[1]
+                     or m.sequence is None]
+
+
+def immediate_context(
+    loaded: list[StoredMessage], kept: list[StoredMessage], *, turns: int, gap: timedelta
+) -> list[StoredMessage]:
+    """The few turns said just before the answered one that addressed-only filtering dropped.
+
+    "Can I get a refund for it?" right after "my order 7781 never arrived" (said to another
+    agent, or to nobody) needs that turn. At most `turns` turns, each within `gap` of the
+    next, stopping at a turn the agent sees anyway.
+    """
+    newest = loaded[-1]
+    seen = {m.id for m in kept}
+    context: list[StoredMessage] = []
+    later = newest
+    for message in reversed(loaded[:-1]):
+        if (message.id in seen or len(context) == turns
+                or later.timestamp - message.timestamp > gap):
+            break
+        context.append(message)
+        later = message
+    return context[::-1]

@@ -8,7 +8,7 @@ for memory that must.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
@@ -21,6 +21,7 @@ from threadline.history.search import (
     ENGLISH_STOP_WORDS,
     IndexedTurn,
     SearchQuery,
+    SearchScope,
     bm25_rank,
     cap_by_tokens,
     merge_windows,
@@ -122,6 +123,7 @@ class InMemoryConversationStore:
         limit: int | None = None,
         participant_ids: Iterable[str] | None = None,
         after_sequence: int | None = None,
+        through_sequence: int | None = None,
         include_summaries: bool = False,
     ) -> list[StoredMessage]:
         wanted = set(participant_ids) if participant_ids is not None else None
@@ -132,6 +134,7 @@ class InMemoryConversationStore:
             and (since is None or m.timestamp >= since)
             and (before is None or m.timestamp < before)
             and (after_sequence is None or (m.sequence or 0) > after_sequence)
+            and (through_sequence is None or (m.sequence or 0) <= through_sequence)
             and (wanted is None or m.participant.id in wanted)
         ]
         if limit is not None:
@@ -179,11 +182,14 @@ class InMemoryConversationStore:
         query: str,
         *,
         limit: int = 5,
-        context: int = 1,
+        context: int | tuple[int, int] = 1,
         token_cap: int = 2000,
+        exclude_ids: Collection[str] = (),
+        through_sequence: int | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
-        turns = self._searchable(conversation_id)
+        scope = SearchScope(frozenset(exclude_ids), through_sequence)
+        turns = [t for t in self._searchable(conversation_id) if scope.allows(t.message)]
         hits = bm25_rank(parsed, turns, limit=limit)
         return merge_windows(hits, [t.message for t in turns], context=context,
                              token_cap=token_cap)

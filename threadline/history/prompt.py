@@ -34,7 +34,11 @@ class PromptMessage:
 
 @dataclass(slots=True)
 class AssembledPrompt:
-    """The assembled prompt and an account of what was done to build it."""
+    """The assembled prompt and an account of what was done to build it.
+
+    `context_ids` are turns kept as immediate context (said just before the answered turn,
+    not addressed to the agent); they are among `included_ids`.
+    """
 
     messages: list[PromptMessage]
     token_count: int
@@ -44,6 +48,12 @@ class AssembledPrompt:
     recalled_ids: list[str] = field(default_factory=list)
     # The recalled turns the search matched (the others stand around them), best match first.
     recall_hit_ids: list[str] = field(default_factory=list)
+    context_ids: list[str] = field(default_factory=list)
     summary_used: bool = False
     summary_created: bool = False
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def shown_ids(self) -> list[str]:
+        """Every stored turn the prompt shows: kept and recalled (the search tool skips them)."""
+        return [*self.included_ids, *self.recalled_ids]

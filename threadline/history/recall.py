@@ -1,22 +1,39 @@
 """Automatic recall: earlier turns that answer the newest message, put into the prompt.
 
-Before the budget step the conversation is searched with the newest inbound turn; the best hits
-that are not already in the prompt (nor summarized for this agent) come with their neighbouring
-turns as one clearly marked block. So a fact reaches the model even when it does not call the
-search tool, and even in addressed-only mode, where most of a busy channel is filtered out.
-The block is a pure function of the stored turns, stable byte for byte for prompt caching.
+The conversation is searched with the turn being answered (never finding that turn itself, nor
+anything stored after it); the best hits come with the turns around them (one before, two
+after: an answer usually follows a question) as one clearly marked system block. Recall fills
+the room the kept turns leave, so its number of hits follows from that room, not from a fixed
+share; the block is sized by its formatted text and trimmed window by window, worst first. So
+a fact reaches the model even when it does not call the search tool, and even in addressed-only
+mode, where most of a busy channel is filtered out. The block is a pure function of the stored
+turns, stable byte for byte for prompt caching.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from datetime import date
 
 from threadline.history.model import StoredMessage
 from threadline.history.prompt import PromptMessage
-from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, format_windows
+from threadline.history.search import (
+    ENGLISH_STOP_WORDS,
+    SearchQuery,
+    format_windows,
+    trim_window,
+)
 from threadline.history.store import ConversationStore, SearchWindow
+from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
 RECALL_HEADER = "Earlier in this conversation (found by search, with the turns around it):"
+# Turns shown before and after each hit.
+RECALL_CONTEXT = (1, 2)
+# About what one window of RECALL_CONTEXT costs, to ask the store for as many hits as fit.
+TOKENS_PER_WINDOW = 80
+MAX_RECALL_HITS = 60
+SEPARATOR_TOKENS = 2  # "\n---\n" between windows
+DATE_LINE_TOKENS = 10  # "[Fri 2024-03-01]" and its line break
 
 
 def worth_recalling(text: str) -> bool:
@@ -30,31 +47,77 @@ async def find_recall(
     conversation_id: str,
     query_text: str,
     *,
-    token_cap: int,
-    limit: int = 5,
+    room: int,
+    min_hits: int,
+    exclude_ids: Collection[str],
+    through_sequence: int | None,
 ) -> list[SearchWindow]:
-    """Search windows for the newest message, before knowing which turns the prompt keeps."""
-    if token_cap <= 0 or not worth_recalling(query_text):
+    """Windows for the turn being answered, best first, as many as `room` tokens may hold."""
+    if room <= 0 or not worth_recalling(query_text):
         return []
-    return await store.search_context(conversation_id, query_text[:2000], limit=limit,
-                                      context=1, token_cap=token_cap)
+    hits = min(max(room // TOKENS_PER_WINDOW, min_hits), MAX_RECALL_HITS)
+    return await store.search_context(conversation_id, query_text[:2000], limit=hits,
+                                      context=RECALL_CONTEXT, token_cap=room,
+                                      exclude_ids=exclude_ids, through_sequence=through_sequence)
 
 
 def recall_block(
     windows: list[SearchWindow],
     *,
+    room: int,
     in_prompt: Collection[str],
     summarized: Callable[[StoredMessage], bool],
+    counter: TokenCounter,
 ) -> tuple[PromptMessage | None, list[str]]:
-    """The recall system block and the ids it holds, leaving out turns the prompt already has."""
+    """The recall system block within `room` tokens, and the ids it holds.
+
+    Turns the prompt already has (or that are summarized for this agent) are left out. Windows
+    are taken best first while their formatted size fits (estimated from the stored counts,
+    then the block is counted exactly and the worst window dropped until it fits); the first
+    that does not fit whole is trimmed around its best hit. The block shows them in
+    conversation order.
+    """
+    chosen: list[SearchWindow] = []
+    days: set[date] = set()  # a day is dated once in the block
+    used = PER_MESSAGE_OVERHEAD + counter.count(RECALL_HEADER) + 1
+    for window in only(windows, lambda m: m.id not in in_prompt and not summarized(m)):
+        cost = formatted_size(window, days)
+        if used + cost > room:
+            trimmed = trim_window(window, room - used - (cost - window.token_count))
+            if trimmed is None or used + formatted_size(trimmed, days) > room:
+                continue
+            window, cost = trimmed, formatted_size(trimmed, days)
+        chosen.append(window)
+        days.update(m.timestamp.date() for m in window.messages)
+        used += cost
+    while chosen:
+        shown = sorted(chosen, key=lambda w: w.messages[0].sequence or 0)
+        block = PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown)}")
+        if PER_MESSAGE_OVERHEAD + counter.count(block.content) <= room:
+            return block, [m.id for w in shown for m in w.messages]
+        chosen.pop()  # the estimate was short: the worst-ranked window goes
+    return None, []
+
+
+def formatted_size(window: SearchWindow, dated: Collection[date] = ()) -> int:
+    """About the tokens a window costs as formatted, from its turns' stored counts.
+
+    A stored count includes PER_MESSAGE_OVERHEAD, which a line of the block does not pay
+    (it pays ": " and a line break instead); each day not yet `dated` adds a date line.
+    """
+    days = len({m.timestamp.date() for m in window.messages} - set(dated))
+    return (window.token_count - (PER_MESSAGE_OVERHEAD - 2) * len(window.messages)
+            + DATE_LINE_TOKENS * days + SEPARATOR_TOKENS)
+
+
+def only(windows: list[SearchWindow], keep: Callable[[StoredMessage], bool]
+         ) -> list[SearchWindow]:
+    """The windows with only the turns `keep` accepts; a window left without a hit goes."""
     kept: list[SearchWindow] = []
     for window in windows:
-        members = tuple(m for m in window.messages
-                        if m.id not in in_prompt and not summarized(m))
-        hits = tuple(h for h in window.hit_ids if any(m.id == h for m in members))
+        members = tuple(m for m in window.messages if keep(m))
+        present = {m.id for m in members}
+        hits = tuple(h for h in window.hit_ids if h in present)
         if hits:
             kept.append(SearchWindow(hits, members))
-    if not kept:
-        return None, []
-    ids = [m.id for w in kept for m in w.messages]
-    return PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(kept)}"), ids
+    return kept

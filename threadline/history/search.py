@@ -15,15 +15,18 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from functools import lru_cache
 
 import snowballstemmer
 
 from threadline.errors import SearchQueryError
 from threadline.history.model import StoredMessage
+from threadline.history.projection import speaker_label
 from threadline.history.store import SearchWindow
 
 MAX_QUERY_CHARS = 4000
@@ -32,6 +35,10 @@ MAX_RANKED = 300
 # Postings of the whole index that a search's words may have together (see prune_common).
 MAX_POSTINGS = 40_000
 MAX_TERMS = 24
+# Stems longer than this match by their prefix (see stem_prefix).
+PREFIX_MIN = 5
+# A turn from a month the question names ("in July 2023") scores this many times higher.
+MONTH_BOOST = 1.5
 MAX_TRIGRAMS = 40
 
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset({
@@ -54,6 +61,12 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset({
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _PHRASE = re.compile(r'"([^"]+)"')
+_MONTHS = {name: n for n, name in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTH = re.compile(
+    r"(?P<before>\b(?:in|of|early|late|mid|since|until|during)\s+)?\b(?P<name>"
+    r"January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\b\.?,?(?:\s+(?P<year>(?:19|20)\d\d)\b)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
@@ -62,12 +75,17 @@ class SearchQuery:
     """A question reduced to safe search terms.
 
     `terms` are lower-cased words (stop words gone), `phrases` the quoted phrases as word
-    tuples, `trigrams` three-character pieces of text written without spaces.
+    tuples, `trigrams` three-character pieces of text written without spaces, `months` the
+    (year or None, month) a question names ("in July 2023"): turns from then rank higher.
+    `loose` are the terms that match any word sharing a long stem's prefix ("counseling" finds
+    "counselor", "allergy" finds "allergic"): words written in lower case, not names.
     """
 
     terms: tuple[str, ...]
     phrases: tuple[tuple[str, ...], ...]
     trigrams: tuple[str, ...]
+    months: tuple[tuple[int | None, int], ...] = ()
+    loose: frozenset[str] = frozenset()
 
     @property
     def is_empty(self) -> bool:
@@ -91,8 +109,41 @@ class SearchQuery:
         all_words = [w.lower() for w in _WORD.findall(spaced)]
         kept = [w for w in all_words if w not in stop_words] or all_words
         terms = tuple(dict.fromkeys(kept))[:MAX_TERMS]
+        lower = {w for w in _WORD.findall(spaced) if w.islower()}
         return cls(terms=terms, phrases=phrases[:4],
-                   trigrams=tuple(dict.fromkeys(trigrams))[:MAX_TRIGRAMS])
+                   trigrams=tuple(dict.fromkeys(trigrams))[:MAX_TRIGRAMS],
+                   months=months_named(text), loose=frozenset(t for t in terms if t in lower))
+
+
+def months_named(text: str) -> tuple[tuple[int | None, int], ...]:
+    """The (year or None, month) pairs a text names: "July 2023", "in August", "Sept. 2022".
+
+    Capitalized month names only, and "May" only with a year or after "in" (it is also a verb).
+    """
+    found: dict[tuple[int | None, int], None] = {}
+    for match in _MONTH.finditer(text):
+        name, year = match.group("name"), match.group("year")
+        if name == "May" and not year and not match.group("before"):
+            continue
+        found[(int(year) if year else None, _MONTHS[name[:3].lower()])] = None
+    return tuple(found)[:4]
+
+
+def in_month(moment: datetime, months: Iterable[tuple[int | None, int]]) -> bool:
+    moment = moment.astimezone(UTC)
+    return any(moment.month == month and year in (None, moment.year) for year, month in months)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    """Turns a search leaves out: those a prompt already holds, and those after a sequence."""
+
+    exclude_ids: frozenset[str] = frozenset()
+    through_sequence: int | None = None
+
+    def allows(self, message: StoredMessage) -> bool:
+        return message.id not in self.exclude_ids and (
+            self.through_sequence is None or (message.sequence or 0) <= self.through_sequence)
 
 
 def prune_common(query: SearchQuery, matches: Callable[[str], int], *,
@@ -116,12 +167,38 @@ def prune_common(query: SearchQuery, matches: Callable[[str], int], *,
         walked += counts[term]
     phrases = tuple(p for p in query.phrases
                     if min(counts.get(w) or matches(w) for w in p) <= max_matches)
-    return SearchQuery(terms=tuple(t for t in query.terms if t in kept), phrases=phrases,
-                       trigrams=query.trigrams)
+    return replace(query, terms=tuple(t for t in query.terms if t in kept), phrases=phrases)
 
 
 def single_word(word: str) -> SearchQuery:
     return SearchQuery(terms=(word,), phrases=(), trigrams=())
+
+
+def stem_prefix(stemmed: str) -> str | None:
+    """The prefix a long stem matches by (None for short stems, which match exactly).
+
+    Stemmers leave near-forms apart ("counsel" / "counselor", "allergi" / "allerg"); dropping
+    the last two letters of a stem of six or more joins them at little cost in precision.
+    """
+    if len(stemmed) <= PREFIX_MIN:
+        return None
+    return stemmed[:max(PREFIX_MIN, len(stemmed) - 2)]
+
+
+@lru_cache(maxsize=1)
+def _porter() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("porter")
+
+
+def porter_stem(word: str) -> str:
+    """The stem FTS5's porter tokenizer gives a word (Snowball's English stemmer differs)."""
+    return str(_porter().stemWord(word))
+
+
+def fts5_term(term: str, query: SearchQuery) -> str:
+    """One term for FTS5's porter index: exact, or a stem prefix for a loose term."""
+    prefix = loose_prefix(term, query, porter_stem)
+    return fts5_quoted(term) if prefix is None else fts5_quoted(prefix) + "*"
 
 
 def fts5_quoted(text: str) -> str:
@@ -136,7 +213,7 @@ def fts5_word_match(query: SearchQuery, conversation_key: str) -> str | None:
     1,000,000 rows this is 4 ms p50 where filtering by conversation outside MATCH is 154 ms.
     """
     alternatives = [fts5_quoted(" ".join(p)) for p in query.phrases]
-    alternatives += [fts5_quoted(t) for t in query.terms]
+    alternatives += [fts5_term(t, query) for t in query.terms]
     if not alternatives:
         return None
     scope = f"conv_key : {fts5_quoted(conversation_key)}"
@@ -151,6 +228,11 @@ def fts5_trigram_match(query: SearchQuery, conversation_key: str) -> str | None:
     return f"conv_key : {fts5_quoted(conversation_key)} AND content : ({alternatives})"
 
 
+def loose_prefix(term: str, query: SearchQuery, stemmer: Callable[[str], str]) -> str | None:
+    """The stem prefix a term of `query` matches by under `stemmer`, or None to match exactly."""
+    return stem_prefix(stemmer(term)) if term in query.loose else None
+
+
 def websearch_text(query: SearchQuery) -> str | None:
     """Input for PostgreSQL's `websearch_to_tsquery`, which never raises on any text.
 
@@ -159,6 +241,17 @@ def websearch_text(query: SearchQuery) -> str | None:
     """
     parts = [f'"{" ".join(p)}"' for p in query.phrases] + list(query.terms)
     return " or ".join(parts) if parts else None
+
+
+def tsquery_term(term: str, query: SearchQuery) -> tuple[str, str]:
+    """(text search configuration, `to_tsquery` text) for one term, a weight letter to follow.
+
+    The term is letters and digits only (the tokenizer's words), quoted, so it never acts as
+    tsquery syntax; `english` stems it like the indexed text, and a loose term's stem prefix
+    goes through `simple` as a prefix match ("'counsel':*").
+    """
+    prefix = loose_prefix(term, query, stem)
+    return ("english", f"'{term}':") if prefix is None else ("simple", f"'{prefix}':*")
 
 
 def conversation_key(conversation_id: str) -> str:
@@ -205,23 +298,32 @@ def bm25_rank(
     query: SearchQuery, documents: Sequence[IndexedTurn], *, limit: int
 ) -> list[StoredMessage]:
     """BM25 over indexed turns, for stores without a full-text index of their own."""
-    terms = [stem(t) for t in query.terms]
+    terms = [(stem(t), loose_prefix(t, query, stem)) for t in query.terms]
     phrases = [" ".join(stem(w) for w in p) for p in query.phrases]
     if not documents or (not terms and not phrases and not query.trigrams):
         return []
     average_length = sum(d.length for d in documents) / len(documents)
-    frequency = {t: sum(1 for d in documents if t in d.counts) for t in terms}
+
+    def count(doc: IndexedTurn, term: tuple[str, str | None]) -> int:
+        exact, prefix = term
+        if prefix is None:
+            return doc.counts.get(exact, 0)
+        return sum(n for word, n in doc.counts.items() if word.startswith(prefix))
+
+    frequency = {t: sum(1 for d in documents if count(d, t)) for t in terms}
     scored: list[tuple[float, int, StoredMessage]] = []
     for position, doc in enumerate(documents):
         score = 0.0
         for term in terms:
-            tf = doc.counts.get(term, 0)
+            tf = count(doc, term)
             if tf:
                 df = frequency[term]
                 idf = math.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
                 score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * doc.length / average_length))
         score += sum(2.0 for p in phrases if p in doc.joined)
         score += sum(1.0 for t in query.trigrams if t in doc.message.content)
+        if query.months and in_month(doc.message.timestamp, query.months):
+            score *= MONTH_BOOST
         if score > 0:
             scored.append((score, position, doc.message))
     scored.sort(key=lambda item: (-item[0], item[1]))
@@ -241,65 +343,77 @@ def cap_by_tokens(messages: Iterable[StoredMessage], token_cap: int) -> list[Sto
     return kept
 
 
+def around(context: int | tuple[int, int]) -> tuple[int, int]:
+    """Turns shown (before, after) a hit: `context` each side, or as given."""
+    before, after = (context, context) if isinstance(context, int) else context
+    if before < 0 or after < 0:
+        raise ValueError(f"search context must be >= 0 turns each side, got {context!r}")
+    return before, after
+
+
+def hit_spans(sequences: Iterable[int],
+              context: int | tuple[int, int]) -> list[tuple[int, int]]:
+    """The sequence ranges hits and their context cover, merged where they touch, in order."""
+    before, after = around(context)
+    spans: list[list[int]] = []
+    for sequence in sorted(sequences):
+        if spans and sequence - before <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], sequence + after)
+        else:
+            spans.append([sequence - before, sequence + after])
+    return [(first, last) for first, last in spans]
+
+
 def merge_windows(
     hits: Sequence[StoredMessage],
     neighbours: Sequence[StoredMessage],
     *,
-    context: int,
+    context: int | tuple[int, int],
     token_cap: int,
 ) -> list[SearchWindow]:
     """Group hits and their neighbouring turns into windows, best hit first, under a token cap.
 
-    `neighbours` holds every turn that may stand around a hit, in conversation order. Each hit
-    takes `context` turns each side; windows that touch or overlap become one. Windows are
-    added in the order of their best hit until the cap, and each is shown in conversation order.
+    Each hit takes the turns `context` sequence numbers each side (or (before, after)) that are
+    in `neighbours`; windows that touch or overlap become one. Windows are added in the order
+    of their best hit until the cap, and each is shown in conversation order.
     """
     ordered = sorted({m.id: m for m in [*hits, *neighbours]}.values(),
                      key=lambda m: m.sequence or 0)
-    position = {m.id: i for i, m in enumerate(ordered)}
-    spans: list[list[int]] = []
-    for hit in sorted(hits, key=lambda m: m.sequence or 0):
-        start = max(position[hit.id] - context, 0)
-        end = min(position[hit.id] + context, len(ordered) - 1)
-        if spans and (start <= spans[-1][1] or _consecutive(ordered[spans[-1][1]], ordered[start])):
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([start, end])
+    sequences = [m.sequence or 0 for m in ordered]
+    spans = [(bisect_left(sequences, first), bisect_right(sequences, last) - 1)
+             for first, last in hit_spans((m.sequence or 0 for m in hits), context)]
     rank = {hit.id: i for i, hit in enumerate(hits)}
-    windows = []
+    windows: list[tuple[int, SearchWindow]] = []
     for start, end in spans:
         members = ordered[start : end + 1]
-        hit_ids = tuple(m.id for m in members if m.id in rank)
-        windows.append((min(rank[i] for i in hit_ids), SearchWindow(hit_ids, tuple(members))))
+        hit_ids = tuple(sorted((m.id for m in members if m.id in rank), key=rank.__getitem__))
+        windows.append((rank[hit_ids[0]], SearchWindow(hit_ids, tuple(members))))
     windows.sort(key=lambda item: item[0])
     kept: list[SearchWindow] = []
     used = 0
     for _, window in windows:
-        fitted = _fit(window, token_cap - used, rank, first=not kept)
+        # The very first window keeps at least its best hit, even over the cap.
+        fitted = trim_window(window, max(token_cap - used, 0)) or (
+            None if kept else SearchWindow(window.hit_ids[:1], tuple(
+                m for m in window.messages if m.id == window.hit_ids[0])))
         if fitted is not None:
             kept.append(fitted)
             used += fitted.token_count
     return kept
 
 
-def _consecutive(earlier: StoredMessage, later: StoredMessage) -> bool:
-    return earlier.sequence is not None and later.sequence == earlier.sequence + 1
+def trim_window(window: SearchWindow, room: int) -> SearchWindow | None:
+    """The window, or the longest run around its best hit that fits `room` stored tokens.
 
-
-def _fit(window: SearchWindow, room: int, rank: dict[str, int], *,
-         first: bool) -> SearchWindow | None:
-    """The window, or the longest run around its best hit that fits `room` tokens.
-
-    The run grows from the best hit one turn at a time, earlier side first. The very first
-    window keeps at least its best hit even when that alone is over the cap.
+    The run grows from the best hit (the first of `hit_ids`) one turn at a time, earlier side
+    first; None when the best hit alone does not fit.
     """
     if window.token_count <= room:
         return window
     members = window.messages
-    best = min(window.hit_ids, key=rank.__getitem__)
-    low = high = next(i for i, m in enumerate(members) if m.id == best)
+    low = high = next(i for i, m in enumerate(members) if m.id == window.hit_ids[0])
     used = members[low].token_count or 0
-    if used > room and not first:
+    if used > room:
         return None
     grew = True
     while grew:
@@ -311,18 +425,35 @@ def _fit(window: SearchWindow, room: int, rank: dict[str, int], *,
                 low, high = min(low, candidate), max(high, candidate)
                 grew = True
     run = members[low : high + 1]
-    return SearchWindow(tuple(m.id for m in run if m.id in window.hit_ids), run)
+    return SearchWindow(tuple(h for h in window.hit_ids if any(m.id == h for m in run)), run)
 
 
 def format_turn(message: StoredMessage) -> str:
-    """One turn as a model reads it in search results: when (absolute), who, what."""
-    who = message.participant.display_name
-    if message.participant.kind == "agent":
-        who = f"{who} (agent)"
+    """One turn on its own line: when (absolute), who, what (for summarizers)."""
     when = message.timestamp.strftime("%Y-%m-%d %H:%M %Z").strip()
-    return f"[{when}] {who}: {message.content}"
+    return f"[{when}] {speaker_label(message)}: {message.content}"
+
+
+def format_window(window: SearchWindow, *, day: date | None = None) -> str:
+    """A window as a model reads it: the date when it changes from `day`, then who said what.
+
+    A full date stamp on every line made the text about 30% larger than the turns' stored
+    token counts; once per day keeps "yesterday" in a turn meaningful at a fraction of it.
+    """
+    lines: list[str] = []
+    for message in window.messages:
+        if message.timestamp.date() != day:
+            day = message.timestamp.date()
+            lines.append(message.timestamp.strftime("[%a %Y-%m-%d]"))
+        lines.append(f"{speaker_label(message)}: {message.content}")
+    return "\n".join(lines)
 
 
 def format_windows(windows: Sequence[SearchWindow]) -> str:
-    """Search windows as plain text; windows are separated by a line of dashes."""
-    return "\n---\n".join("\n".join(format_turn(m) for m in w.messages) for w in windows)
+    """Search windows as plain text, separated by a line of dashes; a day is dated once."""
+    parts = []
+    day = None
+    for window in windows:
+        parts.append(format_window(window, day=day))
+        day = window.messages[-1].timestamp.date()
+    return "\n---\n".join(parts)

@@ -13,7 +13,7 @@ from typing import Any
 
 from threadline.errors import SearchQueryError
 from threadline.history.search import format_windows
-from threadline.history.store import ConversationStore
+from threadline.history.store import ConversationStore, SearchWindow
 
 SEARCH_TOOL_NAME = "conversation_search"
 MAX_LIMIT = 20
@@ -32,7 +32,10 @@ _INPUT_SCHEMA: dict[str, Any] = {
 
 
 class ConversationSearchTool:
-    """A tool bound to one conversation: name, description, JSON input schema and handler."""
+    """A tool bound to one conversation: name, description, JSON input schema and handler.
+
+    `search` gives the windows a query finds (what `run` formats for the model).
+    """
 
     name = SEARCH_TOOL_NAME
     description = (
@@ -40,12 +43,19 @@ class ConversationSearchTool:
         "question or key words; results show who said what and when, with the turns around it."
     )
 
-    def __init__(self, search: Callable[[dict[str, Any]], Awaitable[str]]) -> None:
-        self._search = search
+    def __init__(self, search: Callable[[str, int], Awaitable[list[SearchWindow]]]) -> None:
+        self.search = search
         self.input_schema: dict[str, Any] = dict(_INPUT_SCHEMA)
 
     async def run(self, input: dict[str, Any]) -> str:
-        return await self._search(input)
+        try:
+            query, limit = read_search_input(input)
+            windows = await self.search(query, limit)
+        except (ValueError, SearchQueryError) as exc:
+            return f"error: {exc}"
+        if not windows:
+            return "No earlier messages match that (beyond what you can see). Try other key words."
+        return format_windows(windows)
 
 
 def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
@@ -72,26 +82,19 @@ def make_conversation_search_tool(
     conversation_id: str,
     *,
     token_cap: int = 1500,
-    context: int = 1,
+    context: int | tuple[int, int] = 1,
     exclude_ids: Collection[str] = (),
 ) -> ConversationSearchTool:
     """The search tool for one conversation; the id lives only in this closure.
 
-    `exclude_ids` are turns that must not come back as hits (the message being answered,
-    which matches its own question best).
+    `exclude_ids` are turns that must not come back (the message being answered, which matches
+    its own question best, and every turn the prompt already shows: `AssembledPrompt.shown_ids`).
+    They are left out inside the search, so `limit` new hits still come back.
     """
+    excluded = frozenset(exclude_ids)
 
-    async def run(input: dict[str, Any]) -> str:
-        try:
-            query, limit = read_search_input(input)
-            windows = await store.search_context(conversation_id, query,
-                                                 limit=limit + len(exclude_ids),
-                                                 context=context, token_cap=token_cap)
-        except (ValueError, SearchQueryError) as exc:
-            return f"error: {exc}"
-        windows = [w for w in windows if set(w.hit_ids) - set(exclude_ids)][:limit]
-        if not windows:
-            return "No earlier messages match that. Try other key words."
-        return format_windows(windows)
+    async def search(query: str, limit: int) -> list[SearchWindow]:
+        return await store.search_context(conversation_id, query, limit=limit, context=context,
+                                          token_cap=token_cap, exclude_ids=excluded)
 
-    return ConversationSearchTool(run)
+    return ConversationSearchTool(search)

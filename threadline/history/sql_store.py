@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -32,7 +32,15 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import sql_operations as ops
 from threadline.history.model import Scope, StoredMessage
-from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, cap_by_tokens, merge_windows
+from threadline.history.search import (
+    ENGLISH_STOP_WORDS,
+    SearchQuery,
+    SearchScope,
+    around,
+    cap_by_tokens,
+    hit_spans,
+    merge_windows,
+)
 from threadline.history.sql_backends import PostgresBackend, SqliteBackend
 from threadline.history.sql_inbox import SqlTurnInbox
 from threadline.history.store import ConversationInfo, SearchWindow
@@ -222,13 +230,15 @@ class SqlConversationStore:
         limit: int | None = None,
         participant_ids: Iterable[str] | None = None,
         after_sequence: int | None = None,
+        through_sequence: int | None = None,
         include_summaries: bool = False,
     ) -> list[StoredMessage]:
         return await self._call(
             "read messages", False,
             partial(ops.select_turns, scope=scope, since=since, before=before, limit=limit,
                     participant_ids=list(participant_ids) if participant_ids is not None else None,
-                    after_sequence=after_sequence, include_summaries=include_summaries),
+                    after_sequence=after_sequence, through_sequence=through_sequence,
+                    include_summaries=include_summaries),
             conversation_id,
         )
 
@@ -248,7 +258,8 @@ class SqlConversationStore:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
-        hits = await self._call("search", False, partial(ops.search_hits, limit=limit),
+        hits = await self._call("search", False,
+                                partial(ops.search_hits, limit=limit, scope=SearchScope()),
                                 conversation_id, parsed)
         return cap_by_tokens(hits, token_cap)
 
@@ -258,24 +269,29 @@ class SqlConversationStore:
         query: str,
         *,
         limit: int = 5,
-        context: int = 1,
+        context: int | tuple[int, int] = 1,
         token_cap: int = 2000,
+        exclude_ids: Collection[str] = (),
+        through_sequence: int | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
+        scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
-                                limit, context, token_cap)
+                                limit, around(context), token_cap, scope)
 
     @staticmethod
     def _search_windows(
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
-        context: int, token_cap: int,
+        context: tuple[int, int], token_cap: int, scope: SearchScope,
     ) -> list[SearchWindow]:
-        hits = ops.search_hits(connection, conversation_id, query, limit=limit)
-        sequences = [m.sequence for m in hits if m.sequence is not None]
-        neighbours = ops.select_neighbours(connection, conversation_id, sequences, context)
-        return merge_windows(hits, neighbours, context=context, token_cap=token_cap)
+        ranked = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
+                                          scope=scope)
+        turns = ops.select_spans(connection, conversation_id, hit_spans(ranked, context), scope)
+        by_sequence = {m.sequence: m for m in turns}
+        hits = [by_sequence[s] for s in ranked if s in by_sequence]
+        return merge_windows(hits, turns, context=context, token_cap=token_cap)
 
     async def latest_summary(
         self, conversation_id: str, *, participant_id: str | None = None

@@ -15,7 +15,7 @@ shared between processes (only the SQL store is).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -36,7 +36,10 @@ class ConversationInfo:
 
 @dataclass(frozen=True, slots=True)
 class SearchWindow:
-    """A run of consecutive turns around one or more search hits, in conversation order."""
+    """A run of consecutive turns around one or more search hits, in conversation order.
+
+    `hit_ids` are the hits among `messages`, best ranked first.
+    """
 
     hit_ids: tuple[str, ...]
     messages: tuple[StoredMessage, ...]
@@ -68,9 +71,14 @@ class ConversationStore(Protocol):
         limit: int | None = None,
         participant_ids: Iterable[str] | None = None,
         after_sequence: int | None = None,
+        through_sequence: int | None = None,
         include_summaries: bool = False,
     ) -> list[StoredMessage]:
-        """Turns oldest first; with `limit`, the most recent `limit` of them."""
+        """Turns oldest first; with `limit`, the most recent `limit` of them.
+
+        `after_sequence` and `through_sequence` bound the sequences read (exclusive and
+        inclusive): the turns up to one being answered, say, without those stored after it.
+        """
         ...
 
     async def get_by_ids(self, conversation_id: str, ids: Iterable[str]) -> list[StoredMessage]:
@@ -95,10 +103,17 @@ class ConversationStore(Protocol):
         query: str,
         *,
         limit: int = 5,
-        context: int = 1,
+        context: int | tuple[int, int] = 1,
         token_cap: int = 2000,
+        exclude_ids: Collection[str] = (),
+        through_sequence: int | None = None,
     ) -> list[SearchWindow]:
-        """Search hits with `context` neighbouring turns each side, overlaps merged."""
+        """Search hits with neighbouring turns, overlaps merged, best window first.
+
+        `context` is the turns shown each side of a hit, or (before, after). Turns in
+        `exclude_ids` (those a prompt already holds) and turns after `through_sequence` are
+        neither hits nor neighbours: the search ranks the others, it does not filter its top.
+        """
         ...
 
     async def latest_summary(
