@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("threadline.pipeline")
 
 MAX_REMEMBERED_REPLIES = 10_000
+SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,21 +159,22 @@ class TurnPipeline:
 
     async def _own(self, conversation_id: str) -> None:
         """Answer the conversation's open turns while it is wanted and ours to own."""
-        delay = 0.05
+        second_look = True
         try:
             while conversation_id in self._wanted and not self._closing:
                 self._wanted.discard(conversation_id)
                 async with self._slots, self.lock.try_hold(conversation_id) as owned:
                     if owned:
                         await self._answer_open_turns(conversation_id)
-                        delay = 0.05
                         continue
-                # Another process owns it and answers what it finds; look again in a moment,
-                # in case it let go just before our turn was recorded.
-                if await self.inbox.open_turns(conversation_id):
+                # Another process owns it and answers what it finds. It may have let go just
+                # before our turn was recorded: look once more in a moment; after that the scan
+                # looks every `scan_interval` (polling here would cost every process a query
+                # per conversation it does not own).
+                if second_look:
+                    second_look = False
+                    await asyncio.sleep(SECOND_LOOK)
                     self._wanted.add(conversation_id)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
         except StoreError as exc:
             log.warning("pipeline.store_unavailable", conversation_id=conversation_id,
                         error=str(exc), retry_in=self.scan_interval)
