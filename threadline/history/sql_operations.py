@@ -111,10 +111,11 @@ _INSERT = (
     "INSERT INTO threadline_messages (id, conversation_id, conv_key, sequence, participant_kind, "
     "participant_id, participant_name, content, ts_us, scope, channel_type, channel_name, "
     "channel_id, thread_id, message_id, mentions, is_summary, has_cjk, tool_json, extra_json, "
-    "token_count) VALUES (:id, :conversation_id, :conv_key, :sequence, :participant_kind, "
-    ":participant_id, :participant_name, :content, :ts_us, :scope, :channel_type, :channel_name, "
-    ":channel_id, :thread_id, :message_id, :mentions, :is_summary, :has_cjk, :tool_json, "
-    ":extra_json, :token_count) ON CONFLICT DO NOTHING"
+    "token_count, speaker_key, speaker_space) VALUES (:id, :conversation_id, :conv_key, "
+    ":sequence, :participant_kind, :participant_id, :participant_name, :content, :ts_us, :scope, "
+    ":channel_type, :channel_name, :channel_id, :thread_id, :message_id, :mentions, :is_summary, "
+    ":has_cjk, :tool_json, :extra_json, :token_count, :speaker_key, :speaker_space) "
+    "ON CONFLICT DO NOTHING"
 )
 # Creates the conversation row or touches it, returning its last sequence. On PostgreSQL the
 # DO UPDATE also row-locks it until commit, so sequences follow commit order across processes.
