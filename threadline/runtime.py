@@ -35,6 +35,7 @@ from threadline.config import (
     ChannelSettings,
     DiscordChannelSettings,
     LocalChannelSettings,
+    PeopleSettings,
     Settings,
     SlackChannelSettings,
     TelegramChannelSettings,
@@ -80,14 +81,15 @@ def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
                           ) from exc
 
 
-def assembler_options(agent: AgentSettings) -> AssemblerOptions:
+def assembler_options(agent: AgentSettings, people: PeopleSettings) -> AssemblerOptions:
     memory = agent.memory
+    person_memory = people.memory if memory.person_memory is None else memory.person_memory
     return AssemblerOptions(
         token_budget=memory.token_budget, addressed_only_mode=memory.addressed_only_mode,
         rolling_summary_threshold=memory.rolling_summary_threshold,
         time_window_minutes=memory.time_window_minutes,
         max_turns_to_load=memory.max_turns_to_load, recall=memory.recall,
-        recall_limit=memory.recall_limit,
+        recall_limit=memory.recall_limit, person_memory=person_memory,
     )
 
 
@@ -205,7 +207,7 @@ class Runtime:
                 model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
-                assembler_options=assembler_options(agent), aliases=agent.aliases,
+                assembler_options=assembler_options(agent, settings.people), aliases=agent.aliases,
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,

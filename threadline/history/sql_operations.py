@@ -289,7 +289,7 @@ def _ranked(
     30 ms at a million turns), so its words are kept.
     """
     if isinstance(conn, SqliteRunner):
-        query = prune_common(query, lambda word: _index_count(conn, word),
+        query = prune_common(query, lambda word: index_count(conn, word),
                              max_matches=MAX_POSTINGS)
         return _search_sqlite(conn, conversation_id, query, limit, scope, columns)
     return _search_postgres(conn, conversation_id, query, limit, scope, columns)
@@ -355,7 +355,7 @@ def _month_factor(query: SearchQuery, params: dict[str, Any], dialect: str) -> s
     return f" * (CASE WHEN {' OR '.join(tests)} THEN :boost ELSE 1.0 END)"
 
 
-def _index_count(conn: SqliteRunner, word: str) -> int:
+def index_count(conn: SqliteRunner, word: str) -> int:
     """Turns of the whole word index holding `word`, remembered in `conn.word_counts`."""
     known = conn.word_counts.get(word)
     if known is None:
