@@ -196,14 +196,15 @@ class InMemoryConversationStore:
                              token_cap=token_cap)
 
     async def search_speakers(
-        self, keys: Collection[str], query: str, *, exclude_conversation: str, limit: int = 5,
-        token_cap: int = 1000,
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
     ) -> list[StoredMessage]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         wanted = set(keys)
         turns = [turn for cid in list(self._conversations) if cid != exclude_conversation
                  for turn in self._searchable(cid)
-                 if wanted.intersection(speaker_keys(turn.message) or ())]
+                 if turn.message.timestamp < before
+                 and wanted.intersection(speaker_keys(turn.message) or ())]
         return cap_by_tokens(bm25_rank(parsed, turns, limit=limit), token_cap)
 
     async def latest_summary(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from threadline.history.model import StoredMessage
 from threadline.history.prompt import PromptMessage
@@ -23,18 +24,20 @@ MAX_PERSON_HITS = 8
 
 @dataclass(frozen=True, slots=True)
 class PersonMemory:
-    """One person's earlier words, as seen from the conversation `conversation_id`."""
+    """One person's earlier words, as seen from the conversation `conversation_id`, said
+    before `before` (the time of the turn being answered)."""
 
     store: SpeakerSearchStore
     person_name: str
     keys: frozenset[str]
     conversation_id: str
+    before: datetime
 
     async def search(self, query: str, *, limit: int = MAX_PERSON_HITS,
                      token_cap: int = 1000) -> list[StoredMessage]:
         return await self.store.search_speakers(
-            self.keys, query, exclude_conversation=self.conversation_id, limit=limit,
-            token_cap=token_cap)
+            self.keys, query, exclude_conversation=self.conversation_id, before=self.before,
+            limit=limit, token_cap=token_cap)
 
     @property
     def header(self) -> str:

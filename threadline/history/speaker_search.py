@@ -44,13 +44,15 @@ def speaker_match(query: SearchQuery, keys: Collection[str]) -> str | None:
 
 def search_speakers_sql(
     conn: ops.SqlRunner, keys: Sequence[str], query: SearchQuery, *, exclude_conversation: str,
-    limit: int,
+    before_us: int, limit: int,
 ) -> list[StoredMessage]:
-    """The best-ranked turns carrying one of `keys`, outside `exclude_conversation`."""
+    """The best-ranked turns carrying one of `keys`, outside `exclude_conversation`, said
+    before `before_us` (a channel post is also its reply thread's first turn: the question
+    being answered must not come back as its own memory)."""
     if not keys or limit <= 0:
         return []
     keys = list(keys)[:MAX_KEYS]
-    params: dict[str, Any] = {"cid": exclude_conversation, "limit": limit}
+    params: dict[str, Any] = {"cid": exclude_conversation, "limit": limit, "before": before_us}
     if isinstance(conn, ops.SqliteRunner):
         sqlite = conn
         query = prune_common(query, lambda word: ops.index_count(sqlite, word),
@@ -63,6 +65,7 @@ def search_speakers_sql(
             f"SELECT {SELECT_LIST_M} FROM threadline_messages_fts "
             "JOIN threadline_messages m ON m.row_id = threadline_messages_fts.rowid "
             "WHERE threadline_messages_fts MATCH :match AND m.conversation_id <> :cid "
+            "AND m.ts_us < :before "
             "ORDER BY bm25(threadline_messages_fts, 0.0, 1.0, 0.5, 0.0) LIMIT :limit", params)
     else:
         text = websearch_text(query)
@@ -77,7 +80,7 @@ def search_speakers_sql(
         rows = conn.rows(
             f"SELECT {SELECT_LIST_M} FROM (SELECT * FROM threadline_messages "
             f"WHERE (speaker_key IN ({listed}) OR speaker_space IN ({listed})) "
-            "AND conversation_id <> :cid OFFSET 0) AS m, "
+            "AND conversation_id <> :cid AND ts_us < :before OFFSET 0) AS m, "
             "websearch_to_tsquery('english', :q) AS q WHERE m.search_vector @@ q "
             "ORDER BY ts_rank(m.search_vector, q) DESC, m.ts_us DESC LIMIT :limit", params)
     participants: dict[tuple[str, str, str], Participant] = {}

@@ -44,6 +44,7 @@ from threadline.history.search import (
 from threadline.history.speaker_search import search_speakers_sql
 from threadline.history.sql_backends import PostgresBackend, SqliteBackend
 from threadline.history.sql_inbox import SqlTurnInbox
+from threadline.history.sql_schema import to_micros
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -295,14 +296,15 @@ class SqlConversationStore:
         return merge_windows(hits, turns, context=context, token_cap=token_cap)
 
     async def search_speakers(
-        self, keys: Collection[str], query: str, *, exclude_conversation: str, limit: int = 5,
-        token_cap: int = 1000,
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
     ) -> list[StoredMessage]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0 or not keys:
             return []
         hits = await self._call("search a person's turns", False, partial(
-            search_speakers_sql, exclude_conversation=exclude_conversation, limit=limit),
+            search_speakers_sql, exclude_conversation=exclude_conversation,
+            before_us=to_micros(before), limit=limit),
             sorted(keys), parsed)
         return cap_by_tokens(hits, token_cap)
 

@@ -161,8 +161,9 @@ class SpeakerSearchStore(Protocol):
     """
 
     async def search_speakers(
-        self, keys: Collection[str], query: str, *, exclude_conversation: str, limit: int = 5,
-        token_cap: int = 1000,
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
     ) -> list[StoredMessage]:
-        """Best-ranked turns carrying one of `keys`, outside `exclude_conversation`."""
+        """Best-ranked turns carrying one of `keys`, outside `exclude_conversation`, said
+        before `before`."""
         ...

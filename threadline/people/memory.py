@@ -34,4 +34,4 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
         workspace = workspace_of(message.conversation_id)
         keys = frozenset(speaker_space_key(i, workspace) for i in identities)
     return PersonMemory(store=store, person_name=message.participant.display_name, keys=keys,
-                        conversation_id=message.conversation_id)
+                        conversation_id=message.conversation_id, before=message.timestamp)
