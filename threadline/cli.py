@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli_history as cli_history
     import threadline.cli_init as cli_init
     import threadline.cli_inspect as cli_inspect
+    import threadline.cli_people as cli_people
     import threadline.demo as demo
 
     parser = argparse.ArgumentParser(
@@ -96,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
         _store_options(p)
         cli_history.add_arguments(name, p)
         p.set_defaults(handler=cli_history.main)
+
+    people = command("people", "Link a person's identities across platforms; export or "
+                               "forget everything kept about a person.")
+    people_actions = people.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in cli_people.ACTIONS.items():
+        p = people_actions.add_parser(name, help=help_text, description=help_text)
+        _store_options(p)
+        cli_people.add_arguments(name, p)
+        p.set_defaults(handler=cli_people.main)
 
     inspect = command("inspect", "What each agent saw for each reply: list, show, replay and "
                                  "prune reply records.")
