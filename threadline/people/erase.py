@@ -11,7 +11,6 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import IO, Any
@@ -32,7 +31,7 @@ from threadline.people.kept import Batch, delete_batch, read_batch, record_forgo
 
 log = structlog.get_logger("threadline.people")
 
-PROGRESS_EVERY = 1.0  # seconds between progress log lines
+PROGRESS_BATCHES = 10  # a progress log line every this many batches (of kept.BATCH turns)
 ALL_CONVERSATIONS = 1_000_000_000
 Counts = dict[str, int]
 KINDS = ("turns", "replies", "summaries", "reply_records", "inbox", "deliveries", "outbox")
@@ -51,19 +50,19 @@ async def resolve_person(store: ConversationStore, reference: str) -> Person:
 
 
 class _Progress:
-    """A structlog progress line at most every PROGRESS_EVERY seconds, and a final one."""
+    """A structlog progress line every PROGRESS_BATCHES batches, and a final one."""
 
     def __init__(self, event: str, person: Person) -> None:
         self.event = event
         self.log = log.bind(person=person.person_id)
         self.counts: Counts = dict.fromkeys(KINDS, 0)
-        self._last = time.monotonic()
+        self._batches = 0
 
     def add(self, counts: Counts) -> None:
         for name, n in counts.items():
             self.counts[name] = self.counts.get(name, 0) + n
-        if time.monotonic() - self._last >= PROGRESS_EVERY:
-            self._last = time.monotonic()
+        self._batches += 1
+        if self._batches % PROGRESS_BATCHES == 0:
             self.log.info(f"{self.event}.progress", **self.counts)
 
     def done(self) -> Counts:
