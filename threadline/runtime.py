@@ -51,6 +51,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
+from threadline.people.link_codes import LinkCodeInterceptor
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.turn import AgentResult, TurnContext
@@ -200,6 +201,9 @@ class Runtime:
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
             build_spend_limit(settings, store, providers, metrics)]
+        if settings.people.link_codes:
+            # Before the spend limit: a link code costs no model call.
+            interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         inspector = Inspector.for_settings(settings, store)
         agents = [
             Agent(
