@@ -22,6 +22,7 @@ from threadline.config import DEFAULT_STORE_URL, load_settings
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.model import StoredMessage, utc_now
+from threadline.history.retention import prune_conversation
 from threadline.history.sql_store import SqlConversationStore
 
 ACTIONS = {
@@ -212,13 +213,7 @@ async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=ALL_CONVERSATIONS)
     progress = Progress("deleted")
     for info in conversations:
-        while True:
-            old = await store.get(info.conversation_id, before=cutoff, limit=IMPORT_BATCH,
-                                  include_summaries=True)
-            if not old:
-                break
-            progress.add(await store.delete_messages(info.conversation_id,
-                                                     [m.id for m in old]))
+        progress.add(await prune_conversation(store, info.conversation_id, cutoff))
     progress.done(f"deleted {progress.count:,} turns older than {args.older_than:g} days "
                   f"(before {cutoff:%Y-%m-%d %H:%M} UTC)")
     return 0

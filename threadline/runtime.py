@@ -43,6 +43,7 @@ from threadline.config import (
 from threadline.errors import ConfigError, StoreError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
+from threadline.history.retention import HistoryRetention
 from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
@@ -179,6 +180,10 @@ class Runtime:
         self.store = store
         self.team = team
         self.inspector = inspector
+        history = settings.history
+        self.retention = HistoryRetention(store, history.retention_days,
+                                          history.retention_days_for,
+                                          every=history.prune_every_minutes * 60)
         self.channels = tuple(channels)
         self.metrics = metrics
         self.ops: OpsServer | None = None
@@ -249,6 +254,7 @@ class Runtime:
             self.metrics.outbox_depth.set_function(
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
         self.inspector.start()
+        self.retention.start()
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
             apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
@@ -335,6 +341,7 @@ class Runtime:
             for agent in self.team.agents:
                 await agent.close()
             await self.inspector.stop()
+            await self.retention.stop()
             if self.ops is not None:
                 await self.ops.stop()
             await self.team.lock.close()
