@@ -33,14 +33,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from figures import percentile  # noqa: E402
-from store import ensure_pg_schema, question, sentence  # noqa: E402
+from store import build, ensure_pg_schema, question, sentence  # noqa: E402
 
 from threadline.history import Participant, SqlConversationStore, StoredMessage  # noqa: E402
 from threadline.history.model import MessageMetadata  # noqa: E402
 from threadline.people import person_memory_for  # noqa: E402
 from threadline.people.erase import forget_person  # noqa: E402
 
-BUILD_BATCH = 5000
 PEOPLE = [Participant(kind="user", id=f"U{n:02d}", display_name=f"P{n}") for n in range(50)]
 ANN = PEOPLE[0]
 SUPPORT = Participant(kind="agent", id="support", display_name="support")
@@ -78,33 +77,9 @@ def forget_turns(person_turns: int, conversations: int) -> Iterator[StoredMessag
                             content=pool[(n * 7) % POOL], timestamp=when + timedelta(seconds=2))
 
 
-async def fill(store: SqlConversationStore, source: Iterator[StoredMessage], total: int,
-               label: str) -> None:
-    done = await store.count()
-    if done >= total:
-        print(f"  reusing {done:,} stored turns ({label})")
-        return
-    started = time.perf_counter()
-    for _ in range(done):
-        next(source)
-    batch: list[StoredMessage] = []
-    for message in source:
-        batch.append(message)
-        if len(batch) == BUILD_BATCH:
-            await store.append_many(batch)
-            done += len(batch)
-            batch = []
-            if done % 100_000 == 0:
-                rate = done / (time.perf_counter() - started)
-                print(f"  {label}: {done:,}/{total:,} ({rate:,.0f}/s)", flush=True)
-    if batch:
-        await store.append_many(batch)
-    print(f"  {label}: built {total:,} turns in {time.perf_counter() - started:,.0f} s")
-
-
 async def recall_figures(url: str, total: int, conversations: int, repeats: int) -> None:
     async with SqlConversationStore(url) as store:
-        await fill(store, workspace_turns(total, conversations), total, "recall store")
+        await build(store, total, conversations, workspace_turns(total, conversations))
         rng = random.Random(17)
         for place, cid, scope in (("a new channel", "slack:T1:CNEW", "channel"),
                                   ("a DM", "slack:T1:DANN", "dm")):
@@ -127,8 +102,8 @@ async def recall_figures(url: str, total: int, conversations: int, repeats: int)
 
 async def forget_figures(url: str, person_turns: int, conversations: int) -> None:
     async with SqlConversationStore(url) as store:
-        await fill(store, forget_turns(person_turns, conversations), person_turns * 3,
-                   "forget store")
+        await build(store, person_turns * 3, conversations,
+                    forget_turns(person_turns, conversations))
         started = time.perf_counter()
         counts = await forget_person(store, "slack:T2:U01")
         took = time.perf_counter() - started

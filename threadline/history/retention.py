@@ -10,17 +10,16 @@ prune` deletes by hand with one cutoff for all.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import partial
 
 import structlog
 
-from threadline.errors import StoreError
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
+from threadline.periodic import Periodic
 
 log = structlog.get_logger("threadline.retention")
 
@@ -69,38 +68,16 @@ async def prune_history(store: ConversationStore, default: float | None,
     return removed
 
 
-class HistoryRetention:
-    """Prunes expired turns now and then every `every` seconds, in the background."""
+class HistoryRetention(Periodic):
+    """Prunes expired turns now and then every `every` seconds, in the background (when any
+    retention is set)."""
 
     def __init__(self, store: ConversationStore, default: float | None,
                  per_key: Mapping[str, float | None], *, every: float) -> None:
-        self.store = store
-        self.default = default
-        self.per_key = dict(per_key)
-        self.every = every
-        self.pass_done = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def configured(self) -> bool:
-        return self.default is not None or any(v is not None for v in self.per_key.values())
+        super().__init__(partial(prune_history, store, default, dict(per_key)), every=every,
+                         name="history.retention")
+        self.configured = default is not None or any(v is not None for v in per_key.values())
 
     def start(self) -> None:
         if self.configured:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await prune_history(self.store, self.default, self.per_key)
-            except StoreError as exc:
-                log.warning("history.retention_failed", error=str(exc))
-            self.pass_done.set()
-            await asyncio.sleep(self.every)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+            super().start()

@@ -24,6 +24,27 @@ depends_on = None
 
 BACKFILL_BATCH = 5_000
 
+_COLUMNS = "rowid, conv_key, content, participant_name, speaker"
+_DELETE_COLUMNS = ("threadline_messages_fts, rowid, conv_key, content, participant_name, "
+                   "speaker")
+
+
+def _row(alias: str) -> str:
+    """The word index values of the row `alias` (new, old or the table itself)."""
+    prefix = f"{alias}." if alias else ""
+    return (f"{prefix}row_id, {prefix}conv_key, {prefix}content, {prefix}participant_name, "
+            f"coalesce({prefix}speaker_key || ' ' || {prefix}speaker_space, '')")
+
+
+def _add(alias: str) -> str:
+    return f"INSERT INTO threadline_messages_fts({_COLUMNS}) VALUES ({_row(alias)});"
+
+
+def _remove(alias: str) -> str:
+    return (f"INSERT INTO threadline_messages_fts({_DELETE_COLUMNS}) "
+            f"VALUES ('delete', {_row(alias)});")
+
+
 _SQLITE_WORD_INDEX = [
     "DROP TRIGGER threadline_messages_fts_insert",
     "DROP TRIGGER threadline_messages_fts_delete",
@@ -33,33 +54,14 @@ _SQLITE_WORD_INDEX = [
         conv_key, content, participant_name, speaker,
         content='threadline_messages', content_rowid='row_id',
         tokenize='porter unicode61 remove_diacritics 2')""",
-    """INSERT INTO threadline_messages_fts(rowid, conv_key, content, participant_name, speaker)
-       SELECT row_id, conv_key, content, participant_name,
-              coalesce(speaker_key || ' ' || speaker_space, '')
-       FROM threadline_messages WHERE is_summary = 0""",
-    """CREATE TRIGGER threadline_messages_fts_insert AFTER INSERT ON threadline_messages
-       WHEN new.is_summary = 0 BEGIN
-         INSERT INTO threadline_messages_fts(rowid, conv_key, content, participant_name, speaker)
-         VALUES (new.row_id, new.conv_key, new.content, new.participant_name,
-                 coalesce(new.speaker_key || ' ' || new.speaker_space, ''));
-       END""",
-    """CREATE TRIGGER threadline_messages_fts_delete AFTER DELETE ON threadline_messages
-       WHEN old.is_summary = 0 BEGIN
-         INSERT INTO threadline_messages_fts(threadline_messages_fts, rowid, conv_key, content,
-                                             participant_name, speaker)
-         VALUES ('delete', old.row_id, old.conv_key, old.content, old.participant_name,
-                 coalesce(old.speaker_key || ' ' || old.speaker_space, ''));
-       END""",
-    """CREATE TRIGGER threadline_messages_fts_update AFTER UPDATE OF content ON threadline_messages
-       WHEN old.is_summary = 0 BEGIN
-         INSERT INTO threadline_messages_fts(threadline_messages_fts, rowid, conv_key, content,
-                                             participant_name, speaker)
-         VALUES ('delete', old.row_id, old.conv_key, old.content, old.participant_name,
-                 coalesce(old.speaker_key || ' ' || old.speaker_space, ''));
-         INSERT INTO threadline_messages_fts(rowid, conv_key, content, participant_name, speaker)
-         VALUES (new.row_id, new.conv_key, new.content, new.participant_name,
-                 coalesce(new.speaker_key || ' ' || new.speaker_space, ''));
-       END""",
+    f"INSERT INTO threadline_messages_fts({_COLUMNS}) SELECT {_row('')} "
+    "FROM threadline_messages WHERE is_summary = 0",
+    "CREATE TRIGGER threadline_messages_fts_insert AFTER INSERT ON threadline_messages "
+    f"WHEN new.is_summary = 0 BEGIN {_add('new')} END",
+    "CREATE TRIGGER threadline_messages_fts_delete AFTER DELETE ON threadline_messages "
+    f"WHEN old.is_summary = 0 BEGIN {_remove('old')} END",
+    "CREATE TRIGGER threadline_messages_fts_update AFTER UPDATE OF content ON "
+    f"threadline_messages WHEN old.is_summary = 0 BEGIN {_remove('old')} {_add('new')} END",
 ]
 
 
