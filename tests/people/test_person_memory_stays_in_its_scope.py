@@ -16,6 +16,7 @@ from threadline.history.person_memory import PersonMemory
 from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.people import people_for, person_memory_for
+from threadline.people.erase import forget_person
 
 ANN = Participant(kind="user", id="UANN", display_name="Ann")
 BOB = Participant(kind="user", id="UBOB", display_name="Bob")
@@ -147,3 +148,18 @@ async def test_query_syntax_never_errors(store: ConversationStore, query: str) -
     asking = said("hi", "slack:T1:C3", ANN, minute=9)
     memory = await _memory(store, asking)
     assert set(await _found(memory, query)) <= {"my locker code is 5531"}
+
+
+async def test_forget_empties_the_persons_memory_on_every_store(
+        store: ConversationStore) -> None:
+    await _history(store)
+    await people_for(store).link(["slack:T1:UANN", "telegram:700"], linked_by="operator")
+    counts = await forget_person(store, "telegram:700")
+    assert counts["turns"] == 3  # both linked identities; slack:T2:UANN is another account
+    assert [m.content for m in await store.get("slack:T2:C9")] == [
+        "locker code at the other company is 1234"]
+    asking = said("my locker code and passport?", "slack:T1:D9", ANN, scope="dm", minute=9)
+    assert await _found(await _memory(store, asking), "locker passport shoe size") == []
+    assert await people_for(store).person_of("slack:T1:UANN") is None
+    bob = said("my locker code?", "slack:T1:C3", BOB, minute=9)
+    assert await _found(await _memory(store, bob), "locker code") == ["my locker code is 9999"]

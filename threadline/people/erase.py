@@ -11,7 +11,7 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import IO, Any
 
@@ -113,13 +113,9 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     target.write(_line("person", {"person_id": person.person_id,
                                   "identities": list(person.identities)}))
     progress = _Progress("people.export", person)
-    for batch in await _batches(store, person, details=True):
+    async for batch in _kept(store, person):
         target.writelines(_batch_lines(batch))
-        progress.add({"turns": len(batch.turns), "replies": len(batch.replies),
-                      "summaries": len(batch.summaries), "reply_records": len(batch.records),
-                      "inbox": len(batch.inbox), "deliveries": len(batch.deliveries)})
-    if isinstance(store, SqlConversationStore):
-        await _export_sql(store, person, target, progress)
+        progress.add(batch.counts())
     entries = await _outbox_entries(outbox, person)
     target.writelines(_line("outbox", message_to_dict(m)) for m in entries)
     progress.add({"outbox": len(entries)})
@@ -127,30 +123,21 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     return progress.done()
 
 
-async def _export_sql(store: SqlConversationStore, person: Person, target: IO[str],
-                      progress: _Progress) -> None:
-    keys = [speaker_key(i) for i in person.identities]
-    agents: dict[str, list[str]] = {}
-    summarized: set[str] = set()
-    after = 0
-    while True:
-        batch = await store.run("export a person", partial(
-            read_batch, agents=agents, summarized=summarized, details=True), keys, after)
-        if batch is None:
-            return
-        target.writelines(_batch_lines(batch))
-        progress.add({"turns": len(batch.turns), "replies": len(batch.replies),
-                      "summaries": len(batch.summaries), "reply_records": len(batch.records),
-                      "inbox": len(batch.inbox), "deliveries": len(batch.deliveries)})
-        after = batch.last_row
-
-
-async def _batches(store: ConversationStore, person: Person, *, details: bool) -> list[Batch]:
-    """What a store without SQL keeps (the in-memory store): read through the protocol."""
+async def _kept(store: ConversationStore, person: Person) -> AsyncIterator[Batch]:
+    """What is kept about a person, batch by batch: by SQL in bounded batches, or (the
+    in-memory store) through the store protocol, a conversation at a time."""
     if isinstance(store, SqlConversationStore):
-        return []
+        keys = [speaker_key(i) for i in person.identities]
+        agents: dict[str, list[str]] = {}
+        summarized: set[str] = set()
+        after = 0
+        while (batch := await store.run("export a person", partial(
+                read_batch, agents=agents, summarized=summarized, details=True),
+                keys, after)) is not None:
+            yield batch
+            after = batch.last_row
+        return
     theirs = _is_theirs(person)
-    batches = []
     for info in await store.list_conversations(limit=ALL_CONVERSATIONS):
         turns = await store.get(info.conversation_id, include_summaries=True)
         said = [m for m in turns if theirs(m)]
@@ -158,12 +145,11 @@ async def _batches(store: ConversationStore, person: Person, *, details: bool) -
             continue
         asked = {m.id for m in said}
         first = min(m.sequence or 0 for m in said)
-        batches.append(Batch(
+        yield Batch(
             turns=said,
             replies=[m for m in turns if m.id.split(">", 1)[0] in asked and m.id not in asked],
             summaries=[m for m in turns if m.is_summary and (
-                m.metadata.summary_of is None or m.metadata.summary_of[1] >= first)]))
-    return batches
+                m.metadata.summary_of is None or m.metadata.summary_of[1] >= first)])
 
 
 # -- forget ---------------------------------------------------------------------------------
@@ -193,7 +179,7 @@ async def forget_person(store: ConversationStore, reference: str, *,
                         list(person.identities), progress.counts, to_micros(utc_now()),
                         write=True)
     else:
-        for batch in await _batches(store, person, details=False):
+        async for batch in _kept(store, person):
             for name, messages in (("turns", batch.turns), ("replies", batch.replies),
                                    ("summaries", batch.summaries)):
                 ids = [m.id for m in messages]

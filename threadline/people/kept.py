@@ -35,6 +35,11 @@ class Batch:
     deliveries: list[dict[str, Any]] = field(default_factory=list)
     last_row: int = 0
 
+    def counts(self) -> dict[str, int]:
+        return {"turns": len(self.turns), "replies": len(self.replies),
+                "summaries": len(self.summaries), "reply_records": len(self.records),
+                "inbox": len(self.inbox), "deliveries": len(self.deliveries)}
+
 
 def _in(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
     names = []
