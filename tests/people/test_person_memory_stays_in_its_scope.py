@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.history.helpers import T0, turn
+from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.person_memory import PersonMemory
 from threadline.history.search_tool import make_conversation_search_tool
@@ -163,3 +164,23 @@ async def test_forget_empties_the_persons_memory_on_every_store(
     assert await people_for(store).person_of("slack:T1:UANN") is None
     bob = said("my locker code?", "slack:T1:C3", BOB, minute=9)
     assert await _found(await _memory(store, bob), "locker code") == ["my locker code is 9999"]
+
+
+async def test_a_group_prompt_holds_the_persons_group_words_and_no_dm(
+        store: ConversationStore) -> None:
+    await _history(store)
+    asking = said("@support what is my locker code and my passport number?", "slack:T1:C3",
+                  ANN, minute=9)
+    await store.append(asking)
+    prompt = await assemble_prompt(store, asking.conversation_id, "support", "support",
+                                   AssemblerOptions(person_memory=True), answering=asking,
+                                   person=await _memory(store, asking))
+    shown = "\n".join(m.content for m in prompt.messages)
+    assert "my locker code is 5531" in shown and "Ann said earlier" in shown
+    for private in ("XK-77120", "9999", "1234", "BB-33", "shoe size"):
+        assert private not in shown, private
+    assert len(prompt.elsewhere_ids) == 1
+    off = await assemble_prompt(store, asking.conversation_id, "support", "support",
+                                AssemblerOptions(person_memory=False), answering=asking,
+                                person=await _memory(store, asking))
+    assert "5531" not in "\n".join(m.content for m in off.messages)
