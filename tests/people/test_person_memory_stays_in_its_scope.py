@@ -17,7 +17,7 @@ from threadline.history.person_memory import PersonMemory
 from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.people import people_for, person_memory_for
-from threadline.people.erase import forget_person
+from threadline.people.erase import forget_person, forget_speaker
 
 ANN = Participant(kind="user", id="UANN", display_name="Ann")
 BOB = Participant(kind="user", id="UBOB", display_name="Bob")
@@ -184,3 +184,11 @@ async def test_a_group_prompt_holds_the_persons_group_words_and_no_dm(
                                 AssemblerOptions(person_memory=False), answering=asking,
                                 person=await _memory(store, asking))
     assert "5531" not in "\n".join(m.content for m in off.messages)
+
+
+async def test_forget_me_forgets_whoever_asked(store: ConversationStore) -> None:
+    await _history(store)
+    asking = said("/forget-me", "telegram:700", ANN_TELEGRAM, scope="dm", minute=9)
+    assert (await forget_speaker(store, asking))["turns"] == 1
+    assert await store.get("telegram:700") == []
+    assert len(await store.get("slack:T1:D1")) == 1  # slack:T1:UANN was never linked

@@ -2,8 +2,8 @@
 
 Both take a person id or any platform identity (an identity nobody linked is a person alone),
 walk what `threadline.people.kept` finds in bounded batches, and log their progress. Forget
-ends with an audit line holding counts and the time, never content; the `/forget-me` command
-calls `forget_person(store, identity)` for the identity that asked.
+ends with an audit line holding counts and the time, never content; a `/forget-me` command
+calls `forget_speaker(store, message)` with the message that asked (and was confirmed).
 
 The outbox (turns waiting on disk for the store) is purged too, when given.
 """
@@ -188,3 +188,13 @@ async def forget_person(store: ConversationStore, reference: str, *,
         directory = people_for(store)
         await directory.remove(person.person_id)
     return progress.done()
+
+
+async def forget_speaker(store: ConversationStore, message: StoredMessage, *,
+                         outbox: Outbox | None = None) -> Counts:
+    """`forget_person` for whoever wrote `message` (and every identity linked to them): what a
+    `/forget-me` command calls once the person has confirmed."""
+    identity = identity_of(message)
+    if identity is None:
+        raise ConfigError(f"turn {message.id!r} was not written by a person; nothing to forget")
+    return await forget_person(store, identity, outbox=outbox)
