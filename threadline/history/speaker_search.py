@@ -29,6 +29,7 @@ from threadline.history.search import (
 from threadline.history.sql_schema import SELECT_LIST_M, row_to_message
 
 MAX_KEYS = 64
+WORD_INDEX = "threadline_messages_fts"
 
 
 def speaker_match(query: SearchQuery, keys: Collection[str]) -> str | None:
@@ -60,12 +61,16 @@ def search_speakers_sql(
         match = speaker_match(query, keys)
         if match is None:
             return []
-        params["match"] = match
+        # Matching is cheap and ranking is not: only the newest MAX_RANKED matches are ranked
+        # (pruning the person's common words first, as a conversation's search does, measured
+        # slower here: p50 8 -> 14 ms at a million turns).
+        floor = ops.ranking_floor(conn, WORD_INDEX, match)
+        params["match"], params["floor"] = match, floor or 0
         rows = conn.rows(
             f"SELECT {SELECT_LIST_M} FROM threadline_messages_fts "
             "JOIN threadline_messages m ON m.row_id = threadline_messages_fts.rowid "
             "WHERE threadline_messages_fts MATCH :match AND m.conversation_id <> :cid "
-            "AND m.ts_us < :before "
+            "AND threadline_messages_fts.rowid >= :floor AND m.ts_us < :before "
             "ORDER BY bm25(threadline_messages_fts, 0.0, 1.0, 0.5, 0.0) LIMIT :limit", params)
     else:
         text = websearch_text(query)

@@ -310,12 +310,12 @@ def _search_sqlite(
         match = build(query, key)
         if match is None:
             continue
-        floor = _ranking_floor(conn, table, match)
+        floor = ranking_floor(conn, table, match)
         if floor is not None and table == "threadline_messages_fts":
             query = prune_common(query, lambda word: _count_matches(
                 conn, "threadline_messages_fts", fts5_word_match(single_word(word), key)))
             match = build(query, key)
-            floor = _ranking_floor(conn, table, match)
+            floor = ranking_floor(conn, table, match)
         params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
         rows = conn.rows(
             f"SELECT bm25({table}, {weights}){_month_factor(query, params, 'sqlite')} AS rank, "
@@ -374,7 +374,7 @@ def _count_matches(conn: SqlRunner, table: str, match: str | None) -> int:
                          {"match": match})[0][0])
 
 
-def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None:
+def ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None:
     """None when few turns match; else the row id above which the newest MAX_RANKED lie.
 
     Matching is cheap and ranking is not, so a query matching more than MAX_RANKED turns
