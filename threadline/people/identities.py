@@ -19,7 +19,7 @@ def parse_identity(text: str) -> str:
     wanted = 2 if platform in WORKSPACE_SCOPED_USERS else 1
     if not platform or len(parts) != wanted or not all(parts):
         shape = (f"{platform}:TEAM:USER" if platform in WORKSPACE_SCOPED_USERS
-                 else f"{platform or 'PLATFORM'}:USER")
+                 else f"{platform}:USER" if rest else "PLATFORM:USER")
         raise ConfigError(
             f"{text!r} is not a platform identity; write {shape} (for example slack:T123:U456, "
             "telegram:456, discord:789)")
