@@ -107,15 +107,15 @@ def build_channel(name: str, channel: ChannelSettings) -> Channel:
                             on_reply=print_reply if reads_input(channel) else None)
     options = channel.model_dump(exclude={"type"})
     if isinstance(channel, SlackChannelSettings):
-        from threadline.channels.slack import SlackChannel
+        from threadline.channels.slack.channel import SlackChannel
 
         return SlackChannel(name=name, **options)
     if isinstance(channel, TelegramChannelSettings):
-        from threadline.channels.telegram import TelegramChannel
+        from threadline.channels.telegram.channel import TelegramChannel
 
         return TelegramChannel(name=name, **options)
     if isinstance(channel, DiscordChannelSettings):
-        from threadline.channels.discord_channel import DiscordChannel
+        from threadline.channels.discord.channel import DiscordChannel
 
         return DiscordChannel(name=name, **options)
     raise ConfigError(f"channels.{name}: unsupported channel type")

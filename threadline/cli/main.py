@@ -1,6 +1,6 @@
 """The `threadline` command: try it, configure it, run it, check it, and manage its history.
 
-Each sub-command lives in its own module (`cli_history`, `cli_check`, `cli_init`, `demo`);
+Each sub-command lives in its own module (`history`, `check`, `init`, `inspect`, `demo`);
 this one builds the parser, runs the chosen command and turns errors into exit codes.
 """
 
@@ -40,10 +40,10 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import threadline.cli_check as cli_check
-    import threadline.cli_history as cli_history
-    import threadline.cli_init as cli_init
-    import threadline.cli_inspect as cli_inspect
+    import threadline.cli.check as cli_check
+    import threadline.cli.history as cli_history
+    import threadline.cli.init as cli_init
+    import threadline.cli.inspect as cli_inspect
     import threadline.demo as demo
 
     parser = argparse.ArgumentParser(

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from threadline.cli_history import require_database, store_url
+from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
 from threadline.history.sql_store import SqlConversationStore

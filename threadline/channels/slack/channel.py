@@ -50,8 +50,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.intake import RecentKeys
-from threadline.channels.slack_directory import SlackDirectory
-from threadline.channels.slack_events import (
+from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.events import (
     CHANNEL_TYPE,
     SlackChange,
     SlackEdit,
@@ -63,7 +63,7 @@ from threadline.channels.slack_events import (
     render_mentions,
     to_stored_message,
 )
-from threadline.channels.slack_requests import bolt_request, unverified
+from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,

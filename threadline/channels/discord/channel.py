@@ -31,8 +31,8 @@ import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.discord_client import ENDPOINTS, build_client
-from threadline.channels.discord_normalize import (
+from threadline.channels.discord.client import ENDPOINTS, build_client
+from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
     dm_location,

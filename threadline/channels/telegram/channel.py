@@ -45,7 +45,7 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, ExtBot
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.telegram_inbound import (
+from threadline.channels.telegram.inbound import (
     Sender,
     conversation_id,
     inbound_turn,
@@ -53,7 +53,7 @@ from threadline.channels.telegram_inbound import (
     text_of,
     turn_id,
 )
-from threadline.channels.telegram_updates import UpdatePoller, WebhookReceiver
+from threadline.channels.telegram.updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
