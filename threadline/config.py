@@ -3,14 +3,16 @@
     store:
       url: sqlite+aiosqlite:///threadline.db
     channels:
-      slack:
-        type: slack
-        bot_token: ${SLACK_BOT_TOKEN}
-        signing_secret: ${SLACK_SIGNING_SECRET}
+      team-chat:
+        type: PLATFORM            # its settings model is the platform's own
+        bot_token: ${BOT_TOKEN}
     agents:
       support:
         system_prompt: You answer questions about our product.
-        channels: [slack]
+        channels: [team-chat]
+
+A `channels:` entry is validated by the settings model of the platform its `type:` names
+(`threadline.channels.registry`); this module knows no platform.
 
 Secrets never live in the YAML: a secret field must be a `${VARIABLE}` reference, resolved
 from the environment or a `.env` file beside the config (the environment wins). A literal
@@ -33,8 +35,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+)
 
+from threadline.channels.platform import ChannelSettings
+from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
@@ -154,65 +165,6 @@ class InspectorSettings(_Section):
     token: str | None = None
 
 
-class LocalChannelSettings(_Section):
-    """The in-process room; `threadline run` reads the lines typed on its standard input there
-    and prints the replies: always (`true`), never (`false`, for services), or when it is
-    attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
-
-    type: Literal["local"]
-    room: str = "main"
-    stdin: bool | Literal["auto"] = "auto"
-    user: str = "you"
-    allow_bots: bool = False
-
-
-class SlackChannelSettings(_Section):
-    type: Literal["slack"]
-    mode: Literal["http", "socket"] = "http"
-    bot_token: str
-    signing_secret: str | None = None
-    app_token: str | None = None
-    host: str = "127.0.0.1"
-    port: int = Field(default=3000, ge=0, le=65535)
-    path: str = "/slack/events"
-    api_base_url: str | None = None
-    reply_in_thread: bool = True
-    agent_name_as_username: bool = False
-    allow_bots: bool = False
-
-
-class TelegramChannelSettings(_Section):
-    type: Literal["telegram"]
-    mode: Literal["polling", "webhook"] = "polling"
-    token: str
-    webhook_url: str | None = None
-    webhook_path: str = "/telegram"
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=0, le=65535)
-    webhook_secret_token: str | None = None
-    base_url: str | None = None
-    base_file_url: str | None = None
-    drop_pending_updates: bool = False
-    allow_bots: bool = False
-
-
-class DiscordChannelSettings(_Section):
-    type: Literal["discord"]
-    token: str
-    api_base_url: str | None = None
-    gateway_url: str | None = None
-    sharded: bool = False
-    shard_count: int | None = None
-    allow_bots: bool = False
-
-
-ChannelSettings = Annotated[
-    LocalChannelSettings | SlackChannelSettings | TelegramChannelSettings
-    | DiscordChannelSettings,
-    Field(discriminator="type"),
-]
-
-
 class MemorySettings(_Section):
     """How much of the shared history an agent sees (mirrors `AssemblerOptions`)."""
 
@@ -262,12 +214,23 @@ class AgentSettings(_Section):
 
 
 def _default_channels() -> dict[str, ChannelSettings]:
-    return {"local": LocalChannelSettings(type="local")}
+    settings = platform_for(DEFAULT_PLATFORM).settings
+    return {DEFAULT_PLATFORM: settings.model_validate({"type": DEFAULT_PLATFORM})}
 
 
 def _default_agents() -> dict[str, AgentSettings]:
     return {"support": AgentSettings(description="Answers questions; remembers the conversation.",
-                                     channels=[AgentChannel(name="local")])}
+                                     channels=[AgentChannel(name=DEFAULT_PLATFORM)])}
+
+
+def channel_settings(entry: Any) -> Any:
+    """A `channels:` entry as its platform's settings model (found by its `type:`)."""
+    if not isinstance(entry, Mapping):
+        return entry
+    kind = entry.get("type")
+    if not isinstance(kind, str):
+        raise ValueError("a `type:` naming the platform")
+    return platform_for(kind).settings.model_validate(entry)
 
 
 class Settings(_Section):
@@ -281,10 +244,19 @@ class Settings(_Section):
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
+    # Each entry is its platform's settings model (`threadline.channels.registry`).
+    channels: dict[str, SerializeAsAny[ChannelSettings]] = Field(
+        default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
     shutdown_timeout: float = Field(default=30.0, ge=0)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _platform_settings(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {name: channel_settings(entry) for name, entry in value.items()}
+        return value
 
     def system_prompt(self, agent: str) -> str:
         """The agent's system prompt, read from `system_prompt_file` when that is set."""
@@ -407,11 +379,6 @@ def _describe_error(error: Mapping[str, Any]) -> str:
         return "required setting is missing"
     if kind == "extra_forbidden":
         return "unknown setting (check the spelling; see `threadline init` for every option)"
-    if kind == "union_tag_invalid":
-        return (f"expected type one of local, slack, telegram, discord, found "
-                f"{error.get('ctx', {}).get('tag')!r}")
-    if kind == "union_tag_not_found":
-        return "missing `type:` (one of local, slack, telegram, discord)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
     if len(shown) > 60:
@@ -420,14 +387,31 @@ def _describe_error(error: Mapping[str, Any]) -> str:
 
 
 def _error_path(loc: tuple[Any, ...]) -> KeyPath:
-    # Discriminated unions add the tag ("slack") as a path element after the channel name.
-    path: list[str | int] = []
-    for index, part in enumerate(loc):
-        if index == 2 and loc[0] == "channels" and part in ("local", "slack", "telegram",
-                                                            "discord"):
+    return tuple(part if isinstance(part, int) else str(part) for part in loc)
+
+
+def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]:
+    """Each `channels:` entry validated by its platform's model, and the problems (naming file,
+    line and key) of those that are not valid."""
+    if not isinstance(channels, dict):
+        return channels, []  # Settings says what it expected
+    validated: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, entry in channels.items():
+        where = ("channels", str(name))
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and not isinstance(kind, str):
+            problems.append(f"{source.where(where)}: missing `type:` (one of "
+                            f"{', '.join(platform_names())})")
             continue
-        path.append(part if isinstance(part, int) else str(part))
-    return tuple(path)
+        try:
+            validated[name] = channel_settings(entry)
+        except ConfigError as exc:
+            problems.append(f"{source.where(where + ('type',))}: {exc}")
+        except ValidationError as exc:
+            problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
+                         f"{_describe_error(e)}" for e in exc.errors()]
+    return validated, problems
 
 
 def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> Settings:
@@ -441,6 +425,9 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     base_dir = path.resolve().parent
     environment = _environment(base_dir, env)
     resolved = _resolve(raw, (), source, environment)
+    problems: list[str] = []
+    if "channels" in resolved:
+        resolved["channels"], problems = _validated_channels(resolved["channels"], source)
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
@@ -451,19 +438,13 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems = [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
-                    for e in exc.errors()]
+        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
+                     for e in exc.errors()]
         raise ConfigError("\n".join(problems)) from exc
-    problems = cross_check(settings, source)
+    problems = problems or cross_check(settings, source)
     if problems:
         raise ConfigError("\n".join(problems))
     return settings
-
-
-def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
-    """The embedded default, with the model key taken from the environment when set."""
-    environment = os.environ if env is None else env
-    return Settings(model=ModelSettings(api_key=environment.get("ANTHROPIC_API_KEY") or None))
 
 
 def is_loopback(host: str) -> bool:
@@ -477,7 +458,7 @@ def is_loopback(host: str) -> bool:
 
 
 def cross_check(settings: Settings, source: _Source) -> list[str]:
-    """Problems between sections: unknown channels, bad names, missing mode settings."""
+    """Problems between sections: unknown channels, bad names, settings that do not fit."""
     problems: list[str] = []
     for name in (*settings.channels, *settings.agents):
         if not _NAME.match(name):
@@ -494,16 +475,8 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
             problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
                             "system_prompt_file, not both")
     for name, channel in settings.channels.items():
-        where = source.where(("channels", name))
-        if isinstance(channel, SlackChannelSettings):
-            if channel.mode == "http" and not channel.signing_secret:
-                problems.append(f"{where}: mode http needs signing_secret "
-                                "(${SLACK_SIGNING_SECRET})")
-            if channel.mode == "socket" and not channel.app_token:
-                problems.append(f"{where}: mode socket needs app_token (${{SLACK_APP_TOKEN}})")
-        if isinstance(channel, TelegramChannelSettings) and channel.mode == "webhook" and not (
-                channel.webhook_url and channel.webhook_secret_token):
-            problems.append(f"{where}: mode webhook needs webhook_url and webhook_secret_token")
+        problems += [f"{source.where(('channels', name))}: {problem}"
+                     for problem in channel.problems()]
     inspector = settings.inspector
     if (settings.ops.enabled and inspector.console and not inspector.token
             and not is_loopback(settings.ops.host)):

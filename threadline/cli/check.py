@@ -1,9 +1,10 @@
 """`threadline check CONFIG`: is the config valid, and does every connection work?
 
-Each connection is tried with the platform's own "who am I" call (Slack `auth.test`, Telegram
-`getMe`, Discord `GET /users/@me`) and each model provider the agents use with its plug's own
-check (a model list: proves the key and the address); SQLite files that do not exist yet are
-not created, only their folder is checked.
+Each channel is built from its settings and asked for its own `check()`, which works before the
+channel starts: it asks the platform who the bot is and reports what would keep the bot deaf or
+mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
+tried with its plug's own check (a model list: proves the key and the address); SQLite files
+that do not exist yet are not created, only their folder is checked.
 """
 
 from __future__ import annotations
@@ -13,25 +14,31 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiohttp
 
-from threadline.config import (
-    ChannelSettings,
-    DiscordChannelSettings,
-    LocalChannelSettings,
-    Settings,
-    SlackChannelSettings,
-    TelegramChannelSettings,
-    load_settings,
-)
+from threadline.channels.platform import ChannelContext, ChannelSettings
+from threadline.channels.registry import platform_for
+from threadline.config import Settings, load_settings
 from threadline.errors import ThreadlineError
 from threadline.history.sql_store import SqlConversationStore
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
 
-Check = Callable[[], Awaitable[str]]  # returns what was found; raises with what is wrong
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a check found, and what works but will surprise (privacy mode, a missing scope)."""
+
+    found: str
+    warnings: tuple[str, ...] = ()
+
+
+Check = Callable[[], Awaitable[str | Report]]  # raises with what is wrong
+Result = tuple[str, str | None, Report]  # subject, problem or None, report
 
 
 def new_sqlite_file(url: str) -> str | None:
@@ -60,99 +67,54 @@ async def check_store(settings: Settings) -> str:
                 f"stored; spent {spent}")
 
 
-async def check_slack(channel: SlackChannelSettings) -> str:
-    from slack_sdk.errors import SlackApiError
-    from slack_sdk.web.async_client import AsyncWebClient
-
-    client = AsyncWebClient(token=channel.bot_token,
-                            base_url=channel.api_base_url or AsyncWebClient.BASE_URL)
-    try:
-        answer = await client.auth_test()
-    except SlackApiError as exc:
-        raise ThreadlineError(f"auth.test refused the bot token: {exc.response.get('error')} "
-                              "(reinstall the app or copy the xoxb- token again)") from exc
-    return f"auth.test ok: bot {answer.get('user')} ({answer.get('user_id')}) in " \
-           f"{answer.get('team')}"
+async def check_channel(name: str, settings: ChannelSettings) -> Report:
+    """The channel's own check, run before it starts: who the bot is, and its warnings."""
+    context = ChannelContext(interactive=False)
+    channel = platform_for(settings.type).build(name, settings, context)
+    warnings = await channel.check()
+    identity = channel.identity
+    found = "connected" if identity is None else (
+        f"bot {identity.username or identity.display_name or identity.user_id} "
+        f"({identity.user_id})")
+    return Report(found, tuple(warnings))
 
 
-async def check_telegram(channel: TelegramChannelSettings) -> str:
-    from telegram import Bot
-    from telegram.error import InvalidToken, TelegramError
-
-    bot = Bot(channel.token, base_url=channel.base_url) if channel.base_url else Bot(
-        channel.token)
-    try:
-        async with bot:  # initializing asks getMe once and keeps the answer
-            me = bot.bot
-    except InvalidToken as exc:
-        raise ThreadlineError("getMe refused the token; copy it again from @BotFather") from exc
-    except TelegramError as exc:
-        raise ThreadlineError(f"getMe failed: {exc}") from exc
-    privacy = "" if me.can_read_all_group_messages else (
-        "; privacy mode is on: in groups it sees only commands, @mentions and replies")
-    return f"getMe ok: @{me.username}{privacy}"
-
-
-async def check_discord(channel: DiscordChannelSettings) -> str:
-    import discord
-
-    base = (channel.api_base_url or discord.http.Route.BASE).rstrip("/")
-    headers = {"Authorization": f"Bot {channel.token}"}
-    async with aiohttp.ClientSession() as session, session.get(
-            f"{base}/users/@me", headers=headers) as response:
-        if response.status == 401:
-            raise ThreadlineError("GET /users/@me refused the token (401); reset it in the "
-                                  "Developer Portal and update the variable")
-        if response.status != 200:
-            raise ThreadlineError(f"GET /users/@me answered HTTP {response.status}")
-        me = await response.json()
-    return f"/users/@me ok: {me.get('username')} ({me.get('id')})"
-
-
-def channel_check(channel: ChannelSettings) -> Check | None:
-    if isinstance(channel, SlackChannelSettings):
-        return lambda: check_slack(channel)
-    if isinstance(channel, TelegramChannelSettings):
-        return lambda: check_telegram(channel)
-    if isinstance(channel, DiscordChannelSettings):
-        return lambda: check_discord(channel)
-    assert isinstance(channel, LocalChannelSettings)
-    return None
-
-
-async def run_checks(settings: Settings, per_check: float) -> list[tuple[str, str | None, str]]:
-    """(subject, problem or None, detail) for every connection, checked concurrently."""
+async def run_checks(settings: Settings, per_check: float) -> list[Result]:
+    """(subject, problem or None, report) for every connection, checked concurrently."""
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
-        check = channel_check(channel)
-        if check is not None:
-            checks[f"channel {name} ({channel.type})"] = check
+        checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
 
-    async def one(subject: str, check: Check) -> tuple[str, str | None, str]:
+    async def one(subject: str, check: Check) -> Result:
+        nothing = Report("")
         try:
             async with asyncio.timeout(per_check):
-                return subject, None, await check()
+                found = await check()
+            return subject, None, found if isinstance(found, Report) else Report(found)
         except TimeoutError:
-            return subject, f"no answer within {per_check:g} s (unreachable?)", ""
+            return subject, f"no answer within {per_check:g} s (unreachable?)", nothing
         except (ThreadlineError, OSError, aiohttp.ClientError) as exc:
-            return subject, str(exc) or type(exc).__name__, ""
+            return subject, str(exc) or type(exc).__name__, nothing
         except Exception as exc:  # a check must report, whatever an SDK raises
-            return subject, f"{type(exc).__name__}: {exc}", ""
+            return subject, f"{type(exc).__name__}: {exc}", nothing
 
     return list(await asyncio.gather(*(one(s, c) for s, c in checks.items())))
 
 
 def main(args: argparse.Namespace) -> int:
-    """`threadline check CONFIG`: exit 2 for an invalid config, 1 if a connection fails."""
+    """`threadline check CONFIG`: exit 2 for an invalid config, 1 if a connection fails;
+    warnings (a bot that connects but will miss messages) are printed and do not fail."""
     settings = load_settings(args.config)
     print(f"ok    config {args.config}: {len(settings.agents)} agent(s), "
           f"{len(settings.channels)} channel(s)")
     results = asyncio.run(run_checks(settings, args.timeout))
     failed = 0
-    for subject, problem, detail in results:
+    for subject, problem, report in results:
         if problem is None:
-            print(f"ok    {subject}: {detail}")
+            print(f"ok    {subject}: {report.found}")
+            for warning in report.warnings:
+                print(f"warn  {subject}: {warning}")
         else:
             failed += 1
             print(f"FAIL  {subject}: {problem}", file=sys.stderr)

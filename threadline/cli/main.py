@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli.init as cli_init
     import threadline.cli.inspect as cli_inspect
     import threadline.demo as demo
+    from threadline.channels.registry import platform_names
 
     parser = argparse.ArgumentParser(
         prog="threadline", description="LLM agents as bots in Slack, Telegram and Discord, "
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("init", "Write a commented starter config file.")
     p.add_argument("path", nargs="?", type=Path, default=Path("threadline.yaml"),
                    help="where to write it (default threadline.yaml)")
-    p.add_argument("--platform", choices=("slack", "telegram", "discord"),
+    p.add_argument("--platform", choices=platform_names(),
                    help="add a channel for this platform (default: the local channel only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(handler=cli_init.main)
@@ -128,17 +129,13 @@ def run_main(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     settings = load_settings(args.config)
-    if args.no_input:
-        settings = settings.model_copy(update={"channels": {
-            name: channel.model_copy(update={"stdin": False}) if channel.type == "local"
-            else channel for name, channel in settings.channels.items()}})
     configure_logging(settings.log.level, settings.log.format)
     if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
         print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
               "(canned, for trying things out)", file=sys.stderr)
 
     async def serve() -> None:
-        runtime = Runtime.build(settings)
+        runtime = Runtime.build(settings, interactive=not args.no_input)
         runtime.install_signal_handlers()
         try:
             await runtime.start()

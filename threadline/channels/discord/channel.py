@@ -220,8 +220,21 @@ class DiscordChannel(Channel):
             ENDPOINTS.release(api_base_url=self._api_base_url, gateway_url=self._gateway_url)
 
     async def check(self) -> list[str]:
-        """Problems that would keep the bot silent: a missing intent, no servers to talk in."""
+        """Problems that would keep the bot silent: a missing intent, no servers to talk in.
+
+        Before `start()` it logs in (which asks who the bot is), checks, and logs out again.
+        """
+        started = self._runner is not None
         client = await self._logged_in_client()
+        try:
+            if self.identity is None:
+                self._connected()
+            return self._problems(client)
+        finally:
+            if not started:
+                await self._close_client()
+
+    def _problems(self, client: discord.Client) -> list[str]:
         problems = []
         flags = client.application_flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):

@@ -47,6 +47,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.intake import RecentKeys
@@ -189,7 +190,7 @@ class SlackChannel(Channel):
         )
         self._directory = SlackDirectory(self._client)
         try:
-            await self._learn_identity(self._client)
+            await self._learn_identity(self._client, self._directory)
             app = self._build_app(self._client)
             if self.mode == "http":
                 await self._serve_http(app)
@@ -220,10 +221,14 @@ class SlackChannel(Channel):
 
         Event subscriptions cannot be read through the Web API; if the bot hears nothing in
         channels, check that the app subscribes to `message.channels`, `message.groups` and
-        `message.im` (Event Subscriptions > Subscribe to bot events).
+        `message.im` (Event Subscriptions > Subscribe to bot events). Before `start()` it asks
+        `auth.test` itself, once, and learns who the bot is (`threadline check`).
         """
-        client = self._require_client()
-        response = await client.auth_test()
+        if self._client is None:
+            client = AsyncWebClient(token=self._bot_token, base_url=self._api_base_url)
+            response = await self._learn_identity(client, SlackDirectory(client))
+        else:
+            response = await self._client.auth_test()
         granted_header = response.headers.get("x-oauth-scopes")
         if granted_header is None:
             return []
@@ -292,7 +297,9 @@ class SlackChannel(Channel):
             raise ChannelError(f"Slack channel {self.name!r} is not started; call start() first")
         return self._client
 
-    async def _learn_identity(self, client: AsyncWebClient) -> None:
+    async def _learn_identity(self, client: AsyncWebClient, directory: SlackDirectory
+                              ) -> AsyncSlackResponse:
+        """Who the bot is (`auth.test`, then its display name); returns the auth answer."""
         try:
             auth = await client.auth_test()
         except SlackApiError as error:
@@ -309,13 +316,13 @@ class SlackChannel(Channel):
         bot_id = auth.get("bot_id")
         self._team_id = str(auth.get("team_id") or "")
         self._own_ids = frozenset(i for i in (user_id, bot_id) if i)
-        assert self._directory is not None
-        names = await self._directory.user_names([user_id])
+        names = await directory.user_names([user_id])
         self.identity = BotIdentity(
             user_id=user_id, username=auth.get("user"),
             display_name=names[user_id] if names[user_id] != user_id else None,
             extra_ids=(str(bot_id),) if bot_id else (),
         )
+        return auth
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
         # Requests are verified by `slack_requests` before bolt parses them, so bolt does not.
@@ -344,6 +351,7 @@ class SlackChannel(Channel):
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, self._port).start()
+        self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app

@@ -32,7 +32,7 @@ import re
 from typing import Any, Literal
 
 import structlog
-from telegram import Message, ReplyParameters, Update
+from telegram import Message, ReplyParameters, Update, User
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -155,14 +155,7 @@ class TelegramChannel(Channel):
         except TelegramError as exc:
             await bot.shutdown()
             raise self._failure(exc, action="connect to the Bot API") from exc
-        me = bot.bot
-        username = me.username or None
-        self.identity = BotIdentity(
-            user_id=str(me.id),
-            username=username,
-            display_name=me.first_name,
-            extra_ids=(f"@{username}",) if username else (),
-        )
+        self._learn_identity(bot.bot)
         self._events = events
         self._conflict = None
         try:
@@ -171,7 +164,7 @@ class TelegramChannel(Channel):
             await bot.shutdown()
             raise
         self._bot = bot
-        self._log.info("telegram.started", mode=self._mode, bot=username)
+        self._log.info("telegram.started", mode=self._mode, bot=bot.bot.username)
 
     async def _start_updates(self, bot: ExtBot[Any]) -> UpdatePoller | WebhookReceiver:
         try:
@@ -339,10 +332,25 @@ class TelegramChannel(Channel):
 
     # -- diagnostics -----------------------------------------------------------------------
 
+    def _learn_identity(self, me: User) -> None:
+        username = me.username or None
+        self.identity = BotIdentity(
+            user_id=str(me.id),
+            username=username,
+            display_name=me.first_name,
+            extra_ids=(f"@{username}",) if username else (),
+        )
+
     async def check(self) -> list[str]:
-        bot = self._started("check its settings")
+        """Settings that keep the bot from reading groups. Before `start()` it asks getMe
+        itself, once, and learns who the bot is (`threadline check`)."""
         try:
-            me = await bot.get_me()
+            if self._bot is None:
+                async with self._build_bot() as bot:  # initializing asks getMe once
+                    me = bot.bot
+                self._learn_identity(me)
+            else:
+                me = await self._bot.get_me()
         except TelegramError as exc:
             raise self._failure(exc, action="read the bot's settings (getMe)") from exc
         problems = []
