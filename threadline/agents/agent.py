@@ -30,6 +30,7 @@ import structlog
 
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import mentions_in_text
@@ -46,7 +47,6 @@ from threadline.history.model import (
 from threadline.history.processors import Processor
 from threadline.history.projection import merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
-from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
