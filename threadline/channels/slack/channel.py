@@ -62,6 +62,7 @@ from threadline.channels.slack.events import (
     mentioned_user_ids,
     names_to_look_up,
     render_mentions,
+    thread_conversation_id,
     to_stored_message,
 )
 from threadline.channels.slack.requests import bolt_request, unverified
@@ -247,7 +248,7 @@ class SlackChannel(Channel):
         """A channel post answered in a new thread: the reply lives in that thread's history."""
         if not self._opens_thread(inbound) or not inbound.metadata.message_id:
             return inbound.conversation_id
-        return f"{inbound.conversation_id}:{inbound.metadata.message_id}"
+        return thread_conversation_id(inbound.conversation_id, inbound.metadata.message_id)
 
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
