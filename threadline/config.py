@@ -29,6 +29,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -47,6 +48,7 @@ from pydantic import (
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
+from threadline.history.assembler import AssemblerOptions
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 
@@ -165,16 +167,27 @@ class InspectorSettings(_Section):
     token: str | None = None
 
 
-class MemorySettings(_Section):
-    """How much of the shared history an agent sees (mirrors `AssemblerOptions`)."""
+_ASSEMBLER = AssemblerOptions()
 
-    token_budget: int = Field(default=3000, ge=50)
-    addressed_only_mode: bool = True
-    rolling_summary_threshold: int = Field(default=40, ge=2)
-    time_window_minutes: int | None = Field(default=None, gt=0)
-    max_turns_to_load: int = Field(default=100, gt=0)
-    recall: bool = True
-    recall_limit: int = Field(default=5, ge=0)
+
+class MemorySettings(_Section):
+    """The `AssemblerOptions` a config may set: how much of the shared history an agent sees.
+
+    Defaults are the assembler's own; the limits are stated here so a wrong value is reported
+    with its file, line and key.
+    """
+
+    token_budget: int = Field(default=_ASSEMBLER.token_budget, ge=50)
+    addressed_only_mode: bool = _ASSEMBLER.addressed_only_mode
+    rolling_summary_threshold: int = Field(default=_ASSEMBLER.rolling_summary_threshold, ge=2)
+    time_window_minutes: int | None = Field(default=_ASSEMBLER.time_window_minutes, gt=0)
+    max_turns_to_load: int = Field(default=_ASSEMBLER.max_turns_to_load, gt=0)
+    recall: bool = _ASSEMBLER.recall
+    recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
+
+    def options(self) -> AssemblerOptions:
+        """The assembler's options with these settings applied."""
+        return replace(_ASSEMBLER, **self.model_dump())
 
 
 class AgentChannel(_Section):

@@ -31,9 +31,8 @@ from threadline.agents.team import Team
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
-from threadline.config import AgentSettings, Settings
+from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
-from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
@@ -71,17 +70,6 @@ def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
     except AttributeError as exc:
         raise ConfigError(f"agents.{agent}.tools: module {module_name!r} has no {attribute!r}"
                           ) from exc
-
-
-def assembler_options(agent: AgentSettings) -> AssemblerOptions:
-    memory = agent.memory
-    return AssemblerOptions(
-        token_budget=memory.token_budget, addressed_only_mode=memory.addressed_only_mode,
-        rolling_summary_threshold=memory.rolling_summary_threshold,
-        time_window_minutes=memory.time_window_minutes,
-        max_turns_to_load=memory.max_turns_to_load, recall=memory.recall,
-        recall_limit=memory.recall_limit,
-    )
 
 
 class MetricsInterceptor:
@@ -172,7 +160,7 @@ class Runtime:
                 model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
-                assembler_options=assembler_options(agent), aliases=agent.aliases,
+                assembler_options=agent.memory.options(), aliases=agent.aliases,
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,

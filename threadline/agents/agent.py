@@ -28,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.search_tool import make_conversation_search_tool
@@ -56,7 +57,6 @@ from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, re
 
 log = structlog.get_logger("threadline.agent")
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 # A name people can type as "@name" and every platform's mention parser keeps whole.
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
 UNFINISHED_REPLY = {

@@ -1,6 +1,6 @@
 """`threadline history ...` and `threadline db upgrade`: the stored conversations, by hand.
 
-Export writes JSON Lines (one turn per line, the outbox's own format, so nothing is encoded
+Export writes JSON Lines (one turn per line, in `history.codec`'s encoding, so nothing is encoded
 twice); import reads it back in batches and is idempotent: the store's duplicate protection
 skips turns it already has, so a file can be imported twice or after a partial run.
 """

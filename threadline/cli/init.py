@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.errors import ConfigError
 
@@ -76,7 +77,7 @@ agents:
     system_prompt: |
       You are the support assistant. Answer briefly and say when you are not sure.
     # system_prompt_file: prompts/support.md   # instead of system_prompt
-    model: claude-sonnet-4-5
+    model: {model}
     # Tools by reference, "module:function" (modules beside this file are found first).
     tools: []
     aliases: [help]
@@ -99,7 +100,7 @@ def render(platform: str | None, path: str) -> str:
         joined = f"      - name: {platform}\n        respond_to_all: false\n"
     else:
         joined = ""
-    return text + AGENTS.format(default=DEFAULT_PLATFORM, joined=joined)
+    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=DEFAULT_MODEL, joined=joined)
 
 
 def main(args: argparse.Namespace) -> int:

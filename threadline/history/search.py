@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from threadline.errors import SearchQueryError
+from threadline.errors import ConfigError, SearchQueryError
 from threadline.history.model import StoredMessage
 from threadline.history.projection import speaker_label
 from threadline.history.store import SearchWindow
@@ -347,7 +347,7 @@ def around(context: int | tuple[int, int]) -> tuple[int, int]:
     """Turns shown (before, after) a hit: `context` each side, or as given."""
     before, after = (context, context) if isinstance(context, int) else context
     if before < 0 or after < 0:
-        raise ValueError(f"search context must be >= 0 turns each side, got {context!r}")
+        raise ConfigError(f"search context must be >= 0 turns each side, got {context!r}")
     return before, after
 
 
