@@ -1,7 +1,7 @@
 """The deployment configuration: one YAML file describing stores, agents and channels.
 
     store:
-      url: sqlite+aiosqlite:///threadline.db
+      url: sqlite:///threadline.db
     channels:
       team-chat:
         type: PLATFORM            # its settings model is the platform's own
@@ -49,10 +49,10 @@ from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
+from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 
-DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -78,8 +78,10 @@ class StoreSettings(_Section):
     @field_validator("url")
     @classmethod
     def _known_database(cls, url: str) -> str:
-        if not url.startswith(("sqlite", "postgresql")):
-            raise ValueError("a sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL")
+        try:
+            database_url(url)
+        except ConfigError:
+            raise ValueError("a sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL") from None
         return url
 
 

@@ -118,7 +118,7 @@ agents:
 
 def test_empty_file_is_the_embedded_default(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, ""), env={})
-    assert settings.store.url == "sqlite+aiosqlite:///threadline.db"
+    assert settings.store.url == "sqlite:///threadline.db"
     assert list(settings.channels) == ["local"]
     assert settings.resolved_provider() == "offline"
     keyed = load_settings(write(tmp_path, ""), env={"ANTHROPIC_API_KEY": "sk-ant-x"})

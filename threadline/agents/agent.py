@@ -1,7 +1,7 @@
 """An agent: one LLM persona answering turns of a shared conversation, with tools.
 
     support = Agent(name="support", system_prompt="You help customers.", tools=[lookup_order],
-                    conversation_history=SqlConversationStore("sqlite+aiosqlite:///threadline.db"))
+                    conversation_history=SqlConversationStore("sqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
 One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when

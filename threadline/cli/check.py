@@ -16,7 +16,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import aiohttp
 
@@ -24,6 +23,7 @@ from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
 from threadline.config import Settings, load_settings
 from threadline.errors import ThreadlineError
+from threadline.history.database_url import sqlite_file
 from threadline.history.sql_store import SqlConversationStore
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
@@ -43,10 +43,8 @@ Result = tuple[str, str | None, Report]  # subject, problem or None, report
 
 def new_sqlite_file(url: str) -> str | None:
     """For a SQLite file not created yet: what will happen (raises if it cannot be created)."""
-    if not url.startswith("sqlite"):
-        return None
-    path = Path(url.split(":///", 1)[1].split("?", 1)[0])
-    if path.exists():
+    path = sqlite_file(url)
+    if path is None or path.exists():
         return None
     folder = path.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK):

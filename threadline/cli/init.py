@@ -18,7 +18,7 @@ HEADER = """\
 store:
   # SQLite file (relative to where threadline runs). For several replicas use PostgreSQL:
   # url: postgresql+asyncpg://threadline@db.internal/threadline
-  url: sqlite+aiosqlite:///threadline.db
+  url: sqlite:///threadline.db
 
 model:
   # auto: Anthropic when ANTHROPIC_API_KEY is set, otherwise the offline model (canned answers).

@@ -256,7 +256,7 @@ def console_main(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         url = settings.store.url
     elif args.db:
-        url = f"sqlite+aiosqlite:///{args.db}"
+        url = f"sqlite:///{args.db}"
     else:
         raise ConfigError("say which database to show: threadline console CONFIG, or --db PATH")
     require_database(url)
