@@ -48,7 +48,6 @@ from threadline.errors import (
     ChannelError,
     ChannelPermanentError,
     ConfigError,
-    InvalidMessageError,
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
@@ -371,13 +370,7 @@ class DiscordChannel(Channel):
         if client is None or self._runner is None:
             raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
         metadata = inbound.metadata
-        if metadata.channel_type != CHANNEL_TYPE or not metadata.channel_id:
-            raise InvalidMessageError(
-                f"Discord channel '{self.name}' cannot reply to {inbound.id!r} in "
-                f"{inbound.conversation_id!r}: it came from channel_type "
-                f"{metadata.channel_type!r}, not a Discord channel"
-            )
-        target_id = int(metadata.thread_id or metadata.channel_id)
+        target_id = int(metadata.thread_id or self.delivered_here(inbound))
         target = client.get_partial_messageable(target_id)
         # Only the first part is a reply (to a message that may be gone by now); the rest follow.
         first: dict[str, Any] = {}

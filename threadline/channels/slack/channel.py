@@ -255,11 +255,7 @@ class SlackChannel(Channel):
     ) -> list[str]:
         client = self._require_client()
         meta = inbound.metadata
-        if meta.channel_type != CHANNEL_TYPE or not meta.channel_id:
-            raise ChannelPermanentError(
-                f"Slack channel {self.name!r} cannot reply in conversation "
-                f"{inbound.conversation_id!r}: the message came from {meta.channel_type!r}, "
-                "not from Slack")
+        channel_id = self.delivered_here(inbound)
         thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
         username = agent_name if self.agent_name_as_username else None
         parts = split_text(escape_outgoing(text), self.max_message_chars)
@@ -267,7 +263,7 @@ class SlackChannel(Channel):
         for part in parts:
             try:
                 response = await client.chat_postMessage(
-                    channel=meta.channel_id, text=part, thread_ts=thread_ts, username=username)
+                    channel=channel_id, text=part, thread_ts=thread_ts, username=username)
             except SlackApiError as error:
                 raise self._reply_error(inbound, error, posted=len(posted),
                                         total=len(parts)) from error

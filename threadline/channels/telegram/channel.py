@@ -60,7 +60,6 @@ from threadline.errors import (
     ChannelError,
     ChannelPermanentError,
     ConfigError,
-    InvalidMessageError,
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
@@ -274,12 +273,7 @@ class TelegramChannel(Channel):
     ) -> list[str]:
         bot = self._started("send a reply")
         meta = inbound.metadata
-        if meta.channel_type != "telegram" or meta.channel_id is None:
-            raise InvalidMessageError(
-                f"telegram channel {self.name!r} cannot reply to {inbound.conversation_id}: "
-                f"metadata.channel_type is {meta.channel_type!r} with channel_id "
-                f"{meta.channel_id!r}; it needs a message this channel delivered."
-            )
+        chat_id = int(self.delivered_here(inbound))
         reply_to = None
         if inbound.scope != "dm" and meta.message_id is not None:
             reply_to = ReplyParameters(
@@ -290,7 +284,7 @@ class TelegramChannel(Channel):
         for part in parts:
             try:
                 sent = await bot.send_message(
-                    chat_id=int(meta.channel_id),
+                    chat_id=chat_id,
                     text=part,
                     message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
                     reply_parameters=reply_to,
