@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from threadline import __version__
 from threadline.errors import ConfigError, ThreadlineError
@@ -37,6 +38,17 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
                        help="database URL, e.g. postgresql+asyncpg://USER@HOST/DB")
     where.add_argument("--config", metavar="FILE", type=Path,
                        help="take the database from this config file's store.url")
+
+
+def _store_actions(parser: argparse.ArgumentParser, group: ModuleType) -> None:
+    """A command group's actions on a database: one sub-command per `group.ACTIONS` entry,
+    with the store options, the group's own arguments (`add_arguments`) and `group.main`."""
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in group.ACTIONS.items():
+        p = actions.add_parser(name, help=help_text, description=help_text)
+        _store_options(p)
+        group.add_arguments(name, p)
+        p.set_defaults(handler=group.main)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,23 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per connection check")
     p.set_defaults(handler=cli_check.main)
 
-    history = command("history", "List, show, search, export, import and prune stored "
-                                 "conversations.")
-    actions = history.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, help_text in cli_history.ACTIONS.items():
-        p = actions.add_parser(name, help=help_text, description=help_text)
-        _store_options(p)
-        cli_history.add_arguments(name, p)
-        p.set_defaults(handler=cli_history.main)
-
-    inspect = command("inspect", "What each agent saw for each reply: list, show, replay and "
-                                 "prune reply records.")
-    inspect_actions = inspect.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, help_text in cli_inspect.ACTIONS.items():
-        p = inspect_actions.add_parser(name, help=help_text, description=help_text)
-        _store_options(p)
-        cli_inspect.add_arguments(name, p)
-        p.set_defaults(handler=cli_inspect.main)
+    _store_actions(command("history", "List, show, search, export, import and prune stored "
+                                      "conversations."), cli_history)
+    _store_actions(command("inspect", "What each agent saw for each reply: list, show, replay "
+                                      "and prune reply records."), cli_inspect)
 
     p = command("console", "Serve the web console of reply records (conversations, what each "
                            "agent saw, charts, replay) on its own.")
