@@ -56,10 +56,9 @@ from threadline.provider_setup import problems as provider_problems
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-# Field names whose values are credentials, wherever they appear.
-SECRET_FIELDS = frozenset({
-    "bot_token", "signing_secret", "app_token", "token", "webhook_secret_token", "api_key",
-})
+# Field names whose values are credentials, wherever they appear; a platform adds its own
+# (`ChannelSettings.secret_fields`) for its `channels:` entries.
+SECRET_FIELDS = frozenset({"token", "api_key"})
 
 KeyPath = tuple[str | int, ...]
 
@@ -351,15 +350,29 @@ def _environment(base_dir: Path, env: Mapping[str, str] | None) -> dict[str, str
     return values
 
 
-def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str]) -> Any:
+def _platform_secrets(entry: Any) -> frozenset[str]:
+    """The secret field names of a raw `channels:` entry's platform (none if it is unknown:
+    that is reported once the entry is validated)."""
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    try:
+        return platform_for(kind).settings.secret_fields if isinstance(kind, str) else frozenset()
+    except ConfigError:
+        return frozenset()
+
+
+def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str],
+             secrets: frozenset[str] = SECRET_FIELDS) -> Any:
     """`${VAR}` references replaced; literal secrets and missing variables refused."""
+    if len(path) == 2 and path[0] == "channels":
+        secrets = secrets | _platform_secrets(value)
     if isinstance(value, dict):
-        return {k: _resolve(v, path + (str(k),), source, env) for k, v in value.items()}
+        return {k: _resolve(v, path + (str(k),), source, env, secrets)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, path + (i,), source, env) for i, v in enumerate(value)]
+        return [_resolve(v, path + (i,), source, env, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-    secret = bool(path) and path[-1] in SECRET_FIELDS
+    secret = bool(path) and path[-1] in secrets
     if secret and not _REFERENCE.fullmatch(value.strip()):
         raise ConfigError(
             f"{source.where(path)}: a literal secret is not allowed in the config file; put it in "

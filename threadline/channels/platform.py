@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,9 +24,12 @@ class ChannelSettings(BaseModel):
     """The settings every `channels:` entry has; each platform's model adds its own fields.
 
     `type` names the platform (a platform's model narrows it to a `Literal` of its name).
+    `secret_fields` are the settings that hold credentials: the config refuses them written
+    literally (they must be `${VARIABLE}`) and reply records never show their values.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    secret_fields: ClassVar[frozenset[str]] = frozenset()
 
     type: str
     allow_bots: bool = False

@@ -84,6 +84,9 @@ def settings_secrets(settings: Settings) -> list[str]:
             found.append(value)
 
     walk(settings.model_dump())
+    for channel in settings.channels.values():
+        found += [value for name in channel.secret_fields
+                  if isinstance(value := getattr(channel, name, None), str)]
     try:
         password = make_url(settings.store.url).password
     except ArgumentError:

@@ -11,6 +11,8 @@ from threadline.channels.platform import ChannelContext, ChannelSettings, Platfo
 class DiscordSettings(ChannelSettings):
     """One bot token; `api_base_url` and `gateway_url` point it at a proxy or a local server."""
 
+    secret_fields = frozenset({"token"})
+
     type: Literal["discord"]
     token: str
     api_base_url: str | None = None

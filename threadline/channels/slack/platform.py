@@ -13,6 +13,8 @@ from threadline.channels.slack.channel import SlackChannel
 class SlackSettings(ChannelSettings):
     """One Slack app; `api_base_url` points the Web API at a proxy or a local server."""
 
+    secret_fields = frozenset({"bot_token", "signing_secret", "app_token"})
+
     type: Literal["slack"]
     mode: Literal["http", "socket"] = "http"
     bot_token: str

@@ -13,6 +13,8 @@ from threadline.channels.telegram.channel import TelegramChannel
 class TelegramSettings(ChannelSettings):
     """One bot token; `base_url` points the Bot API at a proxy or a local Bot API server."""
 
+    secret_fields = frozenset({"token", "webhook_secret_token"})
+
     type: Literal["telegram"]
     mode: Literal["polling", "webhook"] = "polling"
     token: str
