@@ -29,8 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from threadline.errors import ConfigError, StoreUnavailableError
-from threadline.history import sql_operations as ops
 from threadline.history.database_url import sqlite_file
+from threadline.history.sql_postgres import AlchemyRunner
+from threadline.history.sql_sqlite import SqliteRunner
 
 log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
@@ -62,7 +63,7 @@ def head_revision() -> str | None:
 
 
 def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
-    return fn(ops.AlchemyRunner(connection), *args)
+    return fn(AlchemyRunner(connection), *args)
 
 
 class SqliteBackend:
@@ -112,10 +113,10 @@ class SqliteBackend:
             self._opened.append(connection)
         return connection
 
-    def _runner(self) -> ops.SqliteRunner:
-        runner: ops.SqliteRunner | None = getattr(self._local, "runner", None)
+    def _runner(self) -> SqliteRunner:
+        runner: SqliteRunner | None = getattr(self._local, "runner", None)
         if runner is None:
-            runner = self._local.runner = ops.SqliteRunner(self._connect())
+            runner = self._local.runner = SqliteRunner(self._connect())
         return runner
 
     def _in_write(self, fn: Callable[..., T], *args: Any) -> T:
