@@ -57,9 +57,6 @@ class Redactor:
             return [self.value(v) for v in value]
         return value
 
-    def extended(self, secrets: Iterable[str]) -> Redactor:
-        return Redactor([*self._secrets, *secrets])
-
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of environment variables named like credentials (…_KEY, …_TOKEN, …_SECRET)."""
