@@ -5,7 +5,7 @@ and message content. Message content is privileged: enable "Message Content Inte
 in the Discord Developer Portal, or Discord refuses the connection (we then fail at `start` with
 that instruction) and, for bots in 100+ servers, the app must be approved for it.
 
-Conversation ids, stored ids and mention handling are described in `discord_normalize`.
+Conversation ids, stored ids and mention handling are described in `discord.normalize`.
 
 Acknowledgement: the gateway has none, and Discord never delivers a message event again
 (a resume replays only what the connection missed). `on_message` is awaited as each event
@@ -17,7 +17,7 @@ Rate limits are waited out by discord.py's own per-route buckets; Forbidden, Not
 
 `api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
 `wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
-so two channels asking for different values are refused at start (see `discord_client`).
+so two channels asking for different values are refused at start (see `discord.client`).
 """
 
 from __future__ import annotations

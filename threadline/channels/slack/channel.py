@@ -15,7 +15,7 @@ channel that is stopping. Redeliveries of a message reach `on_message` again: th
 drops them by the turn's id. Edits and deletions are applied before the ack too, and a retried
 one (same `event_id`) is applied once.
 
-In HTTP mode `slack_requests` checks each request before bolt sees it: unsigned, forged or
+In HTTP mode `slack.requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
 Replies: a message inside a thread is answered in that thread; a top-level channel message is
@@ -322,7 +322,7 @@ class SlackChannel(Channel):
         return auth
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
-        # Requests are verified by `slack_requests` before bolt parses them, so bolt does not.
+        # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.
         app = AsyncApp(client=client, signing_secret=self._signing_secret or None,
                        request_verification_enabled=False, process_before_response=True,
                        name=f"threadline-{self.name}")

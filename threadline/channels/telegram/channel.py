@@ -1,7 +1,7 @@
 """The Telegram channel: one bot token, driven through python-telegram-bot (PTB) v22.
 
 Updates arrive by long polling (default) or by webhook, and Telegram is told an update arrived
-only once it was handled, for a message once `on_message` returned (see `telegram_updates`).
+only once it was handled, for a message once `on_message` returned (see `telegram.updates`).
 In webhook mode the channel serves `webhook_listen:webhook_port/webhook_path` and registers
 `webhook_url` with Telegram together with `webhook_secret_token`; a request without that exact
 `X-Telegram-Bot-Api-Secret-Token` header is answered 403 and never reaches the events.
@@ -218,7 +218,7 @@ class TelegramChannel(Channel):
     # -- inbound ---------------------------------------------------------------------------
 
     async def _on_update(self, update: Update) -> None:
-        """Hand one update to the events; returns once it is handled (see `telegram_updates`).
+        """Hand one update to the events; returns once it is handled (see `telegram.updates`).
 
         `TurnNotRecordedError` propagates, so the update is not confirmed; any other failure
         is logged and the update counts as handled, so one bad update cannot stall the bot.
