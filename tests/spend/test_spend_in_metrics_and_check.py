@@ -8,7 +8,7 @@ import aiohttp
 
 from tests.fakes.anthropic import FakeAnthropic, text
 from threadline.channels.local import LocalChannel
-from threadline.cli_check import check_store
+from threadline.cli.check import check_store
 from threadline.config import (
     AgentChannel,
     AgentSettings,
