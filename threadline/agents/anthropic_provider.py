@@ -44,7 +44,7 @@ from threadline.errors import ConfigError, ModelError, ModelUnavailableError, Th
 from threadline.history.model import ToolCall
 
 # The model an agent uses when none is named, and the cheap one that writes summaries.
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 
 log = structlog.get_logger(__name__)
