@@ -118,7 +118,7 @@ class SpendSettings(_Section):
 
     A budget counts every token a provider reports (input, cache reads and writes, output) and
     resets at midnight in `timezone`. `prices` are keyed "provider/model" (e.g.
-    "anthropic/claude-sonnet-5-5") or just the model; there are no built-in prices.
+    "anthropic/claude-sonnet-4-6") or just the model; there are no built-in prices.
     """
 
     timezone: str = "UTC"

@@ -43,8 +43,10 @@ from threadline.agents.providers import (
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import ToolCall
 
-# The model an agent uses when none is named, and the cheap one that writes summaries.
-DEFAULT_MODEL = "claude-sonnet-5-5"
+# The model an agent uses when none is named, and the cheap one that writes summaries. Both
+# answer without thinking unless asked: the Claude 5 models think by default and then need their
+# thinking blocks sent back within a tool round, which this provider does not carry yet.
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 
 log = structlog.get_logger(__name__)

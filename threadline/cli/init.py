@@ -46,7 +46,7 @@ spend:
   # US dollars per million tokens, for the estimated cost in /metrics and `threadline check`
   # (no prices are built in): "provider/model" or "model".
   # prices:
-  #   anthropic/claude-sonnet-5-5: {{input: 2, output: 10, cache_read: 0.2, cache_write: 2.5}}
+  #   anthropic/claude-sonnet-4-6: {{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
 
 log:
   # debug, info, warning, error. info logs a line per turn: use it for services; warning keeps
