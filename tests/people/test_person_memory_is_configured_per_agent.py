@@ -9,7 +9,6 @@ import pytest
 
 from threadline.config import load_settings
 from threadline.errors import ConfigError
-from threadline.runtime import assembler_options
 
 CONFIG = """
 people:
@@ -32,7 +31,7 @@ def test_people_memory_is_the_default_an_agent_may_override(tmp_path: Path,
     path = tmp_path / "threadline.yaml"
     path.write_text(CONFIG.format(memory=str(memory).lower()))
     settings = load_settings(path, env={})
-    chosen = {name: assembler_options(agent, settings.people).person_memory
+    chosen = {name: agent.memory.options(settings.people.memory).person_memory
               for name, agent in settings.agents.items()}
     assert chosen == {"support": memory, "billing": False, "notes": True}
     assert settings.history.retention_days_for == {"slack:T1": 30, "slack:T1:C0LEGAL": None}
@@ -42,7 +41,7 @@ def test_off_when_not_configured(tmp_path: Path) -> None:
     path = tmp_path / "threadline.yaml"
     path.write_text("agents:\n  support: {}\n")
     settings = load_settings(path, env={})
-    assert assembler_options(settings.agents["support"], settings.people).person_memory is False
+    assert settings.agents["support"].memory.options(settings.people.memory).person_memory is False
 
 
 def test_a_negative_retention_is_refused_with_its_key(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from tests.history.helpers import T0, turn
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.person_memory import PersonMemory
-from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.people import people_for, person_memory_for
 from threadline.people.erase import forget_person, forget_speaker
@@ -140,7 +140,7 @@ async def test_the_search_tool_shows_the_person_and_refuses_to_be_pointed_elsewh
     assert f"{T0:%Y-%m-%d}" in shown
     assert "9999" not in shown and "1234" not in shown
     refused = await tool.run({"query": "locker code", "person": "UBOB"})
-    assert refused.startswith("error: unknown input person")
+    assert refused.startswith("error: unknown key 'person'")
 
 
 @pytest.mark.parametrize("query", ADVERSARIAL)

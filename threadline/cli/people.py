@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
-from threadline.cli_history import require_database, store_url
+from threadline.cli.history import require_database, store_url
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.sql_store import SqlConversationStore
