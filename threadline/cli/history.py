@@ -219,7 +219,8 @@ async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-_HANDLERS: dict[str, Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]] = {
+StoreAction = Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]
+_HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
     "prune": _prune,
 }
@@ -233,16 +234,24 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.file}: no such file to import")
     else:
         require_database(url)
+    return run_action(url, _HANDLERS[args.action], args,
+                      target=args.out if args.action == "export" else None)
+
+
+def run_action(url: str, action: StoreAction, args: argparse.Namespace, *,
+               target: str | Path | None) -> int:
+    """Run one command on the store at `url`, its output (`args.target`) a file opened on
+    `target`, or standard output when None."""
 
     async def run() -> int:
         async with SqlConversationStore(url) as store:
-            return await _HANDLERS[args.action](store, args)
+            return await action(store, args)
 
-    if args.action == "export" and args.out:
-        with open(args.out, "w", encoding="utf-8") as args.target:
-            return asyncio.run(run())
-    args.target = sys.stdout
-    return asyncio.run(run())
+    if target is None:
+        args.target = sys.stdout
+        return asyncio.run(run())
+    with open(target, "w", encoding="utf-8") as args.target:
+        return asyncio.run(run())
 
 
 def upgrade_main(args: argparse.Namespace) -> int:

@@ -13,14 +13,12 @@ Export and forget walk in bounded batches and log their progress; forget writes 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
-from threadline.cli.history import require_database, store_url
+from threadline.cli.history import StoreAction, require_database, run_action, store_url
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.sql_store import SqlConversationStore
@@ -109,7 +107,7 @@ def _described(counts: dict[str, int]) -> str:
                      ) or "nothing"
 
 
-_HANDLERS: dict[str, Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]] = {
+_HANDLERS: dict[str, StoreAction] = {
     "link": _link, "show": _show, "export": _export, "forget": _forget,
 }
 
@@ -120,15 +118,7 @@ def main(args: argparse.Namespace) -> int:
     require_database(url)
     configure_logging("info")  # export and forget report their progress in the log
 
-    async def run() -> int:
-        async with SqlConversationStore(url) as store:
-            return await _HANDLERS[args.action](store, args)
-
-    if args.action == "export" and args.out:
-        with open(args.out, "w", encoding="utf-8") as args.target:
-            return asyncio.run(run())
-    if args.action == "forget":  # without --yes, an export counted and thrown away
-        with open(os.devnull, "w", encoding="utf-8") as args.target:
-            return asyncio.run(run())
-    args.target = sys.stdout
-    return asyncio.run(run())
+    # Without --yes, forget counts what an export would write, and throws it away.
+    target = (args.out if args.action == "export" else os.devnull if args.action == "forget"
+              else None)
+    return run_action(url, _HANDLERS[args.action], args, target=target)
