@@ -7,7 +7,9 @@
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
-    route            who answers, and why: `history.addressing.route`, decided once
+    route            who answers, and why: `history.addressing.route`, decided once; a
+                     command (`/forget`, see `threadline.commands`) is answered by its handler
+                     instead, never by a model, through the same reply ledger, and recorded
     answer           each addressed agent runs its turn (capture, delivery and its own
                      interceptors around it); its reply is claimed in the reply ledger, posted,
                      recorded as delivered with its platform ids, and stored
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from threadline.channels.base import Channel
+from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import ChannelError, StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
@@ -74,8 +77,10 @@ class TurnPipeline:
         max_attempts: int = 3,
         answer_bots: bool = False,
         scan_interval: float = 1.0,
+        commands: CommandRegistry | None = None,
     ) -> None:
         self.agents = agents
+        self.commands = commands or CommandRegistry()
         self.inbox = inbox
         self.writer = writer
         self.store = writer.store
@@ -274,6 +279,9 @@ class TurnPipeline:
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
         attachment = self.attachments.get(channel_name or "", self.default)
+        command = self._command_in(message, attachment)
+        if command is not None:
+            return await self._answer_command(command, message, bound, retried=retried)
         await self.writer.record(message)  # in the history, in the order turns are answered
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
@@ -357,6 +365,68 @@ class TurnPipeline:
         return AgentResult(agent_name=agent.name, conversation_id=reply.conversation_id,
                            output=reply.content, outbound=reply,
                            delivered_ids=earlier.platform_ids, stop_reason=stop_reason)
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def _command_in(self, message: StoredMessage, attachment: Attachment
+                    ) -> tuple[Command, CommandCall, Attachment] | None:
+        """The registered command this turn sends, and the channel whose agents it is for.
+
+        `/name@bot` is for the bot named (another of our channels, perhaps); a bot we do not
+        run makes it someone else's command, an ordinary turn here.
+        """
+        if message.participant.kind != "user":
+            return None
+        found = self.commands.find(message)
+        if found is None:
+            return None
+        command, call = found
+        if call.target is None:
+            return command, call, attachment
+        target = normalize_mention(call.target)
+        for candidate in (attachment, *self.attachments.values()):
+            if target in {normalize_mention(a) for a in self._bot_aliases(candidate)}:
+                return command, call, candidate
+        return None
+
+    async def _answer_command(self, command: tuple[Command, CommandCall, Attachment],
+                              message: StoredMessage, bound: Any, *, retried: bool
+                              ) -> list[AgentResult]:
+        """Answer a command with its handler: recorded both ways, delivered once, no model."""
+        handler, call, attachment = command
+        message = replace(message, metadata=replace(message.metadata, extra={
+            **message.metadata.extra, "command": handler.name}))
+        await self.writer.record(message)
+        found = await self.store.get_by_ids(message.conversation_id, [message.id])
+        if not found:
+            raise StoreError(f"command turn {message.id} is not in the store yet (it waits in "
+                             "the outbox); answered once it is")
+        present = attachment.agents
+        named = {normalize_mention(w) for w in call.args.split()}
+        targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
+        responder = targets[0]
+        bound = bound.bind(command=handler.name, agent=responder.name)
+        earlier = None
+        if retried:
+            earlier = await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        if earlier is not None:
+            return [await self._earlier_reply(responder, earlier, bound)]
+        answer = await handler.handler(CommandRequest(
+            call=call, message=found[0], present=present, targets=targets,
+            channel=attachment.channel, store=self.store))
+        reply = responder.reply_turn(message, answer.text)
+        reply = replace(reply, metadata=replace(reply.metadata, extra={
+            **answer.detail, "command": handler.name}))
+        channel = attachment.channel
+        ids = (await self._deliver(channel, message, responder.name)(reply)
+               if channel is not None else [])
+        if ids:
+            reply = with_platform_ids(reply, ids)
+        await self.writer.record(reply)
+        bound.info("pipeline.command_answered", delivered=len(ids))
+        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
+                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
+                            stop_reason="command")]
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
         """Posts a reply once: claimed in the ledger first, recorded as delivered after."""

@@ -20,6 +20,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, ChannelEvents
+from threadline.commands import CommandRegistry, default_commands
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
@@ -60,7 +61,8 @@ class Team:
     answers and every hand-off they start); `max_hops` bounds how deep hand-offs go.
     `lock` owns a conversation across worker processes (`PostgresConversationLock`); the
     default serves one process. `inbox` defaults to the store's own (`store.inbox`), or one in
-    memory for stores without one.
+    memory for stores without one. `commands` are the commands people may send (default: the
+    built-in `/forget`, `/summary`, `/agents`); each attached channel offers them at start.
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class Team:
         inbox: TurnInbox | None = None,
         writer: DurableWriter | None = None,
         scan_interval: float = 1.0,
+        commands: CommandRegistry | None = None,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -104,7 +107,8 @@ class Team:
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,
             lock=self.lock, default=_attachment(None, self.agents, respond_to_all),
             max_hops=max_hops, max_agent_turns=max_agent_turns, answer_bots=answer_bots,
-            scan_interval=scan_interval)
+            scan_interval=scan_interval,
+            commands=default_commands() if commands is None else commands)
         self._channels: list[Channel] = []
 
     # -- set-up --------------------------------------------------------------------------
@@ -128,6 +132,7 @@ class Team:
             raise ConfigError(f"a channel named {channel.name!r} is already attached; channel "
                               "names must differ (turns are routed back to them by name)")
         self.pipeline.attachments[channel.name] = _attachment(channel, chosen, respond_to_all)
+        channel.commands = tuple(self.pipeline.commands)
         self._channels.append(channel)
 
     async def start(self, events: ChannelEvents | None = None) -> None:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import Command
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,10 @@ class Channel(ABC):
         self.name = name
         self.allow_bots = allow_bots
         self.identity: BotIdentity | None = None
+        # The commands people may send here (`/forget`), set by the team that attaches the
+        # channel; a platform with a command menu is told them at start. A command arrives as
+        # an ordinary turn whose text is the command as typed (`/forget confirm`).
+        self.commands: tuple[Command, ...] = ()
 
     @abstractmethod
     async def start(self, events: ChannelEvents) -> None:
