@@ -88,7 +88,8 @@ FORUM = TgChat(-1001000000002, "supergroup", title="Forum", is_forum=True)
 _MENTION = re.compile(r"(?<![\w@])@[A-Za-z][A-Za-z0-9_]{3,31}\b")
 _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z][A-Za-z0-9_]{3,31})?\b")
 _JSON_FIELDS = {"reply_parameters", "allowed_updates", "entities", "reply_markup",
-                "link_preview_options"}
+                "link_preview_options", "commands"}
+_BOT_COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
 _INT_FIELDS = {"offset", "limit", "timeout", "message_thread_id", "max_connections"}
 _BOOL_FIELDS = {"drop_pending_updates", "disable_notification", "protect_content"}
 
@@ -168,6 +169,7 @@ class FakeTelegram:
         self.calls: list[ApiCall] = []
         self.sent: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
+        self.my_commands: list[dict[str, Any]] = []  # the menu setMyCommands last set
         self._queue: list[dict[str, Any]] = []
         self._confirmed_offset = 0
         self._new_update = asyncio.Event()
@@ -452,6 +454,20 @@ class FakeTelegram:
     async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.webhook["url"] if self.webhook else "",
                 "has_custom_certificate": False, "pending_update_count": len(self._queue)}
+
+    async def _api_setMyCommands(self, params: dict[str, Any]) -> bool | _Failure:
+        """The bot's command menu, checked as Telegram checks it."""
+        commands = params.get("commands") or []
+        for entry in commands:
+            if not _BOT_COMMAND.match(str(entry.get("command", ""))):
+                return _Failure(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(entry.get("description", ""))) <= 256:
+                return _Failure(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        self.my_commands = list(commands)
+        return True
+
+    async def _api_getMyCommands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(self.my_commands)
 
     async def _api_close(self, params: dict[str, Any]) -> bool:
         return True

@@ -22,6 +22,9 @@ What to know when running it:
 - Replies are plain text (no parse_mode), so nothing in a user's or model's text can break
   them; they go to the inbound message's chat and forum topic and, outside private chats,
   reply to it. `send_reply` ignores `agent_name`: a bot cannot post under another name.
+- Commands (`/forget`, `/forget@this_bot` in groups) arrive as ordinary messages; the team's
+  commands are set as the bot's command menu at start (setMyCommands; `-` becomes `_`, which
+  Telegram requires). A menu Telegram refuses is logged; typed commands still work.
 - 429s are waited out by PTB's `AIORateLimiter`, which also keeps to Telegram's documented
   flood limits (30 messages/s, 20 per minute per group) unless `throttle=False`.
 """
@@ -32,7 +35,7 @@ import re
 from typing import Any, Literal
 
 import structlog
-from telegram import Message, ReplyParameters, Update
+from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -165,6 +168,7 @@ class TelegramChannel(Channel):
         )
         self._events = events
         self._conflict = None
+        await self._offer_commands(bot)
         try:
             self._intake = await self._start_updates(bot)
         except BaseException:
@@ -172,6 +176,17 @@ class TelegramChannel(Channel):
             raise
         self._bot = bot
         self._log.info("telegram.started", mode=self._mode, bot=username)
+
+    async def _offer_commands(self, bot: ExtBot[Any]) -> None:
+        """The team's commands as the bot's command menu (what "/" shows in every chat)."""
+        if not self.commands:
+            return
+        menu = [BotCommand(c.name.replace("-", "_"), c.description) for c in self.commands]
+        try:
+            await bot.set_my_commands(menu)
+        except TelegramError as exc:
+            self._log.warning("telegram.commands_not_set", error=str(exc),
+                              outcome="the menu is missing; typed commands still work")
 
     async def _start_updates(self, bot: ExtBot[Any]) -> UpdatePoller | WebhookReceiver:
         try:
