@@ -20,6 +20,9 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Socket Mode: `apps.connections.open` hands out a `ws://` URL; the fake says `hello` and
   `send_socket_event` pushes an `events_api` envelope and waits for the client's ack
   (`push_socket_event` does not wait, for events that must not be acked).
+- Slash commands: `slash_command(...)` builds the payload, `deliver_command` POSTs it form-
+  encoded and signed (HTTP mode), `send_socket_command` pushes a `slash_commands` envelope; the
+  payload's `response_url` points here, and what the app posts to it is kept in `responses`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hmac
 import itertools
 import json
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -107,6 +111,7 @@ class FakeSlack:
         self.channels: dict[str, dict[str, Any]] = {}
         self.calls: list[ApiCall] = []
         self.socket_acks: list[dict[str, Any]] = []
+        self.responses: list[tuple[str, dict[str, Any]]] = []  # (response_url, body) posted
         self._failures: dict[str, list[_Failure]] = {}
         self._holds: dict[str, asyncio.Event] = {}
         self._changed = asyncio.Condition()
@@ -124,6 +129,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket", self._socket_endpoint)
+        app.router.add_post("/commands/{trigger}", self._command_response)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -276,6 +282,46 @@ class FakeSlack:
         async with self._session.post(target_url, data=body.encode(), headers=sent) as response:
             return response.status, await response.text()
 
+    # -- slash commands --------------------------------------------------------------------
+
+    def slash_command(self, command: str, text: str = "", *, user: str = "U0ALICE",
+                      channel: str = "C0GENERAL") -> dict[str, str]:
+        """A slash command payload as Slack sends it (the fields bolt and apps read)."""
+        trigger = f"{next(self._ids)}.{next(self._ids)}.fake"
+        return {
+            "token": "legacy-verification-token", "team_id": self.team_id,
+            "team_domain": "fake", "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else
+            self.channels.get(channel, {}).get("name", channel),
+            "user_id": user, "user_name": self.users.get(user, {}).get("name", user),
+            "command": command, "text": text, "api_app_id": "A0FAKE",
+            "is_enterprise_install": "false", "trigger_id": trigger,
+            "response_url": f"http://127.0.0.1:{self._port}/commands/{trigger}",
+        }
+
+    async def deliver_command(self, target_url: str, payload: Mapping[str, str], *,
+                              signing_secret: str | None = None) -> tuple[int, str]:
+        """POST a slash command, form-encoded and signed, as Slack does; (status, body)."""
+        return await self.post_signed(
+            target_url, urllib.parse.urlencode(payload), signing_secret=signing_secret,
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
+
+    async def send_socket_command(self, payload: Mapping[str, str]) -> dict[str, Any]:
+        """Push a `slash_commands` envelope over the newest socket; returns the client's ack."""
+        return await self._send_envelope("slash_commands", dict(payload))
+
+    async def wait_for_responses(self, count: int) -> list[tuple[str, dict[str, Any]]]:
+        """The first `count` posts to response_urls, waiting for them."""
+        async with asyncio.timeout(WAIT_SECONDS), self._changed:
+            await self._changed.wait_for(lambda: len(self.responses) >= count)
+        return self.responses[:count]
+
+    async def _command_response(self, request: web.Request) -> web.Response:
+        async with self._changed:
+            self.responses.append((str(request.url), await request.json()))
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
     # -- socket mode -----------------------------------------------------------------------
 
     async def wait_for_socket(self) -> None:
@@ -295,16 +341,25 @@ class FakeSlack:
         self, event: Mapping[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
     ) -> asyncio.Future[dict[str, Any]]:
         """Push an `events_api` envelope without waiting: the future resolves with its ack."""
+        return await self._push_envelope(
+            "events_api", self.event_callback(event, event_id),
+            retry_attempt=retry_attempt, retry_reason="timeout" if retry_attempt else "")
+
+    async def _send_envelope(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        acked = await self._push_envelope(kind, payload)
+        async with asyncio.timeout(WAIT_SECONDS):
+            return await acked
+
+    async def _push_envelope(self, kind: str, payload: dict[str, Any],
+                             **fields: Any) -> asyncio.Future[dict[str, Any]]:
         await self.wait_for_socket()
         socket = self._sockets[-1]
         envelope_id = f"env-{next(self._ids):08d}"
         acked: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         socket.acks[envelope_id] = acked
-        await socket.ws.send_json({
-            "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
-            "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else "",
-            "payload": self.event_callback(event, event_id),
-        })
+        await socket.ws.send_json({"envelope_id": envelope_id, "type": kind,
+                                   "accepts_response_payload": kind != "events_api",
+                                   **fields, "payload": payload})
         return acked
 
     async def _socket_endpoint(self, request: web.Request) -> web.WebSocketResponse:

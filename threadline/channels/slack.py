@@ -15,6 +15,13 @@ channel that is stopping. Redeliveries of a message reach `on_message` again: th
 drops them by the turn's id. Edits and deletions are applied before the ack too, and a retried
 one (same `event_id`) is applied once.
 
+Slash commands (`/forget`, declared in the app's settings with this request URL; in Socket
+Mode they arrive as `slash_commands` envelopes) become turns whose text is the command as
+typed; they are recorded before the ack, like messages, and answered by the pipeline through
+the command's `response_url` (seen only by the person who sent it). A command that could not be
+recorded is acked with a message saying to try again (Slack does not resend commands); a reply
+after a restart, when the `response_url` is no longer known, is posted in the channel.
+
 In HTTP mode `slack_requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
@@ -28,6 +35,8 @@ readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's r
 from __future__ import annotations
 
 import asyncio
+import re
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -38,6 +47,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -47,6 +57,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.intake import RecentKeys
@@ -61,6 +72,7 @@ from threadline.channels.slack_events import (
     mentioned_user_ids,
     names_to_look_up,
     render_mentions,
+    slash_command_turn,
     to_stored_message,
 )
 from threadline.channels.slack_requests import bolt_request, unverified
@@ -84,6 +96,8 @@ PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
     "account_inactive", "token_revoked", "no_permission", "restricted_action",
 })
+# Slash commands waiting for their answer, by turn id -> response_url (valid 30 minutes).
+_MAX_PENDING_COMMANDS = 1000
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked",
                           "not_allowed_token_type"})
 # Scopes without which the bot is silent somewhere, and what the user would see.
@@ -162,6 +176,7 @@ class SlackChannel(Channel):
         self._socket: AsyncSocketModeHandler | None = None
         self._team_id = ""
         self._own_ids: frozenset[str] = frozenset()
+        self._response_urls: OrderedDict[str, str] = OrderedDict()
         self._log = log.bind(channel=name)
 
     @property
@@ -249,6 +264,9 @@ class SlackChannel(Channel):
     ) -> list[str]:
         client = self._require_client()
         meta = inbound.metadata
+        response_url = self._response_urls.pop(inbound.id, None)
+        if response_url is not None:
+            return await self._answer_command(inbound, text, response_url)
         if meta.channel_type != CHANNEL_TYPE or not meta.channel_id:
             raise ChannelPermanentError(
                 f"Slack channel {self.name!r} cannot reply in conversation "
@@ -272,6 +290,24 @@ class SlackChannel(Channel):
                     f"parts: {error!r}") from error
             posted.append(str(response["ts"]))
         return posted
+
+    async def _answer_command(self, inbound: StoredMessage, text: str, response_url: str
+                              ) -> list[str]:
+        """Answer a slash command through its response_url (no message ts comes back)."""
+        webhook = AsyncWebhookClient(response_url, session=self._session)
+        for part in split_text(escape_outgoing(text), self.max_message_chars):
+            try:
+                response = await webhook.send(text=part, response_type="ephemeral")
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise ChannelError(f"Slack channel {self.name!r}: answering a command in "
+                                   f"conversation {inbound.conversation_id!r} failed: {error!r}"
+                                   ) from error
+            if response.status_code != 200:
+                raise ChannelError(
+                    f"Slack channel {self.name!r}: the response_url of a command in "
+                    f"conversation {inbound.conversation_id!r} answered {response.status_code} "
+                    f"({response.body[:200]!r}); it expires 30 minutes after the command")
+        return []
 
     def _reply_error(
         self, inbound: StoredMessage, error: SlackApiError, *, posted: int, total: int
@@ -324,6 +360,7 @@ class SlackChannel(Channel):
                        name=f"threadline-{self.name}")
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
+        app.command(re.compile(r"^/"))(self._on_slash_command)
         return app
 
     async def _serve_http(self, app: AsyncApp) -> None:
@@ -391,6 +428,31 @@ class SlackChannel(Channel):
             return None
         with self._handling():
             return await self._deliver(change, event_id=str(body.get("event_id") or ""))
+
+    async def _on_slash_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        """bolt's slash command listener: record the command turn, then ack (see the module
+        docstring); the answer comes later through the command's response_url."""
+        events = self._events
+        turn = slash_command_turn(command, team_id=self._team_id)
+        if events is None or self._closing or turn is None:
+            await ack(text="Threadline is restarting or could not read this command; please "
+                           "send it again in a moment.")
+            return
+        with self._handling():
+            if command.get("response_url"):
+                self._response_urls[turn.id] = str(command["response_url"])
+            while len(self._response_urls) > _MAX_PENDING_COMMANDS:
+                self._response_urls.popitem(last=False)
+            try:
+                await events.on_message(turn, self)
+            except Exception as error:
+                self._response_urls.pop(turn.id, None)
+                self._log.warning("slack_command_not_recorded",
+                                  conversation_id=turn.conversation_id, error=str(error))
+                await ack(text="This command could not be recorded, so it was not run; please "
+                               "send it again in a moment.")
+                return
+            await ack()
 
     async def _deliver(self, change: SlackChange, *, event_id: str) -> BoltResponse | None:
         events, directory = self._events, self._directory

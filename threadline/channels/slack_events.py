@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
+from threadline.history.model import (
+    MessageMetadata,
+    Participant,
+    Scope,
+    StoredMessage,
+    utc_now,
+)
 
 CHANNEL_TYPE = "slack"
 
@@ -252,5 +258,36 @@ def to_stored_message(
             reply_to_message_id=post.thread_ts,
             reply_to_participant_id=post.parent_user_id,
             extra={"is_bot": True} if post.is_bot else {},
+        ),
+    )
+
+
+def slash_command_turn(command: Mapping[str, Any], *, team_id: str) -> StoredMessage | None:
+    """The inbound turn for a slash command payload (`/forget confirm` as its text).
+
+    A slash command has no message `ts`: its `trigger_id`, unique per invocation, names the
+    turn. Slack runs slash commands in channels and DMs, never inside a thread, so the turn
+    belongs to the channel's (or DM's) own conversation. None when a field is missing.
+    """
+    name, channel_id = str(command.get("command") or ""), str(command.get("channel_id") or "")
+    user_id, trigger = str(command.get("user_id") or ""), str(command.get("trigger_id") or "")
+    if not (name.startswith("/") and channel_id and user_id and trigger):
+        return None
+    team_id = str(command.get("team_id") or team_id)
+    scope: Scope = "dm" if channel_id.startswith("D") else "channel"
+    return StoredMessage(
+        id=f"slack:{team_id}:{channel_id}:command:{trigger}",
+        conversation_id=conversation_id(team_id=team_id, channel_id=channel_id, ts="",
+                                        thread_ts=None),
+        participant=Participant(kind="user", id=user_id,
+                                display_name=str(command.get("user_name") or user_id)),
+        content=f"{name} {command.get('text') or ''}".strip(),
+        timestamp=utc_now(),
+        scope=scope,
+        metadata=MessageMetadata(
+            channel_type=CHANNEL_TYPE,
+            channel_name=None if scope == "dm" else command.get("channel_name"),
+            channel_id=channel_id,
+            extra={"slash_command": name},
         ),
     )
