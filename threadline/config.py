@@ -166,6 +166,13 @@ class LocalChannelSettings(_Section):
     allow_bots: bool = False
 
 
+class SuggestedPrompt(_Section):
+    """One suggested prompt of Slack's assistant pane: the button's title, the message sent."""
+
+    title: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+
+
 class SlackChannelSettings(_Section):
     type: Literal["slack"]
     mode: Literal["http", "socket"] = "http"
@@ -179,6 +186,8 @@ class SlackChannelSettings(_Section):
     reply_in_thread: bool = True
     agent_name_as_username: bool = False
     allow_bots: bool = False
+    # Offered when someone opens the app's assistant pane (at most 4, as Slack allows).
+    assistant_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
 
 
 class TelegramChannelSettings(_Section):

@@ -20,6 +20,9 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Socket Mode: `apps.connections.open` hands out a `ws://` URL; the fake says `hello` and
   `send_socket_event` pushes an `events_api` envelope and waits for the client's ack
   (`push_socket_event` does not wait, for events that must not be acked).
+- Assistant threads: `assistant_thread_event` builds `assistant_thread_started` /
+  `assistant_thread_context_changed`; `assistant.threads.setSuggestedPrompts` is checked (at
+  most 4 prompts, each with a title and a message) and recorded like every call.
 - Slash commands: `slash_command(...)` builds the payload, `deliver_command` POSTs it form-
   encoded and signed (HTTP mode), `send_socket_command` pushes a `slash_commands` envelope; the
   payload's `response_url` points here, and what the app posts to it is kept in `responses`.
@@ -217,6 +220,18 @@ class FakeSlack:
         event.update({k: v for k, v in optional.items() if v is not None})
         return event
 
+    def assistant_thread_event(
+        self, kind: str = "assistant_thread_started", *, user: str = "U0ALICE",
+        channel: str = "D0ALICE", thread_ts: str = "1700000000.000001",
+        context_channel: str | None = "C0GENERAL",
+    ) -> dict[str, Any]:
+        """`assistant_thread_started` or `assistant_thread_context_changed` for one thread."""
+        context = {"channel_id": context_channel, "team_id": self.team_id,
+                   "enterprise_id": None} if context_channel else {}
+        return {"type": kind, "event_ts": self.next_ts(), "assistant_thread": {
+            "user_id": user, "context": context, "channel_id": channel,
+            "thread_ts": thread_ts}}
+
     def edit_event(self, original: Mapping[str, Any], text: str) -> dict[str, Any]:
         """`message_changed` for `original`; `text` equal to the old text is an unfurl."""
         message = {k: v for k, v in original.items() if k not in ("channel", "channel_type")}
@@ -413,6 +428,7 @@ class FakeSlack:
             "auth.test": self._auth_test, "chat.postMessage": self._post_message,
             "users.info": self._users_info, "conversations.info": self._conversations_info,
             "apps.connections.open": self._connections_open,
+            "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
         }.get(method)
         result = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         return web.json_response(result, headers=headers)
@@ -454,6 +470,17 @@ class FakeSlack:
         if channel is None:
             return {"ok": False, "error": "channel_not_found"}
         return {"ok": True, "channel": channel}
+
+    def _set_suggested_prompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        prompts = params.get("prompts")
+        if isinstance(prompts, str):  # sent as a form field
+            prompts = json.loads(prompts)
+        if not params.get("channel_id") or not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(prompts, list) or not 1 <= len(prompts) <= 4 or not all(
+                p.get("title") and p.get("message") for p in prompts):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
 
     def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket?ticket=fake"}

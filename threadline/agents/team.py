@@ -175,6 +175,11 @@ class Team:
         await self._change("delete", conversation_id, self.store.delete_messages(
             conversation_id, [message_id]))
 
+    async def on_context(self, message: StoredMessage) -> None:
+        """Record a context turn in its conversation's history (durable: the outbox takes it
+        when the store is away); nobody answers it, every agent sees it there."""
+        await self.writer.record(message)
+
     @staticmethod
     async def _change(action: str, conversation_id: str, work: Awaitable[object]) -> None:
         try:

@@ -78,6 +78,11 @@ class ChannelEvents(Protocol):
         """A user deleted a message; `message_id` is the stored id the channel derived."""
         ...
 
+    async def on_context(self, message: StoredMessage) -> None:
+        """What the platform says about a conversation, as a system turn (the channel a person
+        looks at beside Slack's assistant thread): recorded in its history, never answered."""
+        ...
+
 
 class Channel(ABC):
     """One connection to one platform (one bot token)."""

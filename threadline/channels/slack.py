@@ -22,6 +22,13 @@ the command's `response_url` (seen only by the person who sent it). A command th
 recorded is acked with a message saying to try again (Slack does not resend commands); a reply
 after a restart, when the `response_url` is no longer known, is posted in the channel.
 
+Slack's AI app surfaces: a person who opens the app's assistant pane starts an assistant thread
+in their DM with the app. `assistant_thread_started` is answered with the configured
+`assistant_prompts` (assistant.threads.setSuggestedPrompts); the channel the person looks at,
+given then and on every `assistant_thread_context_changed`, is recorded as a system turn of
+that thread's conversation (`on_context`), before the ack. Messages in the thread are ordinary
+`message` events of that thread, so the agent's conversation is the assistant thread itself.
+
 In HTTP mode `slack_requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
@@ -37,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -64,10 +71,13 @@ from threadline.channels.intake import RecentKeys
 from threadline.channels.slack_directory import SlackDirectory
 from threadline.channels.slack_events import (
     CHANNEL_TYPE,
+    AssistantThread,
     SlackChange,
     SlackEdit,
     SlackPost,
+    assistant_thread,
     classify,
+    context_turn,
     escape_outgoing,
     mentioned_user_ids,
     names_to_look_up,
@@ -133,10 +143,13 @@ class SlackChannel(Channel):
         allow_bots: bool = False,
         rate_limit_retries: int = 5,
         connect_timeout: float = 30.0,
+        assistant_prompts: Sequence[Mapping[str, str]] = (),
     ) -> None:
         """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
         where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
-        agent's name, which needs the `chat:write.customize` scope."""
+        agent's name, which needs the `chat:write.customize` scope. `assistant_prompts`
+        (`{"title": ..., "message": ...}`, at most 4) are suggested in each new assistant
+        thread."""
         super().__init__(name=name, allow_bots=allow_bots)
         where = f"Slack channel {name!r}"
         if not bot_token:
@@ -153,6 +166,12 @@ class SlackChannel(Channel):
             raise ConfigError(f"{where}: port must be 0..65535, got {port}")
         if not path.startswith("/"):
             raise ConfigError(f"{where}: path must start with '/', got {path!r}")
+        if len(assistant_prompts) > 4 or not all(
+                p.get("title") and p.get("message") for p in assistant_prompts):
+            raise ConfigError(f"{where}: assistant_prompts takes at most 4 entries, each with a "
+                              "non-empty title and message")
+        self._assistant_prompts = [{"title": p["title"], "message": p["message"]}
+                                   for p in assistant_prompts]
         self.mode = mode
         self.reply_in_thread = reply_in_thread
         self.agent_name_as_username = agent_name_as_username
@@ -361,6 +380,8 @@ class SlackChannel(Channel):
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
         app.command(re.compile(r"^/"))(self._on_slash_command)
+        app.event("assistant_thread_started")(self._on_assistant_thread)
+        app.event("assistant_thread_context_changed")(self._on_assistant_thread)
         return app
 
     async def _serve_http(self, app: AsyncApp) -> None:
@@ -428,6 +449,55 @@ class SlackChannel(Channel):
             return None
         with self._handling():
             return await self._deliver(change, event_id=str(body.get("event_id") or ""))
+
+    async def _on_assistant_thread(self, body: dict[str, Any]) -> BoltResponse | None:
+        """An assistant thread started or its context changed (see the module docstring)."""
+        if self._closing:
+            return BoltResponse(status=503, body="stopping; deliver again later")
+        event = body.get("event") or {}
+        thread = assistant_thread(event, team_id=str(body.get("team_id") or self._team_id))
+        events, directory = self._events, self._directory
+        if thread is None or events is None or directory is None:
+            return None
+        with self._handling():
+            if event.get("type") == "assistant_thread_started":
+                await self._suggest_prompts(thread)
+            turn = context_turn(thread, event_ts=str(event.get("event_ts") or ""),
+                                team_id=self._team_id,
+                                channel_name=await self._channel_name(thread, directory))
+            if turn is None:
+                return None
+            try:
+                await events.on_context(turn)
+            except Exception:
+                self._log.exception("slack_context_not_recorded",
+                                    conversation_id=thread.conversation_id,
+                                    outcome="answered 500 so Slack delivers it again")
+                return BoltResponse(status=500, body="not recorded; deliver again later")
+        return None
+
+    async def _channel_name(self, thread: AssistantThread, directory: SlackDirectory
+                            ) -> str | None:
+        """The name of the channel the person looks at, if it comes within the budget."""
+        if thread.context_channel_id is None:
+            return None
+        try:
+            async with asyncio.timeout(_LOOKUP_BUDGET_SECONDS):
+                return await directory.channel_name(thread.context_channel_id)
+        except TimeoutError:
+            return None
+
+    async def _suggest_prompts(self, thread: AssistantThread) -> None:
+        """The configured prompts under a new assistant thread (a failure only loses them)."""
+        if not self._assistant_prompts:
+            return
+        try:
+            await self._require_client().assistant_threads_setSuggestedPrompts(
+                channel_id=thread.channel_id, thread_ts=thread.thread_ts,
+                prompts=self._assistant_prompts)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
+            self._log.warning("slack_prompts_not_set", conversation_id=thread.conversation_id,
+                              error=str(error))
 
     async def _on_slash_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """bolt's slash command listener: record the command turn, then ack (see the module

@@ -291,3 +291,59 @@ def slash_command_turn(command: Mapping[str, Any], *, team_id: str) -> StoredMes
             extra={"slash_command": name},
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantThread:
+    """An `assistant_thread_started` / `assistant_thread_context_changed` event, read.
+
+    The thread lives in the DM between the person and the app; `context_channel_id` is the
+    channel the person is looking at beside it (None when Slack gave none).
+    """
+
+    conversation_id: str
+    channel_id: str
+    thread_ts: str
+    user_id: str
+    context_channel_id: str | None
+
+
+def assistant_thread(event: Mapping[str, Any], *, team_id: str) -> AssistantThread | None:
+    """The assistant thread an event is about, or None when the event lacks one."""
+    thread = event.get("assistant_thread") or {}
+    channel_id, thread_ts = str(thread.get("channel_id") or ""), str(thread.get("thread_ts") or "")
+    if not channel_id or not thread_ts:
+        return None
+    context = thread.get("context") or {}
+    return AssistantThread(
+        # The same id a message in that thread gets, so the context joins its conversation.
+        conversation_id=conversation_id(team_id=team_id, channel_id=channel_id, ts="",
+                                        thread_ts=thread_ts),
+        channel_id=channel_id, thread_ts=thread_ts, user_id=str(thread.get("user_id") or ""),
+        context_channel_id=str(context["channel_id"]) if context.get("channel_id") else None)
+
+
+def context_turn(thread: AssistantThread, *, event_ts: str, team_id: str,
+                 channel_name: str | None) -> StoredMessage | None:
+    """The system turn saying which channel the person looks at (None without one).
+
+    Named after the event's `event_ts`, so a retried event is stored once.
+    """
+    if thread.context_channel_id is None:
+        return None
+    shown = f"#{channel_name} ({thread.context_channel_id})" if channel_name else (
+        f"channel {thread.context_channel_id}")
+    return StoredMessage(
+        id=f"slack:{team_id}:{thread.channel_id}:assistant-context:{event_ts}",
+        conversation_id=thread.conversation_id,
+        participant=Participant(kind="system", id="slack:assistant-context",
+                                display_name="Slack"),
+        content=f"The person in this assistant thread is now looking at {shown}.",
+        timestamp=datetime.fromtimestamp(float(event_ts), tz=UTC) if event_ts else utc_now(),
+        scope="dm",
+        metadata=MessageMetadata(channel_type=CHANNEL_TYPE, channel_id=thread.channel_id,
+                                 thread_id=thread.thread_ts,
+                                 extra={"assistant_context": {
+                                     "channel_id": thread.context_channel_id,
+                                     "user_id": thread.user_id}}),
+    )
