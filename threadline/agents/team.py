@@ -62,7 +62,8 @@ class Team:
     `lock` owns a conversation across worker processes (`PostgresConversationLock`); the
     default serves one process. `inbox` defaults to the store's own (`store.inbox`), or one in
     memory for stores without one. `commands` are the commands people may send (default: the
-    built-in `/forget`, `/summary`, `/agents`); each attached channel offers them at start.
+    built-in `/forget`, `/summary`, `/agents`; register more before `start`), which each channel
+    offers on its platform at start.
     """
 
     def __init__(
@@ -132,7 +133,6 @@ class Team:
             raise ConfigError(f"a channel named {channel.name!r} is already attached; channel "
                               "names must differ (turns are routed back to them by name)")
         self.pipeline.attachments[channel.name] = _attachment(channel, chosen, respond_to_all)
-        channel.commands = tuple(self.pipeline.commands)
         self._channels.append(channel)
 
     async def start(self, events: ChannelEvents | None = None) -> None:
@@ -143,6 +143,7 @@ class Team:
         while others are still connecting are recorded and answered once all are.
         """
         for channel in self._channels:
+            channel.commands = tuple(self.pipeline.commands)  # offered on its platform
             await channel.start(events or self)
         self.pipeline.start()
 

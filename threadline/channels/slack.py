@@ -515,10 +515,11 @@ class SlackChannel(Channel):
                 self._response_urls.popitem(last=False)
             try:
                 await events.on_message(turn, self)
-            except Exception as error:
+            except Exception:
                 self._response_urls.pop(turn.id, None)
-                self._log.warning("slack_command_not_recorded",
-                                  conversation_id=turn.conversation_id, error=str(error))
+                self._log.exception("slack_command_not_recorded",
+                                    conversation_id=turn.conversation_id,
+                                    outcome="acked with a message asking to send it again")
                 await ack(text="This command could not be recorded, so it was not run; please "
                                "send it again in a moment.")
                 return
