@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
-from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import FakeSlack, slack_rig
 from threadline.agents import Agent, Team
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.channels.slack import SlackChannel
@@ -114,3 +114,16 @@ async def test_forget_in_a_dm_over_socket_mode_is_confirmed_then_honoured(
     assert str(done["text"]).startswith("Done: support forgot")
     first, last = (json.dumps(body["messages"]) for body in model.bodies)
     assert "7781" in first and "7781" not in last and "/forget" not in last
+
+
+async def test_a_command_that_could_not_be_recorded_is_acked_asking_to_send_it_again(
+    sqlite_url: str,
+) -> None:
+    async with slack_rig(sqlite_url) as (slack, channel, events):
+        events.refuse = lambda message: True
+        status, body = await slack.deliver_command(channel.events_url,
+                                                   slack.slash_command("/forget", "confirm"))
+
+    assert status == 200
+    assert "could not be recorded" in body  # Slack shows a plain-text ack to the sender
+    assert slack.responses == [] and events.inbound.empty()

@@ -515,11 +515,12 @@ class SlackChannel(Channel):
                 self._response_urls.popitem(last=False)
             try:
                 await events.on_message(turn, self)
-            except Exception:
+            except Exception as error:
                 self._response_urls.pop(turn.id, None)
-                self._log.exception("slack_command_not_recorded",
-                                    conversation_id=turn.conversation_id,
-                                    outcome="acked with a message asking to send it again")
+                report = (self._log.warning if isinstance(error, TurnNotRecordedError)
+                          else self._log.exception)
+                report("slack_command_not_recorded", conversation_id=turn.conversation_id,
+                       error=str(error), outcome="acked with a message asking to send it again")
                 await ack(text="This command could not be recorded, so it was not run; please "
                                "send it again in a moment.")
                 return
