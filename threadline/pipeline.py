@@ -28,7 +28,8 @@ import asyncio
 import contextlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -50,6 +51,13 @@ log = structlog.get_logger("threadline.pipeline")
 
 MAX_REMEMBERED_REPLIES = 10_000
 SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
+
+
+class Post(Protocol):
+    """Posts a reply's text where `inbound` was said: `Channel.send_reply`'s shape."""
+
+    async def __call__(self, inbound: StoredMessage, text: str, *,
+                       agent_name: str | None = None) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,8 +426,10 @@ class TurnPipeline:
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": handler.name}))
         channel = attachment.channel
-        ids = (await self._deliver(channel, message, responder.name)(reply)
-               if channel is not None else [])
+        ids: list[str] = []
+        if channel is not None:
+            post = partial(channel.send_choices, choices=answer.choices) if answer.choices else None
+            ids = await self._deliver(channel, message, responder.name, post=post)(reply)
         if ids:
             reply = with_platform_ids(reply, ids)
         await self.writer.record(reply)
@@ -428,8 +438,13 @@ class TurnPipeline:
                             output=reply.content, outbound=reply, delivered_ids=tuple(ids),
                             stop_reason="command")]
 
-    def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
-        """Posts a reply once: claimed in the ledger first, recorded as delivered after."""
+    def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
+                 post: Post | None = None) -> Deliver:
+        """Posts a reply once: claimed in the ledger first, recorded as delivered after.
+
+        `post` posts it (default: `channel.send_reply`; a command's answer with buttons uses
+        `send_choices`)."""
+        send = post or channel.send_reply
 
         async def deliver(outbound: StoredMessage) -> list[str]:
             bound = log.bind(conversation_id=inbound.conversation_id, agent=agent_name,
@@ -445,7 +460,7 @@ class TurnPipeline:
                 bound.warning("pipeline.reply_not_reposted", state=earlier.state.value)
                 return list(earlier.platform_ids)
             try:
-                ids = await channel.send_reply(inbound, outbound.content, agent_name=agent_name)
+                ids = await send(inbound, outbound.content, agent_name=agent_name)
             except ChannelError as exc:
                 bound.error("pipeline.delivery_failed", error=str(exc),
                             error_type=type(exc).__name__)

@@ -324,6 +324,15 @@ class FakeTelegram:
             edited["entities"] = entities
         return {"update_id": next(self._update_ids), "edited_message": edited}
 
+    def press(self, message: Mapping[str, Any], label: str, *, user: TgUser) -> dict[str, Any]:
+        """A `callback_query` update: `user` pressed the inline button `label` under
+        `message` (one the bot sent, from `sent`)."""
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        [button] = [b for b in buttons if b["text"] == label]
+        return {"update_id": next(self._update_ids), "callback_query": {
+            "id": str(next(self._update_ids)), "from": user.as_dict(), "message": message,
+            "chat_instance": str(message["chat"]["id"]), "data": button["callback_data"]}}
+
     # -- delivering updates ---------------------------------------------------------------
 
     async def deliver(self, update: Mapping[str, Any], *, times: int = 1) -> list[int]:
@@ -435,9 +444,17 @@ class FakeTelegram:
         reply = (params.get("reply_parameters") or {}).get("message_id")
         if (original := self._messages.get((chat.id, reply))) is not None:
             message["reply_to_message"] = original
+        if markup := params.get("reply_markup"):
+            buttons = [b for row in markup.get("inline_keyboard", []) for b in row]
+            if any(len(str(b.get("callback_data", "")).encode()) > 64 for b in buttons):
+                return _Failure(400, "Bad Request: BUTTON_DATA_INVALID")
+            message["reply_markup"] = markup
         self._messages[(chat.id, message["message_id"])] = message
         self.sent.append(message)
         return message
+
+    async def _api_answerCallbackQuery(self, params: dict[str, Any]) -> bool:
+        return True
 
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
         self.webhook = None

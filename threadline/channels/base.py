@@ -20,13 +20,14 @@ Normalization, shared by every adapter:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
-    from threadline.commands import Command
+    from threadline.commands import Command, CommandChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,16 @@ class Channel(ABC):
         Long text is split under `max_message_chars`; rate limits are waited out; a permanent
         failure raises `ChannelPermanentError` naming the conversation.
         """
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """`send_reply` with buttons: pressing one sends its command as the person pressing.
+
+        A platform without buttons posts the text alone (it says what to type instead).
+        """
+        return await self.send_reply(inbound, text, agent_name=agent_name)
 
     def reply_conversation_id(self, inbound: StoredMessage) -> str:
         """The conversation a reply to `inbound` will belong to.

@@ -24,7 +24,9 @@ What to know when running it:
   reply to it. `send_reply` ignores `agent_name`: a bot cannot post under another name.
 - Commands (`/forget`, `/forget@this_bot` in groups) arrive as ordinary messages; the team's
   commands are set as the bot's command menu at start (setMyCommands; `-` becomes `_`, which
-  Telegram requires). A menu Telegram refuses is logged; typed commands still work.
+  Telegram requires). A menu Telegram refuses is logged; typed commands still work. A
+  command's buttons (`send_choices`, the Forget of `/forget`) are inline keyboard buttons; a
+  press arrives as a callback query and becomes the button's command, sent by whoever pressed.
 - 429s are waited out by PTB's `AIORateLimiter`, which also keeps to Telegram's documented
   flood limits (30 messages/s, 20 per minute per group) unless `throttle=False`.
 """
@@ -32,10 +34,19 @@ What to know when running it:
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from telegram import BotCommand, Message, ReplyParameters, Update
+from telegram import (
+    BotCommand,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+)
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -50,6 +61,7 @@ from telegram.ext import AIORateLimiter, ExtBot
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.telegram_inbound import (
     Sender,
+    button_turn,
     conversation_id,
     inbound_turn,
     sender_of,
@@ -68,10 +80,13 @@ from threadline.errors import (
 )
 from threadline.history.model import StoredMessage
 
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 log = structlog.get_logger("threadline.channels.telegram")
 
 Mode = Literal["polling", "webhook"]
-_ALLOWED_UPDATES = ["message", "edited_message"]
+_ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _RATE_LIMIT_RETRIES = 5
 
@@ -251,6 +266,8 @@ class TelegramChannel(Channel):
                 await self._deliver_message(update.message)
             elif update.edited_message is not None:
                 await self._deliver_edit(update.edited_message)
+            elif update.callback_query is not None:
+                await self._deliver_press(update.callback_query)
         except TurnNotRecordedError:
             raise
         except Exception:
@@ -275,6 +292,17 @@ class TelegramChannel(Channel):
             return  # stickers, joins and other messages without text
         await self._events.on_message(turn, self)
 
+    async def _deliver_press(self, query: CallbackQuery) -> None:
+        """A button press: its command as a turn of the chat the button is in."""
+        assert self._events is not None and self._bot is not None
+        turn = button_turn(query)
+        if turn is not None and not query.from_user.is_bot:
+            await self._events.on_message(turn, self)
+        try:
+            await self._bot.answer_callback_query(query.id)  # stops the button's spinner
+        except TelegramError as exc:
+            self._log.warning("telegram.press_not_answered", error=str(exc))
+
     async def _deliver_edit(self, message: Message) -> None:
         assert self._events is not None
         text = text_of(message)
@@ -294,6 +322,19 @@ class TelegramChannel(Channel):
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
+        return await self._post(inbound, text)
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The text with an inline keyboard button per choice (under its last part)."""
+        keyboard = InlineKeyboardMarkup(
+            [[InlineKeyboardButton(c.label, callback_data=c.command) for c in choices]])
+        return await self._post(inbound, text, keyboard=keyboard)
+
+    async def _post(self, inbound: StoredMessage, text: str, *,
+                    keyboard: InlineKeyboardMarkup | None = None) -> list[str]:
         bot = self._started("send a reply")
         meta = inbound.metadata
         if meta.channel_type != "telegram" or meta.channel_id is None:
@@ -316,6 +357,7 @@ class TelegramChannel(Channel):
                     text=part,
                     message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
                     reply_parameters=reply_to,
+                    reply_markup=keyboard if len(posted) == len(parts) - 1 else None,
                 )
             except TelegramError as exc:
                 error = self._failure(

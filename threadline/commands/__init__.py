@@ -4,6 +4,7 @@ from threadline.commands.builtin import BUILTIN_COMMANDS
 from threadline.commands.registry import (
     Command,
     CommandCall,
+    CommandChoice,
     CommandHandler,
     CommandRegistry,
     CommandReply,
@@ -16,5 +17,5 @@ def default_commands() -> CommandRegistry:
     return CommandRegistry(BUILTIN_COMMANDS)
 
 
-__all__ = ["BUILTIN_COMMANDS", "Command", "CommandCall", "CommandHandler", "CommandRegistry",
-           "CommandReply", "CommandRequest", "default_commands"]
+__all__ = ["BUILTIN_COMMANDS", "Command", "CommandCall", "CommandChoice", "CommandHandler",
+           "CommandRegistry", "CommandReply", "CommandRequest", "default_commands"]

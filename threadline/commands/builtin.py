@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from threadline.commands.registry import Command, CommandReply, CommandRequest
+from threadline.commands.registry import Command, CommandChoice, CommandReply, CommandRequest
 from threadline.history.addressing import normalize_mention
 from threadline.history.model import StoredMessage
 from threadline.history.summary import (
@@ -46,10 +46,11 @@ async def forget(request: CommandRequest) -> CommandReply:
     minutes = int(CONFIRM_WITHIN.total_seconds() // 60)
     return CommandReply(
         f"This makes {_names(request)} forget everything said here so far (the record stays "
-        f"for the other agents and for operators). To go ahead, send /forget {CONFIRM_WORD} "
-        f"within {minutes} minutes.",
+        f"for the other agents and for operators). To go ahead, press Forget or send "
+        f"/forget {CONFIRM_WORD} within {minutes} minutes.",
         {"forget": "asked", "asked_by": message.participant.id,
-         "agents": [a.name for a in request.targets]})
+         "agents": [a.name for a in request.targets]},
+        choices=(CommandChoice("Forget", f"/forget {CONFIRM_WORD}"),))
 
 
 async def _confirm(request: CommandRequest) -> CommandReply:

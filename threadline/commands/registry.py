@@ -77,12 +77,22 @@ class CommandRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandChoice:
+    """A button under a command's answer: pressing it sends `command` as the person pressing."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
 class CommandReply:
     """A command's answer; `detail` is kept with the stored answer (a later command reads it:
-    `/forget confirm` finds the `/forget` it confirms)."""
+    `/forget confirm` finds the `/forget` it confirms). `choices` are shown as buttons where
+    the platform has them; their commands can always be typed instead."""
 
     text: str
     detail: Mapping[str, Any] = field(default_factory=dict)
+    choices: tuple[CommandChoice, ...] = ()
 
 
 CommandHandler = Callable[[CommandRequest], Awaitable[CommandReply]]

@@ -100,3 +100,21 @@ async def test_a_command_for_another_bot_is_not_answered(bot: Bot) -> None:
     await bot.stop()
     stored = await bot.store.get(f"telegram:{GROUP.id}")
     assert [m.is_command for m in stored] == [False, True, True]
+
+
+async def test_forget_is_confirmed_with_the_button_under_the_question(bot: Bot) -> None:
+    await bot.send(GROUP, "@support_bot my order 7781 never arrived")
+    await bot.send(GROUP, "/forget")
+    question = bot.telegram.sent[-1]
+    before = len(bot.telegram.sent)
+    await bot.telegram.deliver(bot.telegram.press(question, "Forget", user=ALICE))
+    await bot.telegram.wait_for_calls("sendMessage", before + 1)
+    await bot.telegram.wait_for_calls("answerCallbackQuery", 1)
+    await bot.stop()
+
+    assert question["reply_markup"]["inline_keyboard"][0][0]["callback_data"] == "/forget confirm"
+    assert str(bot.telegram.sent[-1]["text"]).startswith("Done: support forgot")
+    stored = await bot.store.get(f"telegram:{GROUP.id}")
+    assert [(m.content.split()[0], m.is_command) for m in stored][-2:] == [
+        ("/forget", True), ("Done:", True)]
+    assert len(bot.model.requests) == 1
