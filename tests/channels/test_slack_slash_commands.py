@@ -127,3 +127,23 @@ async def test_a_command_that_could_not_be_recorded_is_acked_asking_to_send_it_a
     assert status == 200
     assert "could not be recorded" in body  # Slack shows a plain-text ack to the sender
     assert slack.responses == [] and events.inbound.empty()
+
+
+async def test_forget_is_confirmed_with_the_button_under_the_question(
+    sqlite_url: str, model: FakeAnthropic,
+) -> None:
+    async with running(sqlite_url, model) as app:
+        post = app.slack.message_event("<@U0BOT> my order 7781 never arrived")
+        await app.slack.deliver_event(app.channel.events_url, post)
+        await app.slack.wait_for_calls("chat.postMessage", 1)
+        question = await app.command("/forget")
+        press = app.slack.block_action(question["blocks"], "Forget")  # type: ignore[arg-type]
+        status, _ = await app.slack.deliver_action(app.channel.events_url, press)
+        url, done = (await app.slack.wait_for_responses(2))[1]
+        await app.team.stop()
+        stored = await app.store.get("slack:T0FAKE:C0GENERAL")
+
+    assert status == 200 and url == press["response_url"]
+    assert str(done["text"]).startswith("Done: support forgot")
+    assert [(m.content.split()[0], m.is_command) for m in stored][-4:] == [
+        ("/forget", True), ("This", True), ("/forget", True), ("Done:", True)]

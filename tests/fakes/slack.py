@@ -321,6 +321,36 @@ class FakeSlack:
             target_url, urllib.parse.urlencode(payload), signing_secret=signing_secret,
             headers={"Content-Type": "application/x-www-form-urlencoded"})
 
+    def block_action(self, blocks: list[dict[str, Any]], label: str, *, user: str = "U0ALICE",
+                     channel: str = "C0GENERAL", thread_ts: str | None = None
+                     ) -> dict[str, Any]:
+        """The `block_actions` payload of `user` pressing the button `label` in `blocks` (an
+        ephemeral answer the app posted to a response_url, or a message's blocks)."""
+        [button] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                    if e["text"]["text"] == label]
+        trigger = f"{next(self._ids)}.{next(self._ids)}.fake"
+        container = {"type": "message", "message_ts": self.next_ts(), "channel_id": channel,
+                     "is_ephemeral": True}
+        if thread_ts:
+            container["thread_ts"] = thread_ts
+        return {
+            "type": "block_actions", "token": "legacy-verification-token",
+            "api_app_id": "A0FAKE", "trigger_id": trigger, "container": container,
+            "team": {"id": self.team_id, "domain": "fake"},
+            "user": {"id": user, "username": self.users.get(user, {}).get("name", user),
+                     "team_id": self.team_id},
+            "channel": {"id": channel, "name": self.channels.get(channel, {}).get("name", "")},
+            "response_url": f"http://127.0.0.1:{self._port}/commands/{trigger}",
+            "actions": [{**button, "block_id": "b1", "action_ts": self.next_ts()}],
+        }
+
+    async def deliver_action(self, target_url: str, payload: Mapping[str, Any]
+                             ) -> tuple[int, str]:
+        """POST an interactive payload (`payload=<json>`, form-encoded and signed)."""
+        return await self.post_signed(
+            target_url, urllib.parse.urlencode({"payload": json.dumps(payload)}),
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
+
     async def send_socket_command(self, payload: Mapping[str, str]) -> dict[str, Any]:
         """Push a `slash_commands` envelope over the newest socket; returns the client's ack."""
         return await self._send_envelope("slash_commands", dict(payload))

@@ -18,9 +18,13 @@ one (same `event_id`) is applied once.
 Slash commands (`/forget`, declared in the app's settings with this request URL; in Socket
 Mode they arrive as `slash_commands` envelopes) become turns whose text is the command as
 typed; they are recorded before the ack, like messages, and answered by the pipeline through
-the command's `response_url` (seen only by the person who sent it). A command that could not be
-recorded is acked with a message saying to try again (Slack does not resend commands); a reply
-after a restart, when the `response_url` is no longer known, is posted in the channel.
+the command's `response_url` (seen only by the person who sent it). An answer's buttons (the
+Forget under `/forget`'s question) are Block Kit buttons; a press (`block_actions`) is the
+button's command, sent by whoever pressed it, answered through the press's `response_url`. A
+command that could not be recorded is acked with a message saying to try again (Slack does not
+resend commands); a reply after a restart, when the `response_url` is no longer known, is
+posted in the channel. Slack runs slash commands outside threads: in a channel they act on the
+channel's own conversation (its top-level posts), in a DM on the DM's.
 
 Slack's AI app surfaces: a person who opens the app's assistant pane starts an assistant thread
 in their DM with the app. `assistant_thread_started` is answered with the configured
@@ -46,7 +50,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import structlog
@@ -71,11 +75,14 @@ from threadline.channels.intake import RecentKeys
 from threadline.channels.slack_directory import SlackDirectory
 from threadline.channels.slack_events import (
     CHANNEL_TYPE,
+    CHOICE_ACTION,
     AssistantThread,
     SlackChange,
     SlackEdit,
     SlackPost,
     assistant_thread,
+    choice_blocks,
+    choice_turn,
     classify,
     context_turn,
     escape_outgoing,
@@ -95,6 +102,9 @@ from threadline.errors import (
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
 
 log = structlog.get_logger("threadline.channels.slack")
 
@@ -281,11 +291,25 @@ class SlackChannel(Channel):
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
+        return await self._post(inbound, text, agent_name=agent_name)
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The text with a button per choice under its last part (Block Kit actions)."""
+        return await self._post(inbound, text, agent_name=agent_name, choices=choices)
+
+    async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
+                    choices: Sequence[CommandChoice] = ()) -> list[str]:
         client = self._require_client()
         meta = inbound.metadata
+        parts = split_text(escape_outgoing(text), self.max_message_chars)
+        last = len(parts) - 1
         response_url = self._response_urls.pop(inbound.id, None)
         if response_url is not None:
-            return await self._answer_command(inbound, text, response_url)
+            return await self._answer_command(inbound, parts, response_url,
+                                              blocks=choice_blocks(parts[last], choices))
         if meta.channel_type != CHANNEL_TYPE or not meta.channel_id:
             raise ChannelPermanentError(
                 f"Slack channel {self.name!r} cannot reply in conversation "
@@ -293,12 +317,13 @@ class SlackChannel(Channel):
                 "not from Slack")
         thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
         username = agent_name if self.agent_name_as_username else None
-        parts = split_text(escape_outgoing(text), self.max_message_chars)
         posted: list[str] = []
-        for part in parts:
+        for number, part in enumerate(parts):
+            blocks = choice_blocks(part, choices) if number == last else None
             try:
                 response = await client.chat_postMessage(
-                    channel=meta.channel_id, text=part, thread_ts=thread_ts, username=username)
+                    channel=meta.channel_id, text=part, thread_ts=thread_ts, username=username,
+                    blocks=blocks)
             except SlackApiError as error:
                 raise self._reply_error(inbound, error, posted=len(posted),
                                         total=len(parts)) from error
@@ -310,13 +335,15 @@ class SlackChannel(Channel):
             posted.append(str(response["ts"]))
         return posted
 
-    async def _answer_command(self, inbound: StoredMessage, text: str, response_url: str
-                              ) -> list[str]:
-        """Answer a slash command through its response_url (no message ts comes back)."""
+    async def _answer_command(self, inbound: StoredMessage, parts: list[str], response_url: str,
+                              *, blocks: list[dict[str, Any]] | None) -> list[str]:
+        """Answer a command through its response_url (no message ts comes back)."""
         webhook = AsyncWebhookClient(response_url, session=self._session)
-        for part in split_text(escape_outgoing(text), self.max_message_chars):
+        for number, part in enumerate(parts):
             try:
-                response = await webhook.send(text=part, response_type="ephemeral")
+                response = await webhook.send(
+                    text=part, response_type="ephemeral",
+                    blocks=blocks if number == len(parts) - 1 else None)
             except (aiohttp.ClientError, TimeoutError) as error:
                 raise ChannelError(f"Slack channel {self.name!r}: answering a command in "
                                    f"conversation {inbound.conversation_id!r} failed: {error!r}"
@@ -380,6 +407,7 @@ class SlackChannel(Channel):
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
         app.command(re.compile(r"^/"))(self._on_slash_command)
+        app.action(re.compile(f"^{CHOICE_ACTION}"))(self._on_choice)
         app.event("assistant_thread_started")(self._on_assistant_thread)
         app.event("assistant_thread_context_changed")(self._on_assistant_thread)
         return app
@@ -502,15 +530,25 @@ class SlackChannel(Channel):
     async def _on_slash_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """bolt's slash command listener: record the command turn, then ack (see the module
         docstring); the answer comes later through the command's response_url."""
+        await self._take_command(ack, slash_command_turn(command, team_id=self._team_id),
+                                 response_url=command.get("response_url"))
+
+    async def _on_choice(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """A button of a command's answer was pressed: its command, sent by whoever pressed."""
+        await self._take_command(ack, choice_turn(body, team_id=self._team_id),
+                                 response_url=body.get("response_url"))
+
+    async def _take_command(self, ack: AsyncAck, turn: StoredMessage | None, *,
+                            response_url: object) -> None:
+        """Record a command turn, then ack; its answer goes to `response_url` when given."""
         events = self._events
-        turn = slash_command_turn(command, team_id=self._team_id)
         if events is None or self._closing or turn is None:
             await ack(text="Threadline is restarting or could not read this command; please "
                            "send it again in a moment.")
             return
         with self._handling():
-            if command.get("response_url"):
-                self._response_urls[turn.id] = str(command["response_url"])
+            if response_url:
+                self._response_urls[turn.id] = str(response_url)
             while len(self._response_urls) > _MAX_PENDING_COMMANDS:
                 self._response_urls.popitem(last=False)
             try:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadline.history.model import (
     MessageMetadata,
@@ -29,9 +29,15 @@ from threadline.history.model import (
 )
 
 CHANNEL_TYPE = "slack"
+CHOICE_ACTION = "threadline_command"  # action_id prefix of a command answer's buttons
+# A section block's text limit: a longer answer is posted without buttons (it says what to type).
+_SECTION_CHARS = 3000
 
 # Subtypes that are someone saying something; every other subtype (joins, topic changes,
 # `message_replied` bookkeeping, ...) is not a turn.
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 _POST_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message", "bot_message"})
 _MARKUP = re.compile(r"<([@#!]?)([^>|]+)(?:\|([^>]*))?>")
 _USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
@@ -262,23 +268,59 @@ def to_stored_message(
     )
 
 
-def slash_command_turn(command: Mapping[str, Any], *, team_id: str) -> StoredMessage | None:
+def choice_blocks(text: str, choices: Sequence[CommandChoice]) -> list[dict[str, Any]] | None:
+    """Block Kit for `text` (already escaped) with a button per choice; None without choices
+    or when the text is too long for a section block."""
+    if not choices or len(text) > _SECTION_CHARS:
+        return None
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+        {"type": "actions", "elements": [
+            {"type": "button", "action_id": f"{CHOICE_ACTION}_{number}", "value": choice.command,
+             "text": {"type": "plain_text", "text": choice.label}}
+            for number, choice in enumerate(choices)]},
+    ]
+
+
+def choice_turn(body: Mapping[str, Any], *, team_id: str) -> StoredMessage | None:
+    """The turn a pressed button sends: its command, as the person who pressed it.
+
+    Read as the slash command the button stands for, in the conversation of the message the
+    button is on (its thread, when it is in one).
+    """
+    actions = body.get("actions") or [{}]
+    command, _, text = str(actions[0].get("value") or "").partition(" ")
+    user = body.get("user") or {}
+    container = body.get("container") or {}
+    channel = body.get("channel") or {}
+    return slash_command_turn({
+        "command": command, "text": text, "user_id": user.get("id"),
+        "user_name": user.get("username") or user.get("name"),
+        "channel_id": channel.get("id") or container.get("channel_id"),
+        "channel_name": channel.get("name"), "team_id": (body.get("team") or {}).get("id"),
+        "trigger_id": body.get("trigger_id"),
+    }, team_id=team_id, thread_ts=container.get("thread_ts"))
+
+
+def slash_command_turn(command: Mapping[str, Any], *, team_id: str,
+                       thread_ts: str | None = None) -> StoredMessage | None:
     """The inbound turn for a slash command payload (`/forget confirm` as its text).
 
     A slash command has no message `ts`: its `trigger_id`, unique per invocation, names the
     turn. Slack runs slash commands in channels and DMs, never inside a thread, so the turn
-    belongs to the channel's (or DM's) own conversation. None when a field is missing.
+    belongs to the channel's (or DM's) own conversation; a button pressed in a thread
+    (`choice_turn`) gives its `thread_ts`. None when a field is missing.
     """
     name, channel_id = str(command.get("command") or ""), str(command.get("channel_id") or "")
     user_id, trigger = str(command.get("user_id") or ""), str(command.get("trigger_id") or "")
     if not (name.startswith("/") and channel_id and user_id and trigger):
         return None
     team_id = str(command.get("team_id") or team_id)
-    scope: Scope = "dm" if channel_id.startswith("D") else "channel"
+    scope: Scope = "dm" if channel_id.startswith("D") else ("thread" if thread_ts else "channel")
     return StoredMessage(
         id=f"slack:{team_id}:{channel_id}:command:{trigger}",
         conversation_id=conversation_id(team_id=team_id, channel_id=channel_id, ts="",
-                                        thread_ts=None),
+                                        thread_ts=thread_ts),
         participant=Participant(kind="user", id=user_id,
                                 display_name=str(command.get("user_name") or user_id)),
         content=f"{name} {command.get('text') or ''}".strip(),
@@ -288,6 +330,7 @@ def slash_command_turn(command: Mapping[str, Any], *, team_id: str) -> StoredMes
             channel_type=CHANNEL_TYPE,
             channel_name=None if scope == "dm" else command.get("channel_name"),
             channel_id=channel_id,
+            thread_id=thread_ts,
             extra={"slash_command": name},
         ),
     )
