@@ -91,3 +91,23 @@ async def test_forget_in_a_dm_is_confirmed_then_honoured(bot: Bot, model: FakeAn
     assert "/forget confirm" in question and done.startswith("Done: support forgot")
     first, last = (json.dumps(body["messages"]) for body in model.bodies)
     assert "7781" in first and "7781" not in last and "/forget" not in last
+
+
+async def test_forget_is_confirmed_with_the_button_under_the_question(
+    bot: Bot, model: FakeAnthropic,
+) -> None:
+    await bot.discord.deliver_message(bot.world.general, author=bot.world.ada,
+                                      content=f"<@{bot.discord.bot.id}> my order 7781 is late")
+    await bot.discord.wait_for_posts(1)
+    await bot.command(bot.world.general, "forget")
+    question = bot.discord.followup_messages[-1]
+    await bot.discord.press_button(question, "Forget", user=bot.world.ada)
+    [*_, done] = await bot.discord.wait_for_followups(2)
+    await bot.team.stop()
+
+    assert done["content"].startswith("Done: support forgot")
+    assert [c["type"] for c in bot.discord.interaction_callbacks] == [5, 5]
+    stored = await bot.store.get(f"discord:{bot.world.guild.id}:{bot.world.general}")
+    assert [(m.content.split()[0], m.is_command) for m in stored][-2:] == [
+        ("/forget", True), ("Done:", True)]
+    assert len(model.requests) == 1

@@ -167,6 +167,7 @@ class FakeDiscord:
         self.app_commands: list[Json] = []  # as the last bulk overwrite set them
         self.interaction_callbacks: list[Json] = []  # bodies posted to .../callback
         self.followups: list[Json] = []  # bodies posted to the interaction webhook
+        self.followup_messages: list[Json] = []  # the messages those follow-ups created
         self._interactions: dict[str, Json] = {}  # token -> the interaction
         self._acknowledged: set[str] = set()  # tokens whose interaction got its callback
         self._failures: list[Failure] = []
@@ -345,6 +346,18 @@ class FakeDiscord:
                               text: str | None = None) -> Json:
         """Dispatch one application command invocation; returns its payload."""
         interaction = self.interaction_payload(channel_id, user=user, name=name, text=text)
+        self._interactions[interaction["token"]] = interaction
+        await self.deliver("INTERACTION_CREATE", interaction)
+        return interaction
+
+    async def press_button(self, message: Json, label: str, *, user: FakeUser) -> Json:
+        """Dispatch `user` pressing the button `label` of `message` (a follow-up the bot sent,
+        from `followup_messages`); returns the interaction."""
+        [button] = [c for row in message.get("components", []) for c in row["components"]
+                    if c.get("label") == label]
+        interaction = self.interaction_payload(message["channel_id"], user=user, name="")
+        interaction.update(type=3, message=message, data={
+            "custom_id": button["custom_id"], "component_type": button["type"]})
         self._interactions[interaction["token"]] = interaction
         await self.deliver("INTERACTION_CREATE", interaction)
         return interaction
@@ -539,6 +552,9 @@ class FakeDiscord:
                                        content=content)
         message["webhook_id"] = self.application_id
         message["flags"] = body.get("flags", 0)
+        if body.get("components"):
+            message["components"] = body["components"]
+        self.followup_messages.append(message)
         return _json(message)
 
     def _channel(self, channel_id: str) -> web.Response:

@@ -30,15 +30,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.discord_client import ENDPOINTS, build_client
-from threadline.channels.discord_commands import command_tree, command_turn
+from threadline.channels.discord_commands import (
+    choice_view,
+    command_tree,
+    command_turn,
+    pressed_command,
+)
 from threadline.channels.discord_normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
@@ -59,6 +64,9 @@ from threadline.errors import (
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
 
 log = structlog.get_logger("threadline.channels.discord")
 
@@ -328,6 +336,12 @@ class DiscordChannel(Channel):
                     what_to_do="fix the store (see the error), then ask the author to send "
                                "the message again or answer it by hand")
 
+    async def _handle_press(self, interaction: discord.Interaction) -> None:
+        """A button of a command's answer: the command it carries, as an invocation."""
+        call = pressed_command(interaction)
+        if call is not None:
+            await self._handle_command(interaction, call.name, call.args)
+
     async def _handle_command(self, interaction: discord.Interaction, name: str,
                               text: str) -> None:
         """An application command: deferred at once, recorded, answered by the pipeline."""
@@ -421,7 +435,7 @@ class DiscordChannel(Channel):
         bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         interaction = self._interactions.pop(inbound.id, None)
         if interaction is not None:
-            return await self._answer_command(interaction, inbound, text, bound)
+            return await self._answer_command(interaction, inbound, text, bound, choices=())
         target_id = int(metadata.thread_id or metadata.channel_id)
         target = client.get_partial_messageable(target_id)
         # Only the first part is a reply (to a message that may be gone by now); the rest follow.
@@ -440,13 +454,33 @@ class DiscordChannel(Channel):
         bound.debug("discord.replied", parts=len(posted))
         return posted
 
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The answer to a command with a button per choice (under its last part); without the
+        command's interaction (after a restart) the text alone, which says what to type."""
+        interaction = self._interactions.pop(inbound.id, None)
+        if interaction is None:
+            return await self.send_reply(inbound, text, agent_name=agent_name)
+        bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
+        return await self._answer_command(interaction, inbound, text, bound, choices=choices)
+
     async def _answer_command(self, interaction: discord.Interaction, inbound: StoredMessage,
-                              text: str, bound: Any) -> list[str]:
+                              text: str, bound: Any, *, choices: Sequence[CommandChoice]
+                              ) -> list[str]:
         """The deferred answer to an application command: its follow-up messages."""
         posted: list[str] = []
-        for part in split_text(text, self.max_message_chars):
+        parts = split_text(text, self.max_message_chars)
+        for number, part in enumerate(parts):
+            view = choice_view(choices) if choices and number == len(parts) - 1 else None
             try:
-                sent = await interaction.followup.send(part, ephemeral=True, wait=True)
+                if view is None:
+                    sent = await interaction.followup.send(part, ephemeral=True, wait=True)
+                else:
+                    sent = await interaction.followup.send(part, ephemeral=True, wait=True,
+                                                           view=view)
+                    view.stop()  # presses are handled by custom_id, not by this view
             except discord.HTTPException as exc:
                 raise self._send_error(exc, inbound, posted, bound) from exc
             posted.append(str(sent.id))

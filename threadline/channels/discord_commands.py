@@ -6,7 +6,9 @@ tree is synced (one bulk overwrite of the application's commands) once the gatew
 An invocation arrives as INTERACTION_CREATE; `command_turn` makes it the turn
 `/forget confirm`, which the pipeline answers like a typed command. The answer goes back
 through the interaction (a deferred reply and its follow-up, seen only by the person who ran
-it), the way Discord expects an application command to be answered.
+it), the way Discord expects an application command to be answered. An answer's buttons
+(`choice_view`) carry their command in the custom_id; a press is that command, sent by whoever
+pressed it, answered like an invocation.
 """
 
 from __future__ import annotations
@@ -18,11 +20,34 @@ import discord
 from discord import app_commands
 
 from threadline.channels.discord_normalize import CHANNEL_TYPE, DiscordLocation
-from threadline.commands import Command
+from threadline.commands import Command, CommandCall, CommandChoice
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 
 # What the channel does with an invocation: (interaction, command name, its text).
 CommandHandler = Callable[[discord.Interaction, str, str], Awaitable[None]]
+# custom_id prefix of a command answer's buttons; the rest is the command a press sends.
+CHOICE_PREFIX = "threadline:"
+
+
+def choice_view(choices: Sequence[CommandChoice]) -> discord.ui.View:
+    """A button per choice; a press comes back as an interaction with the choice's command
+    in its custom_id (`pressed_command`), handled by the channel, so it works after a restart
+    too (the view itself is not kept)."""
+    view = discord.ui.View(timeout=None)
+    for choice in choices:
+        view.add_item(discord.ui.Button(label=choice.label, style=discord.ButtonStyle.danger,
+                                        custom_id=f"{CHOICE_PREFIX}{choice.command}"[:100]))
+    return view
+
+
+def pressed_command(interaction: discord.Interaction) -> CommandCall | None:
+    """The command a pressed button of ours sends, or None for any other interaction."""
+    if interaction.type is not discord.InteractionType.component or interaction.data is None:
+        return None
+    custom_id = str(interaction.data.get("custom_id") or "")
+    if not custom_id.startswith(CHOICE_PREFIX):
+        return None
+    return CommandCall.parse(custom_id.removeprefix(CHOICE_PREFIX))
 
 
 def command_tree(client: discord.Client, commands: Sequence[Command],
