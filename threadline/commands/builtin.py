@@ -2,7 +2,8 @@
 
 `/forget` makes the agents it is for forget this conversation (see `history.summary` for what
 that means in a shared history: a per-agent cutoff, not a deletion). It asks first; the same
-person confirms with `/forget confirm` within `CONFIRM_WITHIN`. The question is a recorded
+person confirms with `/forget confirm` (or the Forget button under the question, where the
+platform has buttons) within `CONFIRM_WITHIN`. The question is a recorded
 command answer, so the confirmation works across restarts and processes, like every turn.
 """
 
@@ -46,8 +47,8 @@ async def forget(request: CommandRequest) -> CommandReply:
     minutes = int(CONFIRM_WITHIN.total_seconds() // 60)
     return CommandReply(
         f"This makes {_names(request)} forget everything said here so far (the record stays "
-        f"for the other agents and for operators). To go ahead, press Forget or send "
-        f"/forget {CONFIRM_WORD} within {minutes} minutes.",
+        f"for the other agents and for operators). To go ahead, send /forget {CONFIRM_WORD} "
+        f"within {minutes} minutes.",
         {"forget": "asked", "asked_by": message.participant.id,
          "agents": [a.name for a in request.targets]},
         choices=(CommandChoice("Forget", f"/forget {CONFIRM_WORD}"),))
