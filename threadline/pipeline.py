@@ -61,6 +61,15 @@ class Post(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class CommandTurn:
+    """A turn that sends a registered command, and the channel whose agents it is for."""
+
+    command: Command
+    call: CommandCall
+    attachment: Attachment
+
+
+@dataclass(frozen=True, slots=True)
 class Attachment:
     """Which agents listen on a channel (None: turns handed over without one)."""
 
@@ -377,7 +386,7 @@ class TurnPipeline:
     # -- commands ----------------------------------------------------------------------------
 
     def _command_in(self, message: StoredMessage, attachment: Attachment
-                    ) -> tuple[Command, CommandCall, Attachment] | None:
+                    ) -> CommandTurn | None:
         """The registered command this turn sends, and the channel whose agents it is for.
 
         `/name@bot` is for the bot named (another of our channels, perhaps); a bot we do not
@@ -390,42 +399,44 @@ class TurnPipeline:
             return None
         command, call = found
         if call.target is None:
-            return command, call, attachment
+            return CommandTurn(command, call, attachment)
         target = normalize_mention(call.target)
         for candidate in (attachment, *self.attachments.values()):
             if target in {normalize_mention(a) for a in self._bot_aliases(candidate)}:
-                return command, call, candidate
+                return CommandTurn(command, call, candidate)
         return None
 
-    async def _answer_command(self, command: tuple[Command, CommandCall, Attachment],
-                              message: StoredMessage, bound: Any, *, retried: bool
-                              ) -> list[AgentResult]:
-        """Answer a command with its handler: recorded both ways, delivered once, no model."""
-        handler, call, attachment = command
+    async def _answer_command(self, turn: CommandTurn, message: StoredMessage, bound: Any, *,
+                              retried: bool) -> list[AgentResult]:
+        """Answer a command with its handler: recorded both ways, delivered once, no model.
+
+        It is for the agents it names, else for every agent of the channel; the first of them
+        answers. A command taken again after a crash is answered from the reply ledger.
+        """
+        name = turn.command.name
         message = replace(message, metadata=replace(message.metadata, extra={
-            **message.metadata.extra, "command": handler.name}))
+            **message.metadata.extra, "command": name}))
         await self.writer.record(message)
-        found = await self.store.get_by_ids(message.conversation_id, [message.id])
-        if not found:
+        recorded = await self.store.get_by_ids(message.conversation_id, [message.id])
+        if not recorded:  # a handler reads the history up to the command's sequence
             raise StoreError(f"command turn {message.id} is not in the store yet (it waits in "
                              "the outbox); answered once it is")
-        present = attachment.agents
-        named = {normalize_mention(w) for w in call.args.split()}
+        present = turn.attachment.agents
+        named = {normalize_mention(word) for word in turn.call.args.split()}
         targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
         responder = targets[0]
-        bound = bound.bind(command=handler.name, agent=responder.name)
-        earlier = None
-        if retried:
-            earlier = await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        bound = bound.bind(command=name, agent=responder.name)
+        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+                   if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]
-        answer = await handler.handler(CommandRequest(
-            call=call, message=found[0], present=present, targets=targets,
-            channel=attachment.channel, store=self.store))
+        answer = await turn.command.handler(CommandRequest(
+            call=turn.call, message=recorded[0], present=present, targets=targets,
+            channel=turn.attachment.channel, store=self.store))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
-            **answer.detail, "command": handler.name}))
-        channel = attachment.channel
+            **answer.detail, "command": name}))
+        channel = turn.attachment.channel
         ids: list[str] = []
         if channel is not None:
             post = partial(channel.send_choices, choices=answer.choices) if answer.choices else None
