@@ -16,8 +16,10 @@ import pytest
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from threadline.agents import Agent, Team
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.agents.summarizer import ExtractiveSummarizer
 from threadline.channels.local import LocalChannel
 from threadline.history import SqlConversationStore
+from threadline.history.assembler import AssemblerOptions
 
 fake = fake_anthropic_fixture()
 
@@ -99,3 +101,34 @@ async def test_commands_in_a_conversation_with_no_history(room: Room) -> None:
     assert room.model.requests == []
     stored = await room.store.get("local:main")
     assert len(stored) == 6 and all(m.is_command for m in stored)
+
+
+async def test_summary_shows_the_standing_summary_then_that_it_was_forgotten(
+    sqlite_url: str, fake: FakeAnthropic,
+) -> None:
+    async with SqlConversationStore(sqlite_url) as store:
+        agent = Agent(name="support", conversation_history=store,
+                      provider=AnthropicProvider(fake.client()),
+                      summarizer=ExtractiveSummarizer(),
+                      assembler_options=AssemblerOptions(rolling_summary_threshold=2,
+                                                         addressed_only_mode=False))
+        team = Team([agent])
+        channel = LocalChannel(name="local")
+        team.attach(channel)
+        await team.start()
+        room = Room(store, team, channel, fake)
+        try:
+            for line in ("my order 7781 never arrived", "it was a blue parcel",
+                         "I paid 40 euros for it"):
+                await room.say(f"@support {line}")
+            [summary] = await room.say("/summary")
+            await room.say("/forget")
+            await room.say("/forget confirm")
+            [after] = await room.say("/summary")
+        finally:
+            await team.stop()
+
+    assert summary.startswith("support's summary:\n") and "7781" in summary
+    assert after == ("support was asked to forget this conversation; nothing has been "
+                     "summarized since.")
+    assert len(fake.requests) == 3
