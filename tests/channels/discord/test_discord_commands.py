@@ -13,7 +13,7 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from threadline.agents import Agent, Team
 from threadline.agents.anthropic_provider import AnthropicProvider
-from threadline.channels.discord_channel import DiscordChannel
+from threadline.channels.discord import DiscordChannel
 from threadline.history import SqlConversationStore
 
 model = fake_anthropic_fixture()

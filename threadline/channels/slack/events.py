@@ -84,9 +84,15 @@ SlackChange = SlackPost | SlackEdit | SlackDeletion
 
 def conversation_id(*, team_id: str, channel_id: str, ts: str, thread_ts: str | None) -> str:
     """The conversation a message with this `ts` / `thread_ts` belongs to."""
+    channel = f"slack:{team_id}:{channel_id}"
     if thread_ts and thread_ts != ts:
-        return f"slack:{team_id}:{channel_id}:{thread_ts}"
-    return f"slack:{team_id}:{channel_id}"
+        return thread_conversation_id(channel, thread_ts)
+    return channel
+
+
+def thread_conversation_id(channel_conversation_id: str, thread_ts: str) -> str:
+    """The conversation of the thread under the post `thread_ts` in a channel's conversation."""
+    return f"{channel_conversation_id}:{thread_ts}"
 
 
 def stored_id(*, team_id: str, channel_id: str, ts: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from threadline.channels.discord_normalize import CHANNEL_TYPE, DiscordLocation
+from threadline.channels.discord.normalize import CHANNEL_TYPE, DiscordLocation
 from threadline.commands import Command, CommandCall, CommandChoice
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
+from threadline.agents.tools import input_problem
 from threadline.errors import SearchQueryError
 from threadline.history.recall import only
 from threadline.history.search import format_windows
@@ -22,7 +23,7 @@ MAX_LIMIT = 20
 _INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string",
+        "query": {"type": "string", "pattern": r"\S",
                   "description": "A question or key words about what was said earlier."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 5,
                   "description": "How many matching turns to show."},
@@ -60,22 +61,12 @@ class ConversationSearchTool:
 
 
 def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
-    """The query and limit from a model's input; raises ValueError with a reason for the model."""
-    if not isinstance(raw, Mapping):
-        raise ValueError("input must be an object with a 'query' string")
-    unknown = sorted(set(raw) - {"query", "limit"})
-    if unknown:
-        raise ValueError(
-            f"unknown input {', '.join(unknown)}: conversation_search only searches the "
-            "current conversation and takes just 'query' and 'limit'"
-        )
-    query = raw.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise ValueError("'query' must be a non-empty string")
-    limit = raw.get("limit", 5)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValueError(f"'limit' must be a whole number from 1 to {MAX_LIMIT}")
-    return query, limit
+    """The query and limit from a model's input; raises ValueError with a reason for the model
+    (checked against the tool's own schema, like every tool's input)."""
+    problem = input_problem(_INPUT_SCHEMA, raw)
+    if problem is not None:
+        raise ValueError(problem)
+    return raw["query"], raw.get("limit", _INPUT_SCHEMA["properties"]["limit"]["default"])
 
 
 def make_conversation_search_tool(

@@ -16,7 +16,7 @@ import yarl
 from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from threadline.channels.discord_channel import DiscordChannel
+    from threadline.channels.discord.channel import DiscordChannel
 
 # Guilds, guild messages, DMs and message content: what a conversational bot needs, no more.
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True,

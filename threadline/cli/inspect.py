@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from threadline.cli_history import require_database, store_url
+from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
 from threadline.history.sql_store import SqlConversationStore
@@ -256,7 +256,7 @@ def console_main(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         url = settings.store.url
     elif args.db:
-        url = f"sqlite+aiosqlite:///{args.db}"
+        url = f"sqlite:///{args.db}"
     else:
         raise ConfigError("say which database to show: threadline console CONFIG, or --db PATH")
     require_database(url)

@@ -13,7 +13,9 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent, Team
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.channels.platform import ChannelContext
 from threadline.channels.slack import SlackChannel
+from threadline.channels.slack.platform import PLATFORM
 from threadline.history import SqlConversationStore
 
 model = fake_anthropic_fixture()
@@ -32,7 +34,10 @@ async def assistant(sqlite_url: str, model: FakeAnthropic, **options: Any
         slack.add_channel("C0RANDOM", name="random")
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client()))])
-        channel = SlackChannel(**slack.channel_settings(), **options)
+        # Built from `channels:` settings, as `threadline run` builds it.
+        settings = PLATFORM.settings(type="slack", **slack.channel_settings(), **options)
+        channel = PLATFORM.build("slack", settings, ChannelContext())
+        assert isinstance(channel, SlackChannel)
         team.attach(channel)
         await team.start()
         try:

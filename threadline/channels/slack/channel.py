@@ -33,7 +33,7 @@ given then and on every `assistant_thread_context_changed`, is recorded as a sys
 that thread's conversation (`on_context`), before the ack. Messages in the thread are ordinary
 `message` events of that thread, so the agent's conversation is the assistant thread itself.
 
-In HTTP mode `slack_requests` checks each request before bolt sees it: unsigned, forged or
+In HTTP mode `slack.requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
 Replies: a message inside a thread is answered in that thread; a top-level channel message is
@@ -68,12 +68,13 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.intake import RecentKeys
-from threadline.channels.slack_directory import SlackDirectory
-from threadline.channels.slack_events import (
+from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.events import (
     CHANNEL_TYPE,
     CHOICE_ACTION,
     AssistantThread,
@@ -90,9 +91,10 @@ from threadline.channels.slack_events import (
     names_to_look_up,
     render_mentions,
     slash_command_turn,
+    thread_conversation_id,
     to_stored_message,
 )
-from threadline.channels.slack_requests import bolt_request, unverified
+from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -233,7 +235,7 @@ class SlackChannel(Channel):
         )
         self._directory = SlackDirectory(self._client)
         try:
-            await self._learn_identity(self._client)
+            await self._learn_identity(self._client, self._directory)
             app = self._build_app(self._client)
             if self.mode == "http":
                 await self._serve_http(app)
@@ -264,10 +266,14 @@ class SlackChannel(Channel):
 
         Event subscriptions cannot be read through the Web API; if the bot hears nothing in
         channels, check that the app subscribes to `message.channels`, `message.groups` and
-        `message.im` (Event Subscriptions > Subscribe to bot events).
+        `message.im` (Event Subscriptions > Subscribe to bot events). Before `start()` it asks
+        `auth.test` itself, once, and learns who the bot is (`threadline check`).
         """
-        client = self._require_client()
-        response = await client.auth_test()
+        if self._client is None:
+            client = AsyncWebClient(token=self._bot_token, base_url=self._api_base_url)
+            response = await self._learn_identity(client, SlackDirectory(client))
+        else:
+            response = await self._client.auth_test()
         granted_header = response.headers.get("x-oauth-scopes")
         if granted_header is None:
             return []
@@ -286,7 +292,7 @@ class SlackChannel(Channel):
         """A channel post answered in a new thread: the reply lives in that thread's history."""
         if not self._opens_thread(inbound) or not inbound.metadata.message_id:
             return inbound.conversation_id
-        return f"{inbound.conversation_id}:{inbound.metadata.message_id}"
+        return thread_conversation_id(inbound.conversation_id, inbound.metadata.message_id)
 
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
@@ -310,11 +316,7 @@ class SlackChannel(Channel):
         if response_url is not None:
             return await self._answer_command(inbound, parts, response_url,
                                               blocks=choice_blocks(parts[last], choices))
-        if meta.channel_type != CHANNEL_TYPE or not meta.channel_id:
-            raise ChannelPermanentError(
-                f"Slack channel {self.name!r} cannot reply in conversation "
-                f"{inbound.conversation_id!r}: the message came from {meta.channel_type!r}, "
-                "not from Slack")
+        channel_id = self.delivered_here(inbound)
         thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
         username = agent_name if self.agent_name_as_username else None
         posted: list[str] = []
@@ -322,7 +324,7 @@ class SlackChannel(Channel):
             blocks = choice_blocks(part, choices) if number == last else None
             try:
                 response = await client.chat_postMessage(
-                    channel=meta.channel_id, text=part, thread_ts=thread_ts, username=username,
+                    channel=channel_id, text=part, thread_ts=thread_ts, username=username,
                     blocks=blocks)
             except SlackApiError as error:
                 raise self._reply_error(inbound, error, posted=len(posted),
@@ -374,7 +376,9 @@ class SlackChannel(Channel):
             raise ChannelError(f"Slack channel {self.name!r} is not started; call start() first")
         return self._client
 
-    async def _learn_identity(self, client: AsyncWebClient) -> None:
+    async def _learn_identity(self, client: AsyncWebClient, directory: SlackDirectory
+                              ) -> AsyncSlackResponse:
+        """Who the bot is (`auth.test`, then its display name); returns the auth answer."""
         try:
             auth = await client.auth_test()
         except SlackApiError as error:
@@ -391,16 +395,16 @@ class SlackChannel(Channel):
         bot_id = auth.get("bot_id")
         self._team_id = str(auth.get("team_id") or "")
         self._own_ids = frozenset(i for i in (user_id, bot_id) if i)
-        assert self._directory is not None
-        names = await self._directory.user_names([user_id])
+        names = await directory.user_names([user_id])
         self.identity = BotIdentity(
             user_id=user_id, username=auth.get("user"),
             display_name=names[user_id] if names[user_id] != user_id else None,
             extra_ids=(str(bot_id),) if bot_id else (),
         )
+        return auth
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
-        # Requests are verified by `slack_requests` before bolt parses them, so bolt does not.
+        # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.
         app = AsyncApp(client=client, signing_secret=self._signing_secret or None,
                        request_verification_enabled=False, process_before_response=True,
                        name=f"threadline-{self.name}")
@@ -430,6 +434,7 @@ class SlackChannel(Channel):
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, self._port).start()
+        self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app

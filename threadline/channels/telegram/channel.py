@@ -1,7 +1,7 @@
 """The Telegram channel: one bot token, driven through python-telegram-bot (PTB) v22.
 
 Updates arrive by long polling (default) or by webhook, and Telegram is told an update arrived
-only once it was handled, for a message once `on_message` returned (see `telegram_updates`).
+only once it was handled, for a message once `on_message` returned (see `telegram.updates`).
 In webhook mode the channel serves `webhook_listen:webhook_port/webhook_path` and registers
 `webhook_url` with Telegram together with `webhook_secret_token`; a request without that exact
 `X-Telegram-Bot-Api-Secret-Token` header is answered 403 and never reaches the events.
@@ -46,6 +46,7 @@ from telegram import (
     Message,
     ReplyParameters,
     Update,
+    User,
 )
 from telegram.error import (
     BadRequest,
@@ -59,7 +60,7 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, ExtBot
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.telegram_inbound import (
+from threadline.channels.telegram.inbound import (
     Sender,
     button_turn,
     conversation_id,
@@ -68,14 +69,13 @@ from threadline.channels.telegram_inbound import (
     text_of,
     turn_id,
 )
-from threadline.channels.telegram_updates import UpdatePoller, WebhookReceiver
+from threadline.channels.telegram.updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
     ChannelPermanentError,
     ConfigError,
-    InvalidMessageError,
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
@@ -173,14 +173,7 @@ class TelegramChannel(Channel):
         except TelegramError as exc:
             await bot.shutdown()
             raise self._failure(exc, action="connect to the Bot API") from exc
-        me = bot.bot
-        username = me.username or None
-        self.identity = BotIdentity(
-            user_id=str(me.id),
-            username=username,
-            display_name=me.first_name,
-            extra_ids=(f"@{username}",) if username else (),
-        )
+        self._learn_identity(bot.bot)
         self._events = events
         self._conflict = None
         await self._offer_commands(bot)
@@ -190,7 +183,7 @@ class TelegramChannel(Channel):
             await bot.shutdown()
             raise
         self._bot = bot
-        self._log.info("telegram.started", mode=self._mode, bot=username)
+        self._log.info("telegram.started", mode=self._mode, bot=bot.bot.username)
 
     async def _offer_commands(self, bot: ExtBot[Any]) -> None:
         """The team's commands as the bot's command menu (what "/" shows in every chat)."""
@@ -256,7 +249,7 @@ class TelegramChannel(Channel):
     # -- inbound ---------------------------------------------------------------------------
 
     async def _on_update(self, update: Update) -> None:
-        """Hand one update to the events; returns once it is handled (see `telegram_updates`).
+        """Hand one update to the events; returns once it is handled (see `telegram.updates`).
 
         `TurnNotRecordedError` propagates, so the update is not confirmed; any other failure
         is logged and the update counts as handled, so one bad update cannot stall the bot.
@@ -337,12 +330,7 @@ class TelegramChannel(Channel):
                     keyboard: InlineKeyboardMarkup | None = None) -> list[str]:
         bot = self._started("send a reply")
         meta = inbound.metadata
-        if meta.channel_type != "telegram" or meta.channel_id is None:
-            raise InvalidMessageError(
-                f"telegram channel {self.name!r} cannot reply to {inbound.conversation_id}: "
-                f"metadata.channel_type is {meta.channel_type!r} with channel_id "
-                f"{meta.channel_id!r}; it needs a message this channel delivered."
-            )
+        chat_id = int(self.delivered_here(inbound))
         reply_to = None
         if inbound.scope != "dm" and meta.message_id is not None:
             reply_to = ReplyParameters(
@@ -353,7 +341,7 @@ class TelegramChannel(Channel):
         for part in parts:
             try:
                 sent = await bot.send_message(
-                    chat_id=int(meta.channel_id),
+                    chat_id=chat_id,
                     text=part,
                     message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
                     reply_parameters=reply_to,
@@ -396,10 +384,25 @@ class TelegramChannel(Channel):
 
     # -- diagnostics -----------------------------------------------------------------------
 
+    def _learn_identity(self, me: User) -> None:
+        username = me.username or None
+        self.identity = BotIdentity(
+            user_id=str(me.id),
+            username=username,
+            display_name=me.first_name,
+            extra_ids=(f"@{username}",) if username else (),
+        )
+
     async def check(self) -> list[str]:
-        bot = self._started("check its settings")
+        """Settings that keep the bot from reading groups. Before `start()` it asks getMe
+        itself, once, and learns who the bot is (`threadline check`)."""
         try:
-            me = await bot.get_me()
+            if self._bot is None:
+                async with self._build_bot() as bot:  # initializing asks getMe once
+                    me = bot.bot
+                self._learn_identity(me)
+            else:
+                me = await self._bot.get_me()
         except TelegramError as exc:
             raise self._failure(exc, action="read the bot's settings (getMe)") from exc
         problems = []

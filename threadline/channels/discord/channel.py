@@ -5,7 +5,7 @@ and message content. Message content is privileged: enable "Message Content Inte
 in the Discord Developer Portal, or Discord refuses the connection (we then fail at `start` with
 that instruction) and, for bots in 100+ servers, the app must be approved for it.
 
-Conversation ids, stored ids and mention handling are described in `discord_normalize`.
+Conversation ids, stored ids and mention handling are described in `discord.normalize`.
 
 Acknowledgement: the gateway has none, and Discord never delivers a message event again
 (a resume replays only what the connection missed). `on_message` is awaited as each event
@@ -22,7 +22,7 @@ Rate limits are waited out by discord.py's own per-route buckets; Forbidden, Not
 
 `api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
 `wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
-so two channels asking for different values are refused at start (see `discord_client`).
+so two channels asking for different values are refused at start (see `discord.client`).
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
-from threadline.channels.discord_client import ENDPOINTS, build_client
-from threadline.channels.discord_commands import (
+from threadline.channels.discord.client import ENDPOINTS, build_client
+from threadline.channels.discord.commands import (
     choice_view,
     command_tree,
     command_turn,
     pressed_command,
 )
-from threadline.channels.discord_normalize import (
+from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
     dm_location,
@@ -60,7 +60,6 @@ from threadline.errors import (
     ChannelError,
     ChannelPermanentError,
     ConfigError,
-    InvalidMessageError,
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
@@ -254,8 +253,21 @@ class DiscordChannel(Channel):
             ENDPOINTS.release(api_base_url=self._api_base_url, gateway_url=self._gateway_url)
 
     async def check(self) -> list[str]:
-        """Problems that would keep the bot silent: a missing intent, no servers to talk in."""
+        """Problems that would keep the bot silent: a missing intent, no servers to talk in.
+
+        Before `start()` it logs in (which asks who the bot is), checks, and logs out again.
+        """
+        started = self._runner is not None
         client = await self._logged_in_client()
+        try:
+            if self.identity is None:
+                self._connected()
+            return self._problems(client)
+        finally:
+            if not started:
+                await self._close_client()
+
+    def _problems(self, client: discord.Client) -> list[str]:
         problems = []
         flags = client.application_flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):
@@ -426,17 +438,11 @@ class DiscordChannel(Channel):
         if client is None or self._runner is None:
             raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
         metadata = inbound.metadata
-        if metadata.channel_type != CHANNEL_TYPE or not metadata.channel_id:
-            raise InvalidMessageError(
-                f"Discord channel '{self.name}' cannot reply to {inbound.id!r} in "
-                f"{inbound.conversation_id!r}: it came from channel_type "
-                f"{metadata.channel_type!r}, not a Discord channel"
-            )
         bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         interaction = self._interactions.pop(inbound.id, None)
         if interaction is not None:
             return await self._answer_command(interaction, inbound, text, bound, choices=())
-        target_id = int(metadata.thread_id or metadata.channel_id)
+        target_id = int(metadata.thread_id or self.delivered_here(inbound))
         target = client.get_partial_messageable(target_id)
         # Only the first part is a reply (to a message that may be gone by now); the rest follow.
         first: dict[str, Any] = {}

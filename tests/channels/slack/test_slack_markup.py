@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from threadline.channels.slack_events import (
+from threadline.channels.slack.events import (
     classify,
     conversation_id,
     escape_outgoing,

@@ -1,6 +1,6 @@
 """`threadline history ...` and `threadline db upgrade`: the stored conversations, by hand.
 
-Export writes JSON Lines (one turn per line, the outbox's own format, so nothing is encoded
+Export writes JSON Lines (one turn per line, in `history.codec`'s encoding, so nothing is encoded
 twice); import reads it back in batches and is idempotent: the store's duplicate protection
 skips turns it already has, so a file can be imported twice or after a partial run.
 """
@@ -18,9 +18,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
-from threadline.config import DEFAULT_STORE_URL, load_settings
+from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
+from threadline.history.database_url import DEFAULT_STORE_URL, sqlite_file
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.sql_store import SqlConversationStore
 
@@ -62,7 +63,7 @@ def store_url(args: argparse.Namespace) -> str:
     if args.url:
         return str(args.url)
     if args.db:
-        return f"sqlite+aiosqlite:///{args.db}"
+        return f"sqlite:///{args.db}"
     if args.config:
         return load_settings(args.config).store.url
     return DEFAULT_STORE_URL
@@ -70,11 +71,10 @@ def store_url(args: argparse.Namespace) -> str:
 
 def require_database(url: str) -> None:
     """Refuse to read from a SQLite file that does not exist (opening would create it)."""
-    if url.startswith("sqlite"):
-        path = Path(url.split(":///", 1)[1].split("?", 1)[0])
-        if not path.exists():
-            raise ConfigError(f"no database at {str(path)!r}; pass --db PATH, --url URL or "
-                              "--config FILE to say which one")
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise ConfigError(f"no database at {str(path)!r}; pass --db PATH, --url URL or "
+                          "--config FILE to say which one")
 
 
 class Progress:

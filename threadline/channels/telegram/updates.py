@@ -166,6 +166,8 @@ class WebhookReceiver:
         await self._runner.setup()
         try:
             await web.TCPSite(self._runner, listen, port).start()
+            host, bound = self._runner.addresses[0][:2]  # the port bound, for port 0
+            self._log.info("telegram.webhook_listening", listen=f"http://{host}:{bound}{path}")
             await self._bot.set_webhook(
                 url=url, allowed_updates=list(allowed_updates),
                 drop_pending_updates=drop_pending_updates,

@@ -6,7 +6,7 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
-from threadline.channels.discord_channel import DiscordChannel
+from threadline.channels.discord import DiscordChannel
 from threadline.errors import ChannelAuthError, ConfigError
 from threadline.history import InMemoryConversationStore
 

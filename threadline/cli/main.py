@@ -1,6 +1,6 @@
 """The `threadline` command: try it, configure it, run it, check it, and manage its history.
 
-Each sub-command lives in its own module (`cli_history`, `cli_check`, `cli_init`, `demo`);
+Each sub-command lives in its own module (`history`, `check`, `init`, `inspect`, `demo`);
 this one builds the parser, runs the chosen command and turns errors into exit codes.
 """
 
@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from threadline import __version__
 from threadline.errors import ConfigError, ThreadlineError
@@ -39,12 +40,24 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
                        help="take the database from this config file's store.url")
 
 
+def _store_actions(parser: argparse.ArgumentParser, group: ModuleType) -> None:
+    """A command group's actions on a database: one sub-command per `group.ACTIONS` entry,
+    with the store options, the group's own arguments (`add_arguments`) and `group.main`."""
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in group.ACTIONS.items():
+        p = actions.add_parser(name, help=help_text, description=help_text)
+        _store_options(p)
+        group.add_arguments(name, p)
+        p.set_defaults(handler=group.main)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    import threadline.cli_check as cli_check
-    import threadline.cli_history as cli_history
-    import threadline.cli_init as cli_init
-    import threadline.cli_inspect as cli_inspect
+    import threadline.cli.check as cli_check
+    import threadline.cli.history as cli_history
+    import threadline.cli.init as cli_init
+    import threadline.cli.inspect as cli_inspect
     import threadline.demo as demo
+    from threadline.channels.registry import platform_names
 
     parser = argparse.ArgumentParser(
         prog="threadline", description="LLM agents as bots in Slack, Telegram and Discord, "
@@ -69,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("init", "Write a commented starter config file.")
     p.add_argument("path", nargs="?", type=Path, default=Path("threadline.yaml"),
                    help="where to write it (default threadline.yaml)")
-    p.add_argument("--platform", choices=("slack", "telegram", "discord"),
+    p.add_argument("--platform", choices=platform_names(),
                    help="add a channel for this platform (default: the local channel only)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(handler=cli_init.main)
@@ -88,23 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per connection check")
     p.set_defaults(handler=cli_check.main)
 
-    history = command("history", "List, show, search, export, import and prune stored "
-                                 "conversations.")
-    actions = history.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, help_text in cli_history.ACTIONS.items():
-        p = actions.add_parser(name, help=help_text, description=help_text)
-        _store_options(p)
-        cli_history.add_arguments(name, p)
-        p.set_defaults(handler=cli_history.main)
-
-    inspect = command("inspect", "What each agent saw for each reply: list, show, replay and "
-                                 "prune reply records.")
-    inspect_actions = inspect.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, help_text in cli_inspect.ACTIONS.items():
-        p = inspect_actions.add_parser(name, help=help_text, description=help_text)
-        _store_options(p)
-        cli_inspect.add_arguments(name, p)
-        p.set_defaults(handler=cli_inspect.main)
+    _store_actions(command("history", "List, show, search, export, import and prune stored "
+                                      "conversations."), cli_history)
+    _store_actions(command("inspect", "What each agent saw for each reply: list, show, replay "
+                                      "and prune reply records."), cli_inspect)
 
     p = command("console", "Serve the web console of reply records (conversations, what each "
                            "agent saw, charts, replay) on its own.")
@@ -128,17 +128,13 @@ def run_main(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     settings = load_settings(args.config)
-    if args.no_input:
-        settings = settings.model_copy(update={"channels": {
-            name: channel.model_copy(update={"stdin": False}) if channel.type == "local"
-            else channel for name, channel in settings.channels.items()}})
     configure_logging(settings.log.level, settings.log.format)
     if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
         print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
               "(canned, for trying things out)", file=sys.stderr)
 
     async def serve() -> None:
-        runtime = Runtime.build(settings)
+        runtime = Runtime.build(settings, interactive=not args.no_input)
         runtime.install_signal_handlers()
         try:
             await runtime.start()

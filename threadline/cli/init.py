@@ -1,10 +1,13 @@
-"""`threadline init`: a commented starter config, optionally with one platform's channel."""
+"""`threadline init`: a commented starter config, optionally with one platform's channel
+(whose entry the platform writes: `Platform.starter`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from threadline.agents.anthropic_provider import DEFAULT_MODEL
+from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.errors import ConfigError
 
 HEADER = """\
@@ -15,7 +18,7 @@ HEADER = """\
 store:
   # SQLite file (relative to where threadline runs). For several replicas use PostgreSQL:
   # url: postgresql+asyncpg://threadline@db.internal/threadline
-  url: sqlite+aiosqlite:///threadline.db
+  url: sqlite:///threadline.db
 
 model:
   # auto: Anthropic when ANTHROPIC_API_KEY is set, otherwise the offline model (canned answers).
@@ -43,7 +46,7 @@ spend:
   # US dollars per million tokens, for the estimated cost in /metrics and `threadline check`
   # (no prices are built in): "provider/model" or "model".
   # prices:
-  #   anthropic/claude-sonnet-4-5: {{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
+  #   anthropic/claude-sonnet-4-6: {{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
 
 log:
   # debug, info, warning, error. info logs a line per turn: use it for services; warning keeps
@@ -64,48 +67,7 @@ inspector:
   console: true        # beyond 127.0.0.1 it needs token: ${{THREADLINE_CONSOLE_TOKEN}}
 
 channels:
-  local:
-    type: local        # in-process room, for trying agents out
-    # auto: when `threadline run` is started in a terminal, type messages there and read the
-    # replies. false for services (or `threadline run --no-input`); true reads piped input too.
-    stdin: auto
 """
-
-CHANNELS = {
-    "slack": """\
-  slack:
-    type: slack
-    # http: Slack posts events to host:port/path (scales to several replicas behind a
-    # load balancer). socket: one outbound Socket Mode connection (one replica per app).
-    mode: http
-    bot_token: ${SLACK_BOT_TOKEN}            # xoxb-..., OAuth & Permissions
-    signing_secret: ${SLACK_SIGNING_SECRET}  # Basic Information > App Credentials
-    # app_token: ${SLACK_APP_TOKEN}          # xapp-..., only for mode: socket
-    host: 0.0.0.0
-    port: 3000
-    path: /slack/events
-    reply_in_thread: true
-""",
-    "telegram": """\
-  telegram:
-    type: telegram
-    # polling: one long-polling connection per bot token (one replica).
-    # webhook: Telegram posts to webhook_url (scales out behind a load balancer).
-    mode: polling
-    token: ${TELEGRAM_BOT_TOKEN}             # from @BotFather
-    # webhook_url: https://bots.example.invalid/telegram
-    # webhook_secret_token: ${TELEGRAM_WEBHOOK_SECRET}
-    # webhook_listen: 0.0.0.0
-    # webhook_port: 8443
-""",
-    "discord": """\
-  discord:
-    type: discord
-    # One gateway connection per bot token (or per shard): one replica per token.
-    # Enable "Message Content Intent" for the bot in the Developer Portal.
-    token: ${DISCORD_BOT_TOKEN}
-""",
-}
 
 AGENTS = """\
 
@@ -115,7 +77,7 @@ agents:
     system_prompt: |
       You are the support assistant. Answer briefly and say when you are not sure.
     # system_prompt_file: prompts/support.md   # instead of system_prompt
-    model: claude-sonnet-4-5
+    model: {model}
     # Tools by reference, "module:function" (modules beside this file are found first).
     tools: []
     aliases: [help]
@@ -125,15 +87,20 @@ agents:
       rolling_summary_threshold: 40
       recall: true                 # search older turns for what the new message asks about
     channels:
-      - local
+      - {default}
 {joined}"""
 
 
 def render(platform: str | None, path: str) -> str:
-    """The starter config text for `platform` (None: the local channel only)."""
-    text = HEADER.format(path=path) + (CHANNELS[platform] if platform else "")
-    joined = f"      - name: {platform}\n        respond_to_all: false\n" if platform else ""
-    return text + AGENTS.format(joined=joined)
+    """The starter config text for `platform` (None: the default channel only); each
+    platform writes its own `channels:` entry."""
+    text = HEADER.format(path=path) + platform_for(DEFAULT_PLATFORM).starter
+    if platform is not None and platform != DEFAULT_PLATFORM:
+        text += platform_for(platform).starter
+        joined = f"      - name: {platform}\n        respond_to_all: false\n"
+    else:
+        joined = ""
+    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=DEFAULT_MODEL, joined=joined)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -8,8 +8,8 @@ from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
+from threadline.agents.convert import to_anthropic, to_openai
 from threadline.history import ToolCall, ToolExchange, ToolResult
-from threadline.history.convert import to_anthropic, to_openai
 from threadline.history.prompt import PromptMessage
 
 EXCHANGE = ToolExchange(ToolCall("toolu_1", "lookup", {"b": 2, "a": 1}),

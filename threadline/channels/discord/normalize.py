@@ -42,11 +42,6 @@ class DiscordLocation:
     thread_id: str | None = None
     channel_name: str | None = None
 
-    @property
-    def reply_channel_id(self) -> int:
-        """The Discord channel id to post replies in (the thread itself for a thread)."""
-        return int(self.thread_id or self.channel_id)
-
 
 def dm_location(channel_id: int) -> DiscordLocation:
     return DiscordLocation(

@@ -1,0 +1,77 @@
+"""Slack as a platform: its `channels:` settings, its channel, its starter config."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
+from threadline.channels.slack.channel import SlackChannel
+
+
+class SuggestedPrompt(BaseModel):
+    """One suggested prompt of Slack's assistant pane: the button's title, the message sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+
+
+class SlackSettings(ChannelSettings):
+    """One Slack app; `api_base_url` points the Web API at a proxy or a local server."""
+
+    secret_fields = frozenset({"bot_token", "signing_secret", "app_token"})
+
+    type: Literal["slack"]
+    mode: Literal["http", "socket"] = "http"
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=3000, ge=0, le=65535)
+    path: str = "/slack/events"
+    api_base_url: str | None = None
+    reply_in_thread: bool = True
+    agent_name_as_username: bool = False
+    # Offered when someone opens the app's assistant pane (at most 4, as Slack allows).
+    assistant_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
+
+    def problems(self) -> list[str]:
+        if self.mode == "http" and not self.signing_secret:
+            return ["mode http needs signing_secret (${SLACK_SIGNING_SECRET})"]
+        if self.mode == "socket" and not self.app_token:
+            return ["mode socket needs app_token (${SLACK_APP_TOKEN})"]
+        return []
+
+
+def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackChannel:
+    return SlackChannel(
+        name=name, bot_token=settings.bot_token, mode=settings.mode,
+        signing_secret=settings.signing_secret, app_token=settings.app_token,
+        host=settings.host, port=settings.port, path=settings.path,
+        api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
+        agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
+        assistant_prompts=[p.model_dump() for p in settings.assistant_prompts])
+
+
+STARTER = """\
+  slack:
+    type: slack
+    # http: Slack posts events to host:port/path (scales to several replicas behind a
+    # load balancer). socket: one outbound Socket Mode connection (one replica per app).
+    mode: http
+    bot_token: ${SLACK_BOT_TOKEN}            # xoxb-..., OAuth & Permissions
+    signing_secret: ${SLACK_SIGNING_SECRET}  # Basic Information > App Credentials
+    # app_token: ${SLACK_APP_TOKEN}          # xapp-..., only for mode: socket
+    host: 0.0.0.0
+    port: 3000                               # 0: any free port (logged when bound)
+    path: /slack/events
+    # api_base_url: http://127.0.0.1:8080/api/  # a proxy or a local Web API server
+    reply_in_thread: true
+    # assistant_prompts:                     # suggested in each new assistant thread (max 4)
+    #   - {title: Order status, message: Where is my order?}
+"""
+
+PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)
