@@ -3,14 +3,25 @@ was already posted (or may have been), as for an agent's reply."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+from tests.agents.test_turn_pipeline_recovery import answered_all
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.team import Team
 from threadline.history import SqlConversationStore
+
+
+async def restart(store: SqlConversationStore, model: ScriptedModel,
+                  channel: RecordingChannel) -> None:
+    """A new process on the dead one's database: it answers what was left, then stops."""
+    team = Team([Agent(name="support", conversation_history=store, provider=model)],
+                scan_interval=0.05)
+    team.attach(channel)
+    await team.start()
+    await answered_all(store)
+    await team.stop()
 
 
 async def test_a_command_answer_claimed_before_the_crash_is_not_posted_again(
@@ -24,16 +35,8 @@ async def test_a_command_answer_claimed_before_the_crash_is_not_posted_again(
         claimed = replace(answer, metadata=replace(answer.metadata, extra={"command": "agents"}))
         await store.inbox.start_delivery(claimed)  # ... and died around posting the answer
 
-        model = ScriptedModel()
-        team = Team([Agent(name="support", conversation_history=store, provider=model)],
-                    scan_interval=0.05)
-        channel = RecordingChannel()
-        team.attach(channel)
-        await team.start()
-        async with asyncio.timeout(10):
-            while await store.inbox.conversations_waiting():  # noqa: ASYNC110 - a database
-                await asyncio.sleep(0.02)
-        await team.stop()
+        model, channel = ScriptedModel(), RecordingChannel()
+        await restart(store, model, channel)
         stored = await store.get("c1")
 
     assert channel.sent == [] and model.requests == []
