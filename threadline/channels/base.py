@@ -20,11 +20,15 @@ Normalization, shared by every adapter:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from threadline.errors import InvalidMessageError
 from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import Command, CommandChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,11 @@ class ChannelEvents(Protocol):
         """A user deleted a message; `message_id` is the stored id the channel derived."""
         ...
 
+    async def on_context(self, message: StoredMessage) -> None:
+        """What the platform says about a conversation, as a system turn (the channel a person
+        looks at beside Slack's assistant thread): recorded in its history, never answered."""
+        ...
+
 
 class Channel(ABC):
     """One connection to one platform (one bot token)."""
@@ -87,6 +96,10 @@ class Channel(ABC):
         self.name = name
         self.allow_bots = allow_bots
         self.identity: BotIdentity | None = None
+        # The commands people may send here (`/forget`), set by the team that attaches the
+        # channel; a platform with a command menu is told them at start. A command arrives as
+        # an ordinary turn whose text is the command as typed (`/forget confirm`).
+        self.commands: tuple[Command, ...] = ()
 
     @abstractmethod
     async def start(self, events: ChannelEvents) -> None:
@@ -105,6 +118,16 @@ class Channel(ABC):
         Long text is split under `max_message_chars`; rate limits are waited out; a permanent
         failure raises `ChannelPermanentError` naming the conversation.
         """
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """`send_reply` with buttons: pressing one sends its command as the person pressing.
+
+        A platform without buttons posts the text alone (it says what to type instead).
+        """
+        return await self.send_reply(inbound, text, agent_name=agent_name)
 
     def delivered_here(self, inbound: StoredMessage) -> str:
         """The platform channel id of a message this platform delivered; a reply to another

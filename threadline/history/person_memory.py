@@ -35,9 +35,10 @@ class PersonMemory:
 
     async def search(self, query: str, *, limit: int = MAX_PERSON_HITS,
                      token_cap: int = 1000) -> list[StoredMessage]:
-        return await self.store.search_speakers(
+        found = await self.store.search_speakers(
             self.keys, query, exclude_conversation=self.conversation_id, before=self.before,
             limit=limit, token_cap=token_cap)
+        return [m for m in found if not m.is_command]  # commands are never shown to a model
 
     @property
     def header(self) -> str:

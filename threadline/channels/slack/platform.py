@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
 from threadline.channels.slack.channel import SlackChannel
+
+
+class SuggestedPrompt(BaseModel):
+    """One suggested prompt of Slack's assistant pane: the button's title, the message sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field(min_length=1)
+    message: str = Field(min_length=1)
 
 
 class SlackSettings(ChannelSettings):
@@ -26,6 +35,8 @@ class SlackSettings(ChannelSettings):
     api_base_url: str | None = None
     reply_in_thread: bool = True
     agent_name_as_username: bool = False
+    # Offered when someone opens the app's assistant pane (at most 4, as Slack allows).
+    assistant_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
 
     def problems(self) -> list[str]:
         if self.mode == "http" and not self.signing_secret:
@@ -41,7 +52,8 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         signing_secret=settings.signing_secret, app_token=settings.app_token,
         host=settings.host, port=settings.port, path=settings.path,
         api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
-        agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots)
+        agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
+        assistant_prompts=[p.model_dump() for p in settings.assistant_prompts])
 
 
 STARTER = """\
@@ -58,6 +70,8 @@ STARTER = """\
     path: /slack/events
     # api_base_url: http://127.0.0.1:8080/api/  # a proxy or a local Web API server
     reply_in_thread: true
+    # assistant_prompts:                     # suggested in each new assistant thread (max 4)
+    #   - {title: Order status, message: Where is my order?}
 """
 
 PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)
