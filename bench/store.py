@@ -150,14 +150,18 @@ async def measure(store: ConversationStore, *, appends: int, conversations: int,
                    percentile(searches, 0.5), percentile(searches, 0.99))
 
 
-async def build(store: ConversationStore, total: int, conversations: int) -> None:
-    """Fill the store to `total` turns with big append_many batches (resumes a partial build)."""
+async def build(store: ConversationStore, total: int, conversations: int,
+                source: Iterator[StoredMessage] | None = None) -> None:
+    """Fill the store to `total` turns with big append_many batches (resumes a partial build).
+
+    `source` gives the turns (default: `turns(total, conversations)`).
+    """
     done = await store.count()
     if done >= total:
         print(f"  reusing {done:,} stored turns")
         return
     started = time.perf_counter()
-    source = turns(total, conversations)
+    source = source if source is not None else turns(total, conversations)
     for _ in range(done):
         next(source)
     batch: list[StoredMessage] = []

@@ -185,10 +185,41 @@ class MemorySettings(_Section):
     max_turns_to_load: int = Field(default=_ASSEMBLER.max_turns_to_load, gt=0)
     recall: bool = _ASSEMBLER.recall
     recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
+    # The person being answered also finds their own words from other conversations this one
+    # may see (see `people:`); unset follows `people.memory`.
+    person_memory: bool | None = None
 
-    def options(self) -> AssemblerOptions:
-        """The assembler's options with these settings applied."""
-        return replace(_ASSEMBLER, **self.model_dump())
+    def options(self, people_memory: bool = False) -> AssemblerOptions:
+        """The assembler's options with these settings applied; `people_memory` is the
+        deployment's `people.memory`, which `person_memory` overrides when set."""
+        chosen = people_memory if self.person_memory is None else self.person_memory
+        return replace(_ASSEMBLER, **self.model_dump(exclude={"person_memory"}),
+                       person_memory=chosen)
+
+
+class PeopleSettings(_Section):
+    """People: one person's identities across platforms, and what agents remember of them.
+
+    `memory` turns person memory on for every agent (an agent's `memory.person_memory`
+    overrides it). `link_codes` lets a person link their own identities: `/link` in a DM with
+    the bot gives a code that, said in a DM on another platform within `code_minutes`, links
+    the two.
+    """
+
+    memory: bool = False
+    link_codes: bool = True
+    code_minutes: float = Field(default=10, gt=0, le=24 * 60)
+
+
+class HistorySettings(_Section):
+    """How long turns are kept: `retention_days` for all, `retention_days_for` per conversation
+    id or workspace (`slack:T123`, `telegram:-100456`), the longest matching key winning
+    (None keeps forever). Pruning runs in the background every `prune_every_minutes`."""
+
+    retention_days: float | None = Field(default=None, gt=0)
+    retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
+        default_factory=dict)
+    prune_every_minutes: float = Field(default=60, gt=0)
 
 
 class AgentChannel(_Section):
@@ -256,6 +287,8 @@ class Settings(_Section):
     log: LogSettings = Field(default_factory=LogSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
+    people: PeopleSettings = Field(default_factory=PeopleSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).

@@ -34,6 +34,7 @@ from threadline.channels.registry import platform_for
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
+from threadline.history.retention import HistoryRetention
 from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
@@ -42,6 +43,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
+from threadline.people.link_codes import LinkCodeInterceptor
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.turn import AgentResult, TurnContext
@@ -131,6 +133,10 @@ class Runtime:
         self.store = store
         self.team = team
         self.inspector = inspector
+        history = settings.history
+        self.retention = HistoryRetention(store, history.retention_days,
+                                          history.retention_days_for,
+                                          every=history.prune_every_minutes * 60)
         self.channels = tuple(channels)
         self.metrics = metrics
         self.ops: OpsServer | None = None
@@ -156,6 +162,9 @@ class Runtime:
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
             build_spend_limit(settings, store, providers, metrics)]
+        if settings.people.link_codes:
+            # Before the spend limit: a link code costs no model call.
+            interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         inspector = Inspector.for_settings(settings, store)
         agents = [
             Agent(
@@ -163,7 +172,8 @@ class Runtime:
                 model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
-                assembler_options=agent.memory.options(), aliases=agent.aliases,
+                assembler_options=agent.memory.options(settings.people.memory),
+                aliases=agent.aliases,
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
@@ -204,6 +214,7 @@ class Runtime:
             self.metrics.outbox_depth.set_function(
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
         self.inspector.start()
+        self.retention.start()
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
             apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
@@ -266,6 +277,7 @@ class Runtime:
             for agent in self.team.agents:
                 await agent.close()
             await self.inspector.stop()
+            await self.retention.stop()
             if self.ops is not None:
                 await self.ops.stop()
             await self.team.lock.close()

@@ -45,6 +45,7 @@ from threadline.history.model import (
     ToolExchange,
     ToolResult,
 )
+from threadline.history.person_memory import PersonMemory
 from threadline.history.processors import Processor
 from threadline.history.projection import merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
@@ -53,6 +54,7 @@ from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
 from threadline.interceptors.delivery import DeliveryInterceptor
+from threadline.people.memory import person_memory_for
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.agent")
@@ -75,6 +77,7 @@ class _Run:
     calls: int = 0
     figures: PromptFigures | None = None
     shown_ids: tuple[str, ...] = ()  # turns the prompt shows; the search tool skips them
+    person: PersonMemory | None = None  # the answered person's memory (person_memory on)
     forgotten_through: int | None = None  # the agent was asked to forget up to here (/forget)
     trace: TurnTrace = NO_TRACE
 
@@ -280,10 +283,12 @@ class Agent:
         if context.aliases:
             options = replace(options, agent_aliases=(*options.agent_aliases, *context.aliases))
         try:
+            if options.person_memory:
+                run.person = await person_memory_for(context.store, context.inbound)
             # The prompt is for the inbound turn, even when its write still waits in the outbox.
             prompt = await assemble_prompt(context.store, context.conversation_id, self.name,
                                            self.name, options, self.summarizer,
-                                           answering=context.inbound)
+                                           answering=context.inbound, person=run.person)
         except StoreError as exc:
             # The reply matters more than the history: answer the turn on its own.
             context.log.warning("agent.history_unavailable", error=str(exc))
@@ -304,7 +309,7 @@ class Agent:
         search: Tool = make_conversation_search_tool(
             context.store, context.conversation_id,
             exclude_ids=(context.inbound.id, *run.shown_ids),
-            forgotten_through=run.forgotten_through)
+            forgotten_through=run.forgotten_through, person=run.person)
         tools: list[Tool] = [*self.tools, search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]

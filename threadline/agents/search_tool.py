@@ -2,8 +2,12 @@
 
 The conversation id is captured by the closure when the tool is made for a turn; nothing in the
 model's input can name another conversation (such keys are refused, with a reason the model can
-act on). Results are hits with their neighbouring turns, token-capped, each line saying who
-spoke and when (an absolute date, so "yesterday" in a turn still means something).
+act on). With person memory, the person being answered is captured the same way (a
+`PersonMemory` whose keys were fixed for this turn): the tool also shows that person's own words
+from the other conversations this one may see, and nobody else's.
+
+Results are hits with their neighbouring turns, token-capped, each line saying who spoke and
+when (an absolute date, so "yesterday" in a turn still means something).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import Any
 
 from threadline.agents.tools import input_problem
 from threadline.errors import SearchQueryError
+from threadline.history.model import StoredMessage
+from threadline.history.person_memory import PersonMemory, format_said_elsewhere
 from threadline.history.recall import only
 from threadline.history.search import format_windows
 from threadline.history.store import ConversationStore, SearchWindow
@@ -45,19 +51,26 @@ class ConversationSearchTool:
         "question or key words; results show who said what and when, with the turns around it."
     )
 
-    def __init__(self, search: Callable[[str, int], Awaitable[list[SearchWindow]]]) -> None:
+    def __init__(self, search: Callable[[str, int], Awaitable[list[SearchWindow]]],
+                 person: PersonMemory | None = None) -> None:
         self.search = search
+        self.person = person
         self.input_schema: dict[str, Any] = dict(_INPUT_SCHEMA)
 
     async def run(self, input: dict[str, Any]) -> str:
         try:
             query, limit = read_search_input(input)
             windows = await self.search(query, limit)
+            elsewhere: list[StoredMessage] = (
+                await self.person.search(query, limit=limit) if self.person else [])
         except (ValueError, SearchQueryError) as exc:
             return f"error: {exc}"
-        if not windows:
+        if not windows and not elsewhere:
             return "No earlier messages match that (beyond what you can see). Try other key words."
-        return format_windows(windows)
+        parts = [format_windows(windows)] if windows else []
+        if elsewhere and self.person is not None:
+            parts.append(f"{self.person.header}\n{format_said_elsewhere(elsewhere)}")
+        return "\n---\n".join(parts)
 
 
 def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
@@ -77,8 +90,11 @@ def make_conversation_search_tool(
     context: int | tuple[int, int] = 1,
     exclude_ids: Collection[str] = (),
     forgotten_through: int | None = None,
+    person: PersonMemory | None = None,
 ) -> ConversationSearchTool:
     """The search tool for one conversation; the id lives only in this closure.
+
+    `person`: the memory of the person being answered (their own words elsewhere), or None.
 
     `exclude_ids` are turns that must not come back (the message being answered, which matches
     its own question best, and every turn the prompt already shows: `AssembledPrompt.shown_ids`).
@@ -93,4 +109,4 @@ def make_conversation_search_tool(
         return only(found, lambda m: not m.is_command and (
             forgotten_through is None or (m.sequence or 0) > forgotten_through))
 
-    return ConversationSearchTool(search)
+    return ConversationSearchTool(search, person)

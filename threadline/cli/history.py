@@ -23,6 +23,7 @@ from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.database_url import DEFAULT_STORE_URL, sqlite_file
 from threadline.history.model import StoredMessage, utc_now
+from threadline.history.retention import prune_conversation
 from threadline.history.sql_store import SqlConversationStore
 
 ACTIONS = {
@@ -212,19 +213,14 @@ async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=ALL_CONVERSATIONS)
     progress = Progress("deleted")
     for info in conversations:
-        while True:
-            old = await store.get(info.conversation_id, before=cutoff, limit=IMPORT_BATCH,
-                                  include_summaries=True)
-            if not old:
-                break
-            progress.add(await store.delete_messages(info.conversation_id,
-                                                     [m.id for m in old]))
+        progress.add(await prune_conversation(store, info.conversation_id, cutoff))
     progress.done(f"deleted {progress.count:,} turns older than {args.older_than:g} days "
                   f"(before {cutoff:%Y-%m-%d %H:%M} UTC)")
     return 0
 
 
-_HANDLERS: dict[str, Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]] = {
+StoreAction = Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]
+_HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
     "prune": _prune,
 }
@@ -238,16 +234,24 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.file}: no such file to import")
     else:
         require_database(url)
+    return run_action(url, _HANDLERS[args.action], args,
+                      target=args.out if args.action == "export" else None)
+
+
+def run_action(url: str, action: StoreAction, args: argparse.Namespace, *,
+               target: str | Path | None) -> int:
+    """Run one command on the store at `url`, its output (`args.target`) a file opened on
+    `target`, or standard output when None."""
 
     async def run() -> int:
         async with SqlConversationStore(url) as store:
-            return await _HANDLERS[args.action](store, args)
+            return await action(store, args)
 
-    if args.action == "export" and args.out:
-        with open(args.out, "w", encoding="utf-8") as args.target:
-            return asyncio.run(run())
-    args.target = sys.stdout
-    return asyncio.run(run())
+    if target is None:
+        args.target = sys.stdout
+        return asyncio.run(run())
+    with open(target, "w", encoding="utf-8") as args.target:
+        return asyncio.run(run())
 
 
 def upgrade_main(args: argparse.Namespace) -> int:

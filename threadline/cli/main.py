@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli.history as cli_history
     import threadline.cli.init as cli_init
     import threadline.cli.inspect as cli_inspect
+    import threadline.cli.people as cli_people
     import threadline.demo as demo
     from threadline.channels.registry import platform_names
 
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _store_actions(command("history", "List, show, search, export, import and prune stored "
                                       "conversations."), cli_history)
+    _store_actions(command("people", "Link a person's identities across platforms; export "
+                                     "or forget everything kept about a person."), cli_people)
     _store_actions(command("inspect", "What each agent saw for each reply: list, show, replay "
                                       "and prune reply records."), cli_inspect)
 

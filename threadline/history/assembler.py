@@ -19,10 +19,11 @@ from datetime import datetime, timedelta
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
+from threadline.history.person_memory import PersonMemory, person_block
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
 from threadline.history.projection import merge_roles, project_turn, speaker_label
 from threadline.history.prompt import AssembledPrompt, PromptMessage
-from threadline.history.recall import find_recall, only, recall_block
+from threadline.history.recall import find_recall, only, recall_block, worth_recalling
 from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.summary import (
     Summarizer,
@@ -58,6 +59,10 @@ class AssemblerOptions:
     asks for (more when there is room). `immediate_turns` / `immediate_minutes`: in
     addressed-only mode, up to this many turns said just before the answered one (each within
     this many minutes of the next) are kept as its immediate context (0 turns: none).
+
+    `person_memory`: the person being answered also finds their own words from other
+    conversations this one may see (`threadline.history.person_memory`), in a block of at most
+    `person_share` of the budget.
     """
 
     scope: Scope | None = None
@@ -76,11 +81,16 @@ class AssemblerOptions:
     cache_stride: int = 10
     immediate_turns: int = 3
     immediate_minutes: float = 10.0
+    person_memory: bool = False
+    person_share: float = 0.15
 
     def __post_init__(self) -> None:
         if self.token_budget < 50:
             raise ConfigError(f"AssemblerOptions.token_budget must be at least 50, "
                               f"got {self.token_budget}")
+        if not 0 <= self.person_share < 1:
+            raise ConfigError(f"AssemblerOptions.person_share must be in [0, 1), "
+                              f"got {self.person_share}")
         if not 0 <= self.recall_share < 1:
             raise ConfigError(f"AssemblerOptions.recall_share must be in [0, 1), "
                               f"got {self.recall_share}")
@@ -154,12 +164,14 @@ async def assemble_prompt(
     *,
     counter: TokenCounter | None = None,
     answering: StoredMessage | None = None,
+    person: PersonMemory | None = None,
 ) -> AssembledPrompt:
     """The prompt `agent_id` sees for one turn of `conversation_id`; see the module doc.
 
     `answering` is the turn being answered (default: the newest stored turn). Turns stored
     after it are not part of the prompt, and recall never finds it or what follows it. When it
     is not in the store yet (its write waits in an outbox), it is still the prompt's last turn.
+    `person` is the answered person's memory, searched when `options.person_memory` is on.
     """
     options = options or AssemblerOptions()
     counter = _CountOnce(counter or default_counter())
@@ -173,9 +185,10 @@ async def assemble_prompt(
 
     # Recall searches for the answered turn while the history loads (one round trip less);
     # turns stored after the answered one are taken out of its windows below.
-    (summary, loaded), found = await asyncio.gather(
+    (summary, loaded), found, elsewhere = await asyncio.gather(
         _load(store, conversation_id, agent_id, options, answering, since),
-        _recall_for(store, conversation_id, answering, options))
+        _recall_for(store, conversation_id, answering, options),
+        _person_hits(person, answering, options))
     summary_range = summary.metadata.summary_of if summary else None
     if not loaded:
         return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"],
@@ -216,7 +229,11 @@ async def assemble_prompt(
     head: list[PromptMessage] = []
     if summary is not None and not is_forget_marker(summary):
         head.append(PromptMessage("system", f"{SUMMARY_HEADER}\n{summary.content}"))
-    room = options.token_budget - prompt_tokens(head, counter)
+    said_elsewhere, elsewhere_ids = (
+        person_block(person, elsewhere, room=int(options.token_budget * options.person_share),
+                     counter=counter) if person is not None else (None, []))
+    beside = [said_elsewhere] if said_elsewhere is not None else []
+    room = options.token_budget - prompt_tokens([*head, *beside], counter)
 
     stored = [m for m in loaded if m.sequence is not None]
     through = stored[-1].sequence if stored else None
@@ -242,14 +259,14 @@ async def assemble_prompt(
             notes.append(f"newest turn {newest.id} truncated to fit the budget")
         earlier, just_before, answered = _project(included, context, agent_id,
                                                   tool_trace=options.tool_trace)
-        turns_total = prompt_tokens(merge_roles([*head, *earlier, *just_before, answered]),
-                                    counter)
+        turns_total = prompt_tokens(
+            merge_roles([*head, *earlier, *beside, *just_before, answered]), counter)
         recall_room = min(recall_room, options.token_budget - turns_total)
         block, recalled_ids = recall_block(windows, room=recall_room,
                                            in_prompt={m.id for m in included},
                                            summarized=summarized, counter=counter)
         recalled = [block] if block is not None else []
-        messages = merge_roles([*head, *earlier, *recalled, *just_before, answered])
+        messages = merge_roles([*head, *earlier, *recalled, *beside, *just_before, answered])
         total = prompt_tokens(messages, counter)
         if total <= options.token_budget:
             break
@@ -267,6 +284,7 @@ async def assemble_prompt(
         filtered_ids=[m.id for m in filtered],
         recalled_ids=recalled_ids,
         recall_hit_ids=[h for w in windows for h in w.hit_ids if h in set(recalled_ids)],
+        elsewhere_ids=elsewhere_ids,
         context_ids=[m.id for m in included if m.id in context_ids],
         summary_used=summary is not None and not is_forget_marker(summary),
         summary_created=summary_created,
@@ -304,6 +322,18 @@ async def _recall_for(
         room=options.token_budget - (answering.token_count or message_tokens(answering)),
         min_hits=options.recall_limit, exclude_ids={answering.id},
         through_sequence=answering.sequence)
+
+
+async def _person_hits(
+    person: PersonMemory | None, answering: StoredMessage | None, options: AssemblerOptions,
+) -> list[StoredMessage]:
+    """The answered person's own earlier words elsewhere that match the answered turn."""
+    if person is None or answering is None or not options.person_memory:
+        return []
+    if not worth_recalling(answering.content):
+        return []
+    return await person.search(answering.content[:2000],
+                               token_cap=int(options.token_budget * options.person_share))
 
 
 async def _load(

@@ -26,6 +26,7 @@ from threadline.history.search import (
     cap_by_tokens,
     merge_windows,
 )
+from threadline.history.speakers import speaker_keys
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -193,6 +194,18 @@ class InMemoryConversationStore:
         hits = bm25_rank(parsed, turns, limit=limit)
         return merge_windows(hits, [t.message for t in turns], context=context,
                              token_cap=token_cap)
+
+    async def search_speakers(
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
+    ) -> list[StoredMessage]:
+        parsed = SearchQuery.parse(query, stop_words=self._stop_words)
+        wanted = set(keys)
+        turns = [turn for cid in list(self._conversations) if cid != exclude_conversation
+                 for turn in self._searchable(cid)
+                 if turn.message.timestamp < before
+                 and wanted.intersection(speaker_keys(turn.message) or ())]
+        return cap_by_tokens(bm25_rank(parsed, turns, limit=limit), token_cap)
 
     async def latest_summary(
         self, conversation_id: str, *, participant_id: str | None = None

@@ -51,6 +51,8 @@ class AssembledPrompt:
     # The recalled turns the search matched (the others stand around them), best match first.
     recall_hit_ids: list[str] = field(default_factory=list)
     context_ids: list[str] = field(default_factory=list)
+    # The person's own turns from other conversations shown (person memory).
+    elsewhere_ids: list[str] = field(default_factory=list)
     summary_used: bool = False
     summary_created: bool = False
     notes: list[str] = field(default_factory=list)

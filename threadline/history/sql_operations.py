@@ -40,6 +40,8 @@ LONG_CONVERSATION = 20_000
 HIT_KEYS = "m.id, m.sequence"
 # Newest turns of a conversation whose word counts weigh a PostgreSQL search's words.
 WEIGHING_SAMPLE = 2_000
+# Speaker keys one person memory search takes at most (one person's linked identities).
+MAX_SPEAKER_KEYS = 64
 
 
 class SqlRunner(Protocol):
@@ -57,15 +59,24 @@ class SqlRunner(Protocol):
         """The dialect's full-text search: best-ranked rows (`columns` of `m`), best first."""
         ...
 
+    def speakers_ranked(self, keys: Sequence[str], query: SearchQuery, *,
+                        exclude_conversation: str, before_us: int,
+                        limit: int) -> list[Sequence[Any]]:
+        """The dialect's search among turns carrying one of the speaker `keys` (person memory),
+        outside `exclude_conversation`, said before `before_us`: SELECT_LIST_M rows, best
+        first."""
+        ...
+
 
 _INSERT = (
     "INSERT INTO threadline_messages (id, conversation_id, conv_key, sequence, participant_kind, "
     "participant_id, participant_name, content, ts_us, scope, channel_type, channel_name, "
     "channel_id, thread_id, message_id, mentions, is_summary, has_cjk, tool_json, extra_json, "
-    "token_count) VALUES (:id, :conversation_id, :conv_key, :sequence, :participant_kind, "
-    ":participant_id, :participant_name, :content, :ts_us, :scope, :channel_type, :channel_name, "
-    ":channel_id, :thread_id, :message_id, :mentions, :is_summary, :has_cjk, :tool_json, "
-    ":extra_json, :token_count) ON CONFLICT DO NOTHING"
+    "token_count, speaker_key, speaker_space) VALUES (:id, :conversation_id, :conv_key, "
+    ":sequence, :participant_kind, :participant_id, :participant_name, :content, :ts_us, :scope, "
+    ":channel_type, :channel_name, :channel_id, :thread_id, :message_id, :mentions, :is_summary, "
+    ":has_cjk, :tool_json, :extra_json, :token_count, :speaker_key, :speaker_space) "
+    "ON CONFLICT DO NOTHING"
 )
 # Creates the conversation row or touches it, returning its last sequence. On PostgreSQL the
 # DO UPDATE also row-locks it until commit, so sequences follow commit order across processes.
@@ -225,6 +236,20 @@ def search_hit_sequences(
     """The sequences of `search_hits`, best first: windows read the rows with their neighbours."""
     return [int(row[1]) for row in _ranked(conn, conversation_id, query, limit, scope,
                                              HIT_KEYS)]
+
+
+def search_speakers(
+    conn: SqlRunner, keys: Sequence[str], query: SearchQuery, *, exclude_conversation: str,
+    before_us: int, limit: int,
+) -> list[StoredMessage]:
+    """The best-ranked turns carrying one of `keys` (see `threadline.history.speakers`),
+    outside `exclude_conversation`, said before `before_us` (a channel post is also its reply
+    thread's first turn: the question being answered must not come back as its own memory)."""
+    if not keys or limit <= 0:
+        return []
+    return _messages(conn.speakers_ranked(keys[:MAX_SPEAKER_KEYS], query,
+                                          exclude_conversation=exclude_conversation,
+                                          before_us=before_us, limit=limit))
 
 
 def _ranked(

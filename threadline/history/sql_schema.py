@@ -36,6 +36,7 @@ from threadline.history.model import (
     ToolExchange,
 )
 from threadline.history.search import conversation_key
+from threadline.history.speakers import speaker_keys
 
 metadata = MetaData()
 
@@ -65,6 +66,9 @@ messages = Table(
     Column("tool_json", Text),
     Column("extra_json", Text),
     Column("token_count", Integer, nullable=False),
+    # Person memory's index keys (see threadline.history.speakers); NULL when no person spoke.
+    Column("speaker_key", String(32)),
+    Column("speaker_space", String(32)),
     UniqueConstraint("conversation_id", "sequence", name="uq_threadline_messages_seq"),
     UniqueConstraint("conversation_id", "message_id", name="uq_threadline_messages_platform_id"),
     Index("ix_threadline_messages_summary", "conversation_id", "sequence",
@@ -161,6 +165,7 @@ def message_to_row(message: StoredMessage, *, sequence: int, token_count: int) -
     if meta.extra:
         extra["extra"] = dict(meta.extra)
     tools = [exchange.as_dict() for exchange in message.tool_exchanges]
+    speaker, space = speaker_keys(message) or (None, None)
     return {
         "id": message.id,
         "conversation_id": message.conversation_id,
@@ -184,6 +189,8 @@ def message_to_row(message: StoredMessage, *, sequence: int, token_count: int) -
         "extra_json": json.dumps(extra, sort_keys=True, ensure_ascii=False, default=str)
         if extra else None,
         "token_count": token_count,
+        "speaker_key": speaker,
+        "speaker_space": space,
     }
 
 

@@ -25,9 +25,13 @@ from threadline.history.search import (
     single_word,
 )
 from threadline.history.sql_operations import Params, SqlRunner, month_factor, scoped
+from threadline.history.sql_schema import SELECT_LIST_M
 
 _YEAR = "CAST(strftime('%Y', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
 _MONTH = "CAST(strftime('%m', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
+
+
+_WORDS = "threadline_messages_fts"
 
 
 def _months(query: SearchQuery, params: dict[str, Any]) -> str:
@@ -60,6 +64,27 @@ class SqliteRunner:
         query = prune_common(query, lambda word: _index_count(self, word),
                              max_matches=MAX_POSTINGS)
         return _search_sqlite(self, conversation_id, query, limit, scope, columns)
+
+    def speakers_ranked(self, keys: Sequence[str], query: SearchQuery, *,
+                        exclude_conversation: str, before_us: int,
+                        limit: int) -> list[Sequence[Any]]:
+        """The speaker keys are a column of the word index, AND-ed with the OR-ed words inside
+        MATCH as a conversation's key is; only the newest MAX_RANKED matches are ranked
+        (pruning the person's own common words first, as a conversation's search does,
+        measured slower here: p50 8 -> 14 ms at a million turns)."""
+        query = prune_common(query, lambda word: _index_count(self, word),
+                             max_matches=MAX_POSTINGS)
+        match = fts5_speaker_match(query, keys)
+        if match is None:
+            return []
+        floor = _ranking_floor(self, _WORDS, match)
+        return self.rows(
+            f"SELECT {SELECT_LIST_M} FROM {_WORDS} JOIN threadline_messages m "
+            f"ON m.row_id = {_WORDS}.rowid WHERE {_WORDS} MATCH :match "
+            f"AND {_WORDS}.rowid >= :floor AND m.conversation_id <> :cid AND m.ts_us < :before "
+            f"ORDER BY bm25({_WORDS}, 0.0, 1.0, 0.5, 0.0) LIMIT :limit",
+            {"match": match, "floor": floor or 0, "cid": exclude_conversation,
+             "before": before_us, "limit": limit})
 
 
 @lru_cache(maxsize=1)
@@ -95,6 +120,18 @@ def fts5_word_match(query: SearchQuery, conversation_key: str) -> str | None:
         return None
     scope = f"conv_key : {fts5_quoted(conversation_key)}"
     return f"{scope} AND {{content participant_name}} : ({' OR '.join(alternatives)})"
+
+
+def fts5_speaker_match(query: SearchQuery, keys: Sequence[str]) -> str | None:
+    """The MATCH expression for person memory: one of the speaker keys (the word index's
+    `speaker` column) AND any of the query's words."""
+    alternatives = [fts5_quoted(" ".join(p)) for p in query.phrases]
+    alternatives += [fts5_term(t, query) for t in query.terms]
+    if not alternatives or not keys:
+        return None
+    speakers = " OR ".join(fts5_quoted(k) for k in sorted(keys))
+    return (f"speaker : ({speakers}) AND {{content participant_name}} : "
+            f"({' OR '.join(alternatives)})")
 
 
 def fts5_trigram_match(query: SearchQuery, conversation_key: str) -> str | None:

@@ -45,6 +45,7 @@ from threadline.history.search import (
 )
 from threadline.history.sql_backends import PostgresBackend, SqliteBackend
 from threadline.history.sql_inbox import SqlTurnInbox
+from threadline.history.sql_schema import to_micros
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -287,6 +288,19 @@ class SqlConversationStore:
         by_sequence = {m.sequence: m for m in turns}
         hits = [by_sequence[s] for s in ranked if s in by_sequence]
         return merge_windows(hits, turns, context=context, token_cap=token_cap)
+
+    async def search_speakers(
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
+    ) -> list[StoredMessage]:
+        parsed = SearchQuery.parse(query, stop_words=self._stop_words)
+        if parsed.is_empty or limit <= 0 or not keys:
+            return []
+        hits = await self._call("search a person's turns", False, partial(
+            ops.search_speakers, exclude_conversation=exclude_conversation,
+            before_us=to_micros(before), limit=limit),
+            sorted(keys), parsed)
+        return cap_by_tokens(hits, token_cap)
 
     async def latest_summary(
         self, conversation_id: str, *, participant_id: str | None = None

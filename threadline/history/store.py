@@ -150,3 +150,20 @@ class ConversationStore(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class SpeakerSearchStore(Protocol):
+    """A store that can also search one person's turns across conversations (person memory).
+
+    Optional: a store without it simply gives agents no person memory. `keys` come from
+    `threadline.history.speakers`, derived by the caller, never from model input.
+    """
+
+    async def search_speakers(
+        self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
+        limit: int = 5, token_cap: int = 1000,
+    ) -> list[StoredMessage]:
+        """Best-ranked turns carrying one of `keys`, outside `exclude_conversation`, said
+        before `before`."""
+        ...

@@ -7,15 +7,14 @@ diagnostics and usually kept for less. `RecordRetention` prunes once at start an
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from datetime import datetime, timedelta
+from functools import partial
 
 import structlog
 
-from threadline.errors import StoreError
 from threadline.history.model import utc_now
 from threadline.inspector.records import ReplyRecords
+from threadline.periodic import Periodic
 
 log = structlog.get_logger("threadline.inspector")
 
@@ -35,33 +34,11 @@ async def prune_records(records: ReplyRecords, days: float) -> int:
     return removed
 
 
-class RecordRetention:
+class RecordRetention(Periodic):
     """Prunes records older than `days` now and then every `every` seconds, in the background."""
 
     def __init__(self, records: ReplyRecords, days: float, *, every: float = PRUNE_EVERY) -> None:
+        super().__init__(partial(prune_records, records, days), every=every,
+                         name="inspector.prune")
         self.records = records
         self.days = days
-        self.every = every
-        self.passes = 0  # prune passes done, each followed by `pass_done` being set
-        self.pass_done = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await prune_records(self.records, self.days)
-            except StoreError as exc:
-                log.warning("inspector.prune_failed", error=str(exc), retention_days=self.days)
-            self.passes += 1
-            self.pass_done.set()
-            await asyncio.sleep(self.every)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None

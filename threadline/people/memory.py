@@ -1,0 +1,37 @@
+"""The person memory of one turn: whose words, which keys, decided here and nowhere else.
+
+From a group (channel, thread, topic) the person's own words said in that workspace's groups;
+from a DM with the bot their own words anywhere, on every identity linked to them. Never a DM
+into a group, never one workspace's groups into another's, never another person's words.
+"""
+
+from __future__ import annotations
+
+from threadline.history.model import StoredMessage
+from threadline.history.person_memory import PersonMemory
+from threadline.history.speakers import (
+    identity_of,
+    speaker_key,
+    speaker_space_key,
+    workspace_of,
+)
+from threadline.history.store import ConversationStore, SpeakerSearchStore
+from threadline.people.directory import people_for
+
+
+async def person_memory_for(store: ConversationStore, message: StoredMessage
+                            ) -> PersonMemory | None:
+    """The person memory for answering `message`, or None (no person wrote it, or the store
+    cannot search across conversations)."""
+    identity = identity_of(message)
+    if identity is None or not isinstance(store, SpeakerSearchStore):
+        return None
+    person = await people_for(store).person_of(identity)
+    identities = person.identities if person is not None else (identity,)
+    if message.scope == "dm":
+        keys = frozenset(speaker_key(i) for i in identities)
+    else:
+        workspace = workspace_of(message.conversation_id)
+        keys = frozenset(speaker_space_key(i, workspace) for i in identities)
+    return PersonMemory(store=store, person_name=message.participant.display_name, keys=keys,
+                        conversation_id=message.conversation_id, before=message.timestamp)
