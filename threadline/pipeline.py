@@ -432,7 +432,7 @@ class TurnPipeline:
             return [await self._earlier_reply(responder, earlier, bound)]
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store))
+            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))

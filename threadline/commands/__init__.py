@@ -10,11 +10,13 @@ from threadline.commands.registry import (
     CommandReply,
     CommandRequest,
 )
+from threadline.people.forget_me import FORGET_ME
 
 
 def default_commands() -> CommandRegistry:
-    """A registry with the built-in commands (`/forget`, `/summary`, `/agents`)."""
-    return CommandRegistry(BUILTIN_COMMANDS)
+    """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
+    `/forget-me` (`threadline.people.forget_me`)."""
+    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
 
 
 __all__ = ["BUILTIN_COMMANDS", "Command", "CommandCall", "CommandChoice", "CommandHandler",

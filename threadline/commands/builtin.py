@@ -56,7 +56,7 @@ async def forget(request: CommandRequest) -> CommandReply:
 
 async def _confirm(request: CommandRequest) -> CommandReply:
     message, store = request.message, request.store
-    asked = await _open_question(request)
+    asked = await open_question(request, "forget")
     if asked is None:
         return CommandReply("Nothing to confirm: send /forget first (a request holds for "
                             f"{int(CONFIRM_WITHIN.total_seconds() // 60)} minutes).",
@@ -73,19 +73,23 @@ async def _confirm(request: CommandRequest) -> CommandReply:
                         {"forget": "done", "agents": [a.name for a in forgetting]})
 
 
-async def _open_question(request: CommandRequest) -> StoredMessage | None:
-    """The latest `/forget` question of this person, still open and recent enough."""
+async def open_question(request: CommandRequest, command: str) -> StoredMessage | None:
+    """The latest question `/command` asked this person, still open and recent enough.
+
+    A command that asks first stores `{command: "asked", "asked_by": person}` with its
+    question and `{command: "done"}` with what it did (its `CommandReply.detail`).
+    """
     message = request.message
     recent = await request.store.get(message.conversation_id, limit=_LOOK_BACK,
                                      through_sequence=message.sequence)
     for turn in reversed(recent):
-        if turn.participant.kind != "agent" or turn.metadata.extra.get("command") != "forget":
+        if turn.participant.kind != "agent" or turn.metadata.extra.get("command") != command:
             continue
         extra = turn.metadata.extra
-        if extra.get("forget") == "asked" and extra.get("asked_by") == message.participant.id:
+        if extra.get(command) == "asked" and extra.get("asked_by") == message.participant.id:
             return turn if message.timestamp - turn.timestamp <= CONFIRM_WITHIN else None
-        if extra.get("forget") == "done":
-            return None  # answered already: a second confirm does not forget again
+        if extra.get(command) == "done":
+            return None  # answered already: a second confirm does not act again
     return None
 
 

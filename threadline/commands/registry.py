@@ -25,6 +25,7 @@ from threadline.history.store import ConversationStore
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
     from threadline.channels.base import Channel
+    from threadline.interceptors.outbox import Outbox
 
 _NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 # `/name`, `/name@bot` (Telegram in groups), then the arguments.
@@ -70,6 +71,7 @@ class CommandRequest:
     targets: tuple[Agent, ...]
     channel: Channel | None
     store: ConversationStore
+    outbox: Outbox | None = None  # turns waiting on disk for the store (erasing purges them)
 
     @property
     def words(self) -> tuple[str, ...]:
