@@ -85,6 +85,7 @@ CHANNELS = {
     port: 3000
     path: /slack/events
     reply_in_thread: true
+    streaming: true      # replies appear as they are written (false: posted once, whole)
 """,
     "telegram": """\
   telegram:
@@ -97,6 +98,8 @@ CHANNELS = {
     # webhook_secret_token: ${TELEGRAM_WEBHOOK_SECRET}
     # webhook_listen: 0.0.0.0
     # webhook_port: 8443
+    streaming: true      # drafts in private chats, edits in groups, as the reply is written
+    stream_interval: 1   # seconds between changes in one chat (Telegram allows ~1/s)
 """,
     "discord": """\
   discord:
@@ -104,6 +107,7 @@ CHANNELS = {
     # One gateway connection per bot token (or per shard): one replica per token.
     # Enable "Message Content Intent" for the bot in the Developer Portal.
     token: ${DISCORD_BOT_TOKEN}
+    streaming: true      # one message edited as the reply is written
 """,
 }
 

@@ -179,6 +179,8 @@ class SlackChannelSettings(_Section):
     reply_in_thread: bool = True
     agent_name_as_username: bool = False
     allow_bots: bool = False
+    streaming: bool = True  # show replies as they are written
+    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
 
 
 class TelegramChannelSettings(_Section):
@@ -194,6 +196,8 @@ class TelegramChannelSettings(_Section):
     base_file_url: str | None = None
     drop_pending_updates: bool = False
     allow_bots: bool = False
+    streaming: bool = True  # show replies as they are written
+    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
 
 
 class DiscordChannelSettings(_Section):
@@ -204,6 +208,8 @@ class DiscordChannelSettings(_Section):
     sharded: bool = False
     shard_count: int | None = None
     allow_bots: bool = False
+    streaming: bool = True  # show replies as they are written
+    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
 
 
 ChannelSettings = Annotated[

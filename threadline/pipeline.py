@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from threadline.channels.base import Channel
-from threadline.errors import ChannelError, StoreError, TurnNotRecordedError
+from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
+from threadline.reply_delivery import LedgeredReply
 from threadline.turn import AgentResult, Deliver, reply_turn_id
 
 if TYPE_CHECKING:
@@ -360,34 +361,8 @@ class TurnPipeline:
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
         """Posts a reply once: claimed in the ledger first, recorded as delivered after."""
-
-        async def deliver(outbound: StoredMessage) -> list[str]:
-            bound = log.bind(conversation_id=inbound.conversation_id, agent=agent_name,
-                             reply_id=outbound.id, channel=channel.name)
-            try:
-                earlier = await self.inbox.start_delivery(outbound)
-                ledger = True
-            except StoreError as exc:
-                # The reply matters more than the ledger: post it, and say so.
-                bound.warning("pipeline.ledger_unavailable", error=str(exc))
-                earlier, ledger = None, False
-            if earlier is not None:
-                bound.warning("pipeline.reply_not_reposted", state=earlier.state.value)
-                return list(earlier.platform_ids)
-            try:
-                ids = await channel.send_reply(inbound, outbound.content, agent_name=agent_name)
-            except ChannelError as exc:
-                bound.error("pipeline.delivery_failed", error=str(exc),
-                            error_type=type(exc).__name__)
-                ids = []
-            if ledger:
-                try:
-                    await self.inbox.finish_delivery(outbound.id, ids)
-                except StoreError as exc:
-                    bound.warning("pipeline.ledger_unavailable", error=str(exc))
-            return ids
-
-        return deliver
+        return LedgeredReply(inbox=self.inbox, channel=channel, inbound=inbound,
+                             agent_name=agent_name)
 
     def _resolve(self, turn_id: str, results: list[AgentResult]) -> None:
         for waiter in self._waiting.pop(turn_id, []):

@@ -101,11 +101,14 @@ def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     return None if inserted == 1 else _select_delivery(conn, reply.id)
 
 
-def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
+def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str],
+                     reply: StoredMessage | None) -> None:
     conn.rowcount(
         "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "
-        "updated_us = :now WHERE delivery_key = :key",
-        {"key": key, "ids": json.dumps(list(platform_ids)), "now": _now_us()})
+        "message_json = COALESCE(:message, message_json), updated_us = :now "
+        "WHERE delivery_key = :key",
+        {"key": key, "ids": json.dumps(list(platform_ids)), "now": _now_us(),
+         "message": _encode(reply) if reply is not None else None})
 
 
 class SqlTurnInbox:
@@ -141,9 +144,10 @@ class SqlTurnInbox:
                                                     reply)
         return existing
 
-    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
+    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str], *,
+                              reply: StoredMessage | None = None) -> None:
         await self._run("record a delivered reply", True, _finish_delivery, reply_id,
-                        list(platform_ids))
+                        list(platform_ids), reply)
 
     async def delivery(self, reply_id: str) -> Delivery | None:
         found: Delivery | None = await self._run("read a reply", False, _select_delivery,
