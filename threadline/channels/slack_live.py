@@ -45,6 +45,7 @@ class SlackLiveReply(LiveReply):
         self._channel_id, self._thread_ts = channel.reply_target(inbound)
         self._username = agent_name if channel.agent_name_as_username else None
         self._log = log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
+        self._gate = gate
         self._pacer = TextPacer(self._push, gate=gate, key=self._channel_id, log=self._log)
         self._status_shown = False
         self._ts: str | None = None
@@ -64,6 +65,7 @@ class SlackLiveReply(LiveReply):
             if self._ts is None:
                 return await self._channel.send_reply(self._inbound, text,
                                                       agent_name=self._agent_name)
+            await self._gate.wait(self._channel_id)
             return await self._finish_shown(self._ts, text)
         finally:
             await self.close()
