@@ -27,7 +27,7 @@ import re
 import socket
 import time
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -243,6 +243,12 @@ class FakeTelegram:
         async with asyncio.timeout(5.0), self._recorded:
             await self._recorded.wait_for(lambda: len(self.calls_to(method)) >= count)
         return self.calls_to(method)[:count]
+
+    async def wait_until_text(self, condition: Callable[[str], bool]) -> None:
+        """Wait until one of the bot's messages shows a text meeting `condition` (5 s)."""
+        async with asyncio.timeout(5.0), self._recorded:
+            await self._recorded.wait_for(
+                lambda: any(condition(shown) for shown in self.texts.values()))
 
     def fail(
         self,

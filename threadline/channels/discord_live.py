@@ -58,13 +58,13 @@ class DiscordLiveReply(LiveReply):
         if not self._messages:
             return await self._channel.send_reply(self._inbound, text,
                                                   agent_name=self._agent_name)
-        await self._gate.wait(str(self._target.id))
         try:
-            await self._render(text)
-            parts = len(split_text(text, self._channel.max_message_chars))
-            for extra in self._messages[parts:]:
-                await extra.delete()
-            del self._messages[parts:]
+            async with self._gate.slot(str(self._target.id)):
+                await self._render(text)
+                parts = len(split_text(text, self._channel.max_message_chars))
+                for extra in self._messages[parts:]:
+                    await extra.delete()
+                del self._messages[parts:]
         except discord.HTTPException as exc:
             raise self._channel.send_failure(exc, self._inbound, len(self._messages),
                                              self._log) from exc

@@ -2,40 +2,55 @@
 
 Platforms limit how often a chat may change (Telegram: about one message or edit a second per
 chat; Discord: five edits in five seconds per channel; Slack: per-method tiers). A model writes
-faster than that. `RateGate` hands out slots at most one per `interval` for each chat, shared by
-every reply in it; `TextPacer` shows only the newest text when its slot comes (everything
-written in between is folded into one call), so a fast model costs no more calls than a slow
-one and never trips a flood limit. `Renewal` repeats a short-lived status (Telegram's and
-Discord's typing last 5 and 10 seconds) until it is stopped.
+faster than that. `RateGate` lets one call at a time change a chat, `interval` after the last
+one finished, shared by every reply in it; `TextPacer` shows only the newest text when its slot
+comes (everything written in between is folded into one call), so a fast model costs no more
+calls than a slow one and never trips a flood limit. `Renewal` repeats a short-lived status
+(Telegram's and Discord's typing last 5 and 10 seconds) until it is stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 _FORGET_AFTER = 1000  # chats remembered by a gate before expired slots are dropped
 
 
 class RateGate:
-    """At most one platform call per `interval` seconds per chat key, in the order asked."""
+    """One platform call at a time per chat key, each starting at least `interval` seconds
+    after the previous one in that chat finished (so network jitter, or a 429 retried inside
+    the SDK, can never bring two changes closer than the platform allows)."""
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self._next: dict[str, float] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._finished: dict[str, float] = {}
 
-    async def wait(self, key: str) -> None:
-        """Return when this caller's slot in chat `key` has come."""
+    @contextlib.asynccontextmanager
+    async def slot(self, key: str) -> AsyncIterator[None]:
+        """Hold chat `key`'s slot for one call: entered when its turn has come."""
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        slot = max(now, self._next.get(key, now))
-        self._next[key] = slot + self.interval
-        if len(self._next) > _FORGET_AFTER:
-            self._next = {k: t for k, t in self._next.items() if t > now}
-        if slot > now:
-            await asyncio.sleep(slot - now)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            wait = self._finished.get(key, -self.interval) + self.interval - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                yield
+            finally:
+                self._finished[key] = loop.time()
+        if len(self._locks) > _FORGET_AFTER:
+            self._forget_idle(loop.time())
+
+    def _forget_idle(self, now: float) -> None:
+        for key, finished in list(self._finished.items()):
+            lock = self._locks.get(key)
+            if finished + self.interval < now and (lock is None or not lock.locked()):
+                self._finished.pop(key, None)
+                self._locks.pop(key, None)
 
 
 class TextPacer:
@@ -71,20 +86,20 @@ class TextPacer:
         while not self._stopped:
             await self._wake.wait()
             self._wake.clear()
-            await self._gate.wait(self._key)
-            text = self._latest
-            if text == self._pushed:
-                continue
-            self._pushing = True
-            try:
-                await self._push(text)
-                self._pushed = text
-            except Exception as exc:
-                self._log.warning("live_reply.update_failed", error=repr(exc),
-                                  outcome="no more updates; the final text is posted at the end")
-                self._stopped = True
-            finally:
-                self._pushing = False
+            async with self._gate.slot(self._key):
+                text = self._latest
+                if text == self._pushed or self._stopped:
+                    continue
+                self._pushing = True
+                try:
+                    await self._push(text)
+                    self._pushed = text
+                except Exception as exc:
+                    self._log.warning("live_reply.update_failed", error=repr(exc),
+                                      outcome="no more updates; the final text comes at the end")
+                    self._stopped = True
+                finally:
+                    self._pushing = False
 
     async def stop(self) -> None:
         """No more pushes; returns once a push in flight is done."""

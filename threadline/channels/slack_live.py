@@ -65,8 +65,8 @@ class SlackLiveReply(LiveReply):
             if self._ts is None:
                 return await self._channel.send_reply(self._inbound, text,
                                                       agent_name=self._agent_name)
-            await self._gate.wait(self._channel_id)
-            return await self._finish_shown(self._ts, text)
+            async with self._gate.slot(self._channel_id):
+                return await self._finish_shown(self._ts, text)
         finally:
             await self.close()
 

@@ -69,16 +69,20 @@ class TelegramLiveReply(LiveReply):
 
     async def finish(self, text: str) -> list[str]:
         await self.close()
-        await self._gate.wait(str(self._chat_id))
-        if self._message is None:
-            return await self._channel.send_reply(self._inbound, text,
-                                                  agent_name=self._agent_name)
+        async with self._gate.slot(str(self._chat_id)):
+            if self._message is None:
+                return await self._channel.send_reply(self._inbound, text,
+                                                      agent_name=self._agent_name)
+            return await self._finish_shown(self._message, text)
+
+    async def _finish_shown(self, message: Message, text: str) -> list[str]:
+        """The shown message edited to the first part of `text`; the other parts follow."""
         parts = split_text(text, self._channel.max_message_chars)
-        posted = [str(self._message.message_id)]
+        posted = [str(message.message_id)]
         try:
             if parts[0] != self._shown:
                 await self._bot.edit_message_text(parts[0], chat_id=self._chat_id,
-                                                  message_id=self._message.message_id)
+                                                  message_id=message.message_id)
         except TelegramError as exc:
             raise self._channel.reply_failure(exc, inbound=self._inbound,
                                               action="finish a reply being written") from exc
