@@ -22,6 +22,7 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, stream_
 from tests.fakes.slack import FakeSlack
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
+from threadline.history.inbox import DeliveryState
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()
@@ -64,6 +65,10 @@ async def test_a_reply_streams_into_the_thread_and_is_stored_once_whole(
     [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{post['ts']}")
     assert stored.content == reply
     assert stored.metadata.message_id == stop.params["ts"]
+    ledger = await store.inbox.delivery(stored.id)
+    assert ledger is not None, "claimed before the first text was shown"
+    assert (ledger.state, ledger.reply.content, ledger.platform_ids) == (
+        DeliveryState.DELIVERED, reply, (stop.params["ts"],))
 
 
 async def test_where_slack_refuses_streaming_the_reply_is_posted_and_updated(
