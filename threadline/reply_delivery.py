@@ -50,15 +50,24 @@ class LedgeredReply:
         return self._live
 
     async def working(self, activity: str | None = None) -> None:
-        if self._earlier_ids is None:
+        if self._earlier_ids is not None:
+            return
+        try:
             await self._reply().working(activity)
+        except ChannelError as exc:  # a status is worth no turn: the reply is still posted
+            self._log.warning("delivery.status_failed", error=str(exc))
 
     async def show(self, outbound: StoredMessage) -> None:
         if not self._channel.streaming or not outbound.content:
             return
         if await self._claimed(outbound):
+            try:
+                self._reply().show(outbound.content)
+            except ChannelError as exc:
+                self._log.warning("delivery.stream_failed", error=str(exc),
+                                  outcome="the reply is posted whole when it is finished")
+                return
             self._shown = True
-            self._reply().show(outbound.content)
 
     async def post(self, outbound: StoredMessage) -> list[str]:
         if not await self._claimed(outbound):
