@@ -7,10 +7,6 @@ never the half reply, on Slack and in the history.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from tests.channels.live_rig import (
     UNAVAILABLE_APOLOGY,
     live_team,
@@ -19,40 +15,40 @@ from tests.channels.live_rig import (
     words,
 )
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, stream_error, text
-from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import ApiCall, FakeSlack, fake_slack_fixture
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
 from threadline.history.inbox import DeliveryState
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()
+slack = fake_slack_fixture()
 INTERVAL = 0.2
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        fake.add_user("U0ALICE", display_name="Alice")
-        fake.add_channel("C0GENERAL", name="general")
-        yield fake
 
 
 def channel_on(slack: FakeSlack) -> SlackChannel:
     return SlackChannel(**slack.channel_settings(), stream_interval=INTERVAL)
 
 
-async def test_a_reply_streams_into_the_thread_and_is_stored_once_whole(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
-    reply = words(60)
-    anthropic.script(text(reply, tokens_per_second=50))
+async def streamed_answer(slack: FakeSlack, anthropic: FakeAnthropic,
+                          store: SqlConversationStore) -> tuple[str, ApiCall]:
+    """A channel post answered by the team; its ts and the call that stopped the stream."""
     channel = channel_on(slack)
     async with live_team(store, channel, anthropic):
         post = slack.message_event("where is my order?")
         await slack.deliver_event(channel.events_url, post)
         [stop] = await slack.wait_for_calls("chat.stopStream", 1)
+    return post["ts"], stop
+
+
+async def test_a_reply_streams_into_the_thread_and_is_stored_once_whole(
+        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    reply = words(60)
+    anthropic.script(text(reply, tokens_per_second=50))
+    thread, stop = await streamed_answer(slack, anthropic, store)
     [start] = slack.calls_to("chat.startStream")
     appends = slack.calls_to("chat.appendStream")
-    assert start.params["thread_ts"] == post["ts"]
+    assert start.params["thread_ts"] == thread
     assert start.params["recipient_user_id"] == "U0ALICE"
     assert start.at < anthropic.stream_ends[0], "the first text showed before the model finished"
     first = start.params["markdown_text"]
@@ -62,7 +58,7 @@ async def test_a_reply_streams_into_the_thread_and_is_stored_once_whole(
     assert min(gaps) >= INTERVAL, gaps
     assert slack.messages[stop.params["ts"]] == reply
     assert not slack.calls_to("chat.postMessage")
-    [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{post['ts']}")
+    [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{thread}")
     assert stored.content == reply
     assert stored.metadata.message_id == stop.params["ts"]
     ledger = await store.inbox.delivery(stored.id)
@@ -99,15 +95,11 @@ async def test_a_model_error_mid_stream_ends_the_reply_with_the_apology(
     half = words(30)
     anthropic.script(stream_error("overloaded_error", "Overloaded", after_text=half,
                                   tokens_per_second=50))
-    channel = channel_on(slack)
-    async with live_team(store, channel, anthropic):
-        post = slack.message_event("where is my order?")
-        await slack.deliver_event(channel.events_url, post)
-        [stop] = await slack.wait_for_calls("chat.stopStream", 1)
+    thread, stop = await streamed_answer(slack, anthropic, store)
     [start] = slack.calls_to("chat.startStream")
     assert half.startswith(start.params["markdown_text"]), "part of the reply was shown"
     ts = stop.params["ts"]
     assert slack.messages[ts] == UNAVAILABLE_APOLOGY
-    [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{post['ts']}")
+    [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{thread}")
     assert stored.content == UNAVAILABLE_APOLOGY
     assert stored.metadata.message_id == ts

@@ -7,9 +7,8 @@ tool was still running; where Slack refuses the status, the reply comes all the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
+from collections.abc import Sequence
+from typing import Any
 
 from tests.channels.live_rig import (
     UNAVAILABLE_APOLOGY,
@@ -18,21 +17,14 @@ from tests.channels.live_rig import (
     sqlite_store_fixture,
 )
 from tests.fakes.anthropic import FakeAnthropic, error, fake_anthropic_fixture, text, tool_use
-from tests.fakes.slack import ApiCall, FakeSlack
+from tests.fakes.slack import ApiCall, FakeSlack, fake_slack_fixture
 from threadline.agents.agent import UNFINISHED_REPLY
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        fake.add_user("U0ALICE", display_name="Alice")
-        fake.add_channel("C0GENERAL", name="general")
-        yield fake
+slack = fake_slack_fixture()
 
 
 def statuses(slack: FakeSlack, thread_ts: str) -> list[str]:
@@ -41,8 +33,9 @@ def statuses(slack: FakeSlack, thread_ts: str) -> list[str]:
 
 
 async def ask(slack: FakeSlack, channel: SlackChannel, anthropic: FakeAnthropic,
-              store: SqlConversationStore, **options: object) -> tuple[str, list[ApiCall]]:
-    async with live_team(store, channel, anthropic, **options):  # type: ignore[arg-type]
+              store: SqlConversationStore, *, tools: Sequence[Any] = (),
+              agent_timeout: float = 30.0) -> tuple[str, list[ApiCall]]:
+    async with live_team(store, channel, anthropic, tools=tools, agent_timeout=agent_timeout):
         post = slack.message_event("where is my order?")
         await slack.deliver_event(channel.events_url, post)
         posted = await slack.wait_for_calls("chat.postMessage", 1)

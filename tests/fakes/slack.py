@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
+import pytest
 from aiohttp import ClientSession, WSMsgType, web
 
 from tests.channels.recording import RecordingEvents
@@ -461,6 +462,20 @@ class FakeSlack:
 
     def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket?ticket=fake"}
+
+
+def fake_slack_fixture() -> Callable[[], AsyncIterator[FakeSlack]]:
+    """A pytest fixture serving a fresh fake with Alice (`U0ALICE`) and `#general`
+    (`C0GENERAL`): `slack = fake_slack_fixture()`."""
+
+    @pytest.fixture
+    async def slack() -> AsyncIterator[FakeSlack]:
+        async with FakeSlack() as fake:
+            fake.add_user("U0ALICE", display_name="Alice")
+            fake.add_channel("C0GENERAL", name="general")
+            yield fake
+
+    return slack
 
 
 @asynccontextmanager
