@@ -45,11 +45,15 @@ def sqlite_store_fixture() -> Callable[[str], AsyncIterator[SqlConversationStore
 
 @asynccontextmanager
 async def live_team(store: SqlConversationStore, channel: Channel, anthropic: FakeAnthropic, *,
-                    tools: Sequence[Any] = (), agent_timeout: float = 30.0) -> AsyncIterator[Team]:
-    """The team, started on `channel`; leaving the block stops it (the store stays open)."""
+                    tools: Sequence[Any] = (), agent_timeout: float = 30.0,
+                    friendly_errors: bool = True) -> AsyncIterator[Team]:
+    """The team, started on `channel`; leaving the block stops it (the store stays open).
+
+    `friendly_errors=False` leaves out the error replies, so a failing turn raises."""
+    interceptors = [ErrorReplyInterceptor()] if friendly_errors else []
     agent = Agent(name="support", conversation_history=store,
-                  provider=AnthropicProvider(anthropic.client()),
-                  interceptors=[ErrorReplyInterceptor()], tools=tools, timeout=agent_timeout)
+                  provider=AnthropicProvider(anthropic.client()), interceptors=interceptors,
+                  tools=tools, timeout=agent_timeout)
     team = Team([agent], respond_to_all=True)
     team.attach(channel, respond_to_all=True)
     await team.start()

@@ -80,6 +80,18 @@ async def test_a_model_error_mid_stream_ends_the_message_with_the_apology(
     assert stored.content == UNAVAILABLE_APOLOGY
 
 
+async def test_a_failing_turn_without_error_replies_still_ends_what_was_shown(
+        discord: FakeDiscord, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    world = DiscordWorld.build(discord)
+    anthropic.script(stream_error("overloaded_error", "Overloaded", after_text=words(40),
+                                  tokens_per_second=50))
+    async with live_team(store, channel_on(discord), anthropic, friendly_errors=False):
+        await discord.deliver_message(world.general, author=world.ada, content="hi")
+        await discord.wait_until(lambda: UNAVAILABLE_APOLOGY in discord.contents.values())
+    assert list(discord.contents.values()) == [UNAVAILABLE_APOLOGY]
+    assert await replies_in(store, f"discord:{world.guild.id}:{world.general}") == []
+
+
 async def test_typing_shows_while_the_model_works(
         discord: FakeDiscord, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
     world = DiscordWorld.build(discord)

@@ -137,3 +137,15 @@ async def test_with_streaming_off_a_group_gets_one_message_after_typing(
     await answer(telegram, channel, anthropic, store, telegram.message(GROUP, ALICE, "hi"))
     assert [c.params["text"] for c in chat_changes(telegram, GROUP.id)] == [reply]
     assert telegram.calls_to("sendChatAction")
+
+
+async def test_typing_is_renewed_while_the_model_thinks(
+        telegram: FakeTelegram, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    anthropic.script(text("It shipped on Monday.", delay=4.6))
+    channel = TelegramChannel(name="tg", **telegram.channel_settings())
+    await answer(telegram, channel, anthropic, store, telegram.message(GROUP, ALICE, "hi"))
+    [sent] = telegram.calls_to("sendMessage")
+    typing = telegram.calls_to("sendChatAction")
+    assert [c.params["action"] for c in typing] == ["typing", "typing"]
+    assert 3.5 <= typing[1].at - typing[0].at <= 4.5
+    assert typing[1].at < sent.at
