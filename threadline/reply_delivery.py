@@ -19,7 +19,7 @@ from dataclasses import replace
 import structlog
 
 from threadline.channels.base import Channel, LiveReply
-from threadline.errors import ChannelError, StoreError
+from threadline.errors import ChannelError, InvalidMessageError, StoreError
 from threadline.history.inbox import TurnInbox
 from threadline.history.model import StoredMessage
 from threadline.interceptors.error_reply import TEMPLATE, reason_for
@@ -54,7 +54,7 @@ class LedgeredReply:
             return
         try:
             await self._reply().working(activity)
-        except ChannelError as exc:  # a status is worth no turn: the reply is still posted
+        except (ChannelError, InvalidMessageError) as exc:  # a status is worth no turn
             self._log.warning("delivery.status_failed", error=str(exc))
 
     async def show(self, outbound: StoredMessage) -> None:
@@ -63,7 +63,7 @@ class LedgeredReply:
         if await self._claimed(outbound):
             try:
                 self._reply().show(outbound.content)
-            except ChannelError as exc:
+            except (ChannelError, InvalidMessageError) as exc:
                 self._log.warning("delivery.stream_failed", error=str(exc),
                                   outcome="the reply is posted whole when it is finished")
                 return
