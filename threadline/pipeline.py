@@ -17,7 +17,8 @@
 
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
-it (logged, not reposted blindly).
+it (logged, not reposted blindly); a reply the process was still streaming when it died was
+never whole, and the turn is answered again (`reply_delivery`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
-from threadline.reply_delivery import LedgeredReply
+from threadline.reply_delivery import LedgeredReply, interrupted_stream
 from threadline.turn import AgentResult, Deliver, reply_turn_id
 
 if TYPE_CHECKING:
@@ -320,7 +321,11 @@ class TurnPipeline:
                 earlier = await self.inbox.delivery(reply_id)
             except StoreError as exc:
                 bound.warning("pipeline.ledger_unavailable", agent=agent.name, error=str(exc))
-        if earlier is not None:
+        if earlier is not None and interrupted_stream(earlier):
+            bound.warning("pipeline.interrupted_stream", agent=agent.name, reply_id=reply_id,
+                          detail="the process answering it died while the reply was being "
+                                 "written; answered again")
+        elif earlier is not None:
             return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
         deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None

@@ -74,7 +74,9 @@ async def test_a_streamed_reply_is_claimed_with_its_first_words_and_kept_whole(
     shown = turn("The order", id="t2>support")
     whole = turn("The order shipped on Monday.", id="t2>support")
     assert await inbox.start_delivery(shown) is None
-    await inbox.finish_delivery(whole.id, ["p9"], reply=whole)
+    await inbox.update_delivery(whole)
+    await inbox.finish_delivery(whole.id, ["p9"])
+    await inbox.update_delivery(shown)  # a delivered reply is not changed any more
     done = await inbox.delivery(whole.id)
     assert done is not None
     assert (done.state, done.platform_ids, done.reply) == (

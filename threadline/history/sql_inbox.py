@@ -101,14 +101,18 @@ def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     return None if inserted == 1 else _select_delivery(conn, reply.id)
 
 
-def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str],
-                     reply: StoredMessage | None) -> None:
+def _update_delivery(conn: SqlRunner, reply: StoredMessage) -> None:
+    conn.rowcount(
+        "UPDATE threadline_deliveries SET message_json = :message, updated_us = :now "
+        "WHERE delivery_key = :key AND state = 'delivering'",
+        {"key": reply.id, "message": _encode(reply), "now": _now_us()})
+
+
+def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
     conn.rowcount(
         "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "
-        "message_json = COALESCE(:message, message_json), updated_us = :now "
-        "WHERE delivery_key = :key",
-        {"key": key, "ids": json.dumps(list(platform_ids)), "now": _now_us(),
-         "message": _encode(reply) if reply is not None else None})
+        "updated_us = :now WHERE delivery_key = :key",
+        {"key": key, "ids": json.dumps(list(platform_ids)), "now": _now_us()})
 
 
 class SqlTurnInbox:
@@ -144,10 +148,12 @@ class SqlTurnInbox:
                                                     reply)
         return existing
 
-    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str], *,
-                              reply: StoredMessage | None = None) -> None:
+    async def update_delivery(self, reply: StoredMessage) -> None:
+        await self._run("update a reply being posted", True, _update_delivery, reply)
+
+    async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
         await self._run("record a delivered reply", True, _finish_delivery, reply_id,
-                        list(platform_ids), reply)
+                        list(platform_ids))
 
     async def delivery(self, reply_id: str) -> Delivery | None:
         found: Delivery | None = await self._run("read a reply", False, _select_delivery,
