@@ -7,6 +7,8 @@ never the half reply, on Slack and in the history.
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.channels.live_rig import (
     UNAVAILABLE_APOLOGY,
     live_team,
@@ -14,7 +16,13 @@ from tests.channels.live_rig import (
     sqlite_store_fixture,
     words,
 )
-from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, stream_error, text
+from tests.fakes.anthropic import (
+    FakeAnthropic,
+    fake_anthropic_fixture,
+    stream_error,
+    text,
+    tool_use,
+)
 from tests.fakes.slack import ApiCall, FakeSlack, fake_slack_fixture
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
@@ -103,3 +111,30 @@ async def test_a_model_error_mid_stream_ends_the_reply_with_the_apology(
     [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{thread}")
     assert stored.content == UNAVAILABLE_APOLOGY
     assert stored.metadata.message_id == ts
+
+
+async def test_a_reply_that_starts_over_after_a_tool_ends_as_the_final_text(
+        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    async def lookup_order(order_id: str) -> str:
+        """Where an order is."""
+        await asyncio.sleep(0.3)
+        return "shipped on Monday"
+
+    final = "Your order 4412 shipped on Monday."
+    anthropic.script(tool_use("lookup_order", {"order_id": "4412"}, text="Let me look."),
+                     text(final, tokens_per_second=50))
+    channel = channel_on(slack)
+    async with live_team(store, channel, anthropic, tools=[lookup_order]):
+        post = slack.message_event("where is order 4412?")
+        await slack.deliver_event(channel.events_url, post)
+        [stop] = await slack.wait_for_calls("chat.stopStream", 1)
+    [start] = slack.calls_to("chat.startStream")
+    assert start.params["markdown_text"] == "Let me look."
+    assert not slack.calls_to("chat.appendStream"), "a stream cannot take text back"
+    [update] = slack.calls_to("chat.update")
+    assert stop.at <= update.at and update.params["text"] == final
+    assert slack.messages[stop.params["ts"]] == final
+    assert [c.params["status"] for c in slack.calls_to("assistant.threads.setStatus")] == [
+        "is thinking...", "is running lookup_order...", "is thinking...", ""]
+    [stored] = await replies_in(store, f"slack:T0FAKE:C0GENERAL:{post['ts']}")
+    assert stored.content == final
