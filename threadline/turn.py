@@ -126,8 +126,9 @@ class TurnContext:
     """One turn of one agent: who is answering, what, where, and a logger that says so.
 
     `aliases` are extra names the agent answers to in this channel (the bot's platform ids).
-    `deliver`, when given, posts the reply on the platform (the pipeline's delivery step runs
-    inside capture, so the stored reply carries the platform's message id). `reason` says why
+    `deliver`, when given, shows the agent working and the reply as it is written, then posts
+    it on the platform (the pipeline's delivery step runs inside capture, so the stored reply
+    carries the platform's message id). `reason` says why
     the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
     `agent_mention`), or is None when no team routed the turn.
     """
