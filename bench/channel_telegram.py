@@ -36,7 +36,7 @@ from figures import percentile  # noqa: E402
 from tests.fakes.telegram import ALICE, FakeTelegram, TgChat, unused_port  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.telegram import TelegramChannel  # noqa: E402
-from threadline.channels.telegram_inbound import turn_id  # noqa: E402
+from threadline.channels.telegram.inbound import turn_id  # noqa: E402
 from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
 from threadline.history.model import MessageMetadata, Participant  # noqa: E402
 

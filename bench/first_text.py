@@ -116,7 +116,7 @@ async def telegram(streaming: bool, *, private: bool) -> AsyncIterator[Platform]
 @asynccontextmanager
 async def discord(streaming: bool) -> AsyncIterator[Platform]:
     async with FakeDiscord() as fake:
-        from threadline.channels.discord_channel import DiscordChannel
+        from threadline.channels.discord.channel import DiscordChannel
 
         world = DiscordWorld.build(fake)
         channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,

@@ -41,10 +41,10 @@ from figures import percentile  # noqa: E402
 from locomo import AGENT, locomo_conversations  # noqa: E402
 from store import ensure_pg_schema  # noqa: E402
 
+from threadline.agents.search_tool import make_conversation_search_tool  # noqa: E402
 from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
-from threadline.history.search_tool import make_conversation_search_tool  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402

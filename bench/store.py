@@ -41,8 +41,9 @@ from threadline.history import (  # noqa: E402
     SqlConversationStore,
     StoredMessage,
 )
-from threadline.history.search import SearchQuery, conversation_key, fts5_word_match  # noqa: E402
+from threadline.history.search import SearchQuery, conversation_key  # noqa: E402
 from threadline.history.sql_schema import SELECT_LIST, SELECT_LIST_M  # noqa: E402
+from threadline.history.sql_sqlite import fts5_word_match  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 
 BUILD_BATCH = 5000

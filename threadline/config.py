@@ -1,16 +1,18 @@
 """The deployment configuration: one YAML file describing stores, agents and channels.
 
     store:
-      url: sqlite+aiosqlite:///threadline.db
+      url: sqlite:///threadline.db
     channels:
-      slack:
-        type: slack
-        bot_token: ${SLACK_BOT_TOKEN}
-        signing_secret: ${SLACK_SIGNING_SECRET}
+      team-chat:
+        type: PLATFORM            # its settings model is the platform's own
+        bot_token: ${BOT_TOKEN}
     agents:
       support:
         system_prompt: You answer questions about our product.
-        channels: [slack]
+        channels: [team-chat]
+
+A `channels:` entry is validated by the settings model of the platform its `type:` names
+(`threadline.channels.registry`); this module knows no platform.
 
 Secrets never live in the YAML: a secret field must be a `${VARIABLE}` reference, resolved
 from the environment or a `.env` file beside the config (the environment wins). A literal
@@ -27,26 +29,36 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+)
 
+from threadline.channels.platform import ChannelSettings
+from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
+from threadline.history.assembler import AssemblerOptions
+from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 
-DEFAULT_STORE_URL = "sqlite+aiosqlite:///threadline.db"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-# Field names whose values are credentials, wherever they appear.
-SECRET_FIELDS = frozenset({
-    "bot_token", "signing_secret", "app_token", "token", "webhook_secret_token", "api_key",
-})
+# Field names whose values are credentials, wherever they appear; a platform adds its own
+# (`ChannelSettings.secret_fields`) for its `channels:` entries.
+SECRET_FIELDS = frozenset({"token", "api_key"})
 
 KeyPath = tuple[str | int, ...]
 
@@ -65,8 +77,10 @@ class StoreSettings(_Section):
     @field_validator("url")
     @classmethod
     def _known_database(cls, url: str) -> str:
-        if not url.startswith(("sqlite", "postgresql")):
-            raise ValueError("a sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL")
+        try:
+            database_url(url)
+        except ConfigError:
+            raise ValueError("a sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL") from None
         return url
 
 
@@ -104,7 +118,7 @@ class SpendSettings(_Section):
 
     A budget counts every token a provider reports (input, cache reads and writes, output) and
     resets at midnight in `timezone`. `prices` are keyed "provider/model" (e.g.
-    "anthropic/claude-sonnet-4-5") or just the model; there are no built-in prices.
+    "anthropic/claude-sonnet-4-6") or just the model; there are no built-in prices.
     """
 
     timezone: str = "UTC"
@@ -154,81 +168,27 @@ class InspectorSettings(_Section):
     token: str | None = None
 
 
-class LocalChannelSettings(_Section):
-    """The in-process room; `threadline run` reads the lines typed on its standard input there
-    and prints the replies: always (`true`), never (`false`, for services), or when it is
-    attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
-
-    type: Literal["local"]
-    room: str = "main"
-    stdin: bool | Literal["auto"] = "auto"
-    user: str = "you"
-    allow_bots: bool = False
-
-
-class SlackChannelSettings(_Section):
-    type: Literal["slack"]
-    mode: Literal["http", "socket"] = "http"
-    bot_token: str
-    signing_secret: str | None = None
-    app_token: str | None = None
-    host: str = "127.0.0.1"
-    port: int = Field(default=3000, ge=0, le=65535)
-    path: str = "/slack/events"
-    api_base_url: str | None = None
-    reply_in_thread: bool = True
-    agent_name_as_username: bool = False
-    allow_bots: bool = False
-    streaming: bool = True  # show replies as they are written
-    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
-
-
-class TelegramChannelSettings(_Section):
-    type: Literal["telegram"]
-    mode: Literal["polling", "webhook"] = "polling"
-    token: str
-    webhook_url: str | None = None
-    webhook_path: str = "/telegram"
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=0, le=65535)
-    webhook_secret_token: str | None = None
-    base_url: str | None = None
-    base_file_url: str | None = None
-    drop_pending_updates: bool = False
-    allow_bots: bool = False
-    streaming: bool = True  # show replies as they are written
-    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
-
-
-class DiscordChannelSettings(_Section):
-    type: Literal["discord"]
-    token: str
-    api_base_url: str | None = None
-    gateway_url: str | None = None
-    sharded: bool = False
-    shard_count: int | None = None
-    allow_bots: bool = False
-    streaming: bool = True  # show replies as they are written
-    stream_interval: float = Field(default=1.0, gt=0)  # seconds between changes, per chat
-
-
-ChannelSettings = Annotated[
-    LocalChannelSettings | SlackChannelSettings | TelegramChannelSettings
-    | DiscordChannelSettings,
-    Field(discriminator="type"),
-]
+_ASSEMBLER = AssemblerOptions()
 
 
 class MemorySettings(_Section):
-    """How much of the shared history an agent sees (mirrors `AssemblerOptions`)."""
+    """The `AssemblerOptions` a config may set: how much of the shared history an agent sees.
 
-    token_budget: int = Field(default=3000, ge=50)
-    addressed_only_mode: bool = True
-    rolling_summary_threshold: int = Field(default=40, ge=2)
-    time_window_minutes: int | None = Field(default=None, gt=0)
-    max_turns_to_load: int = Field(default=100, gt=0)
-    recall: bool = True
-    recall_limit: int = Field(default=5, ge=0)
+    Defaults are the assembler's own; the limits are stated here so a wrong value is reported
+    with its file, line and key.
+    """
+
+    token_budget: int = Field(default=_ASSEMBLER.token_budget, ge=50)
+    addressed_only_mode: bool = _ASSEMBLER.addressed_only_mode
+    rolling_summary_threshold: int = Field(default=_ASSEMBLER.rolling_summary_threshold, ge=2)
+    time_window_minutes: int | None = Field(default=_ASSEMBLER.time_window_minutes, gt=0)
+    max_turns_to_load: int = Field(default=_ASSEMBLER.max_turns_to_load, gt=0)
+    recall: bool = _ASSEMBLER.recall
+    recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
+
+    def options(self) -> AssemblerOptions:
+        """The assembler's options with these settings applied."""
+        return replace(_ASSEMBLER, **self.model_dump())
 
 
 class AgentChannel(_Section):
@@ -268,12 +228,23 @@ class AgentSettings(_Section):
 
 
 def _default_channels() -> dict[str, ChannelSettings]:
-    return {"local": LocalChannelSettings(type="local")}
+    settings = platform_for(DEFAULT_PLATFORM).settings
+    return {DEFAULT_PLATFORM: settings.model_validate({"type": DEFAULT_PLATFORM})}
 
 
 def _default_agents() -> dict[str, AgentSettings]:
     return {"support": AgentSettings(description="Answers questions; remembers the conversation.",
-                                     channels=[AgentChannel(name="local")])}
+                                     channels=[AgentChannel(name=DEFAULT_PLATFORM)])}
+
+
+def channel_settings(entry: Any) -> Any:
+    """A `channels:` entry as its platform's settings model (found by its `type:`)."""
+    if not isinstance(entry, Mapping):
+        return entry
+    kind = entry.get("type")
+    if not isinstance(kind, str):
+        raise ValueError("a `type:` naming the platform")
+    return platform_for(kind).settings.model_validate(entry)
 
 
 class Settings(_Section):
@@ -287,10 +258,19 @@ class Settings(_Section):
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    channels: dict[str, ChannelSettings] = Field(default_factory=_default_channels)
+    # Each entry is its platform's settings model (`threadline.channels.registry`).
+    channels: dict[str, SerializeAsAny[ChannelSettings]] = Field(
+        default_factory=_default_channels)
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
     shutdown_timeout: float = Field(default=30.0, ge=0)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _platform_settings(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {name: channel_settings(entry) for name, entry in value.items()}
+        return value
 
     def system_prompt(self, agent: str) -> str:
         """The agent's system prompt, read from `system_prompt_file` when that is set."""
@@ -370,15 +350,29 @@ def _environment(base_dir: Path, env: Mapping[str, str] | None) -> dict[str, str
     return values
 
 
-def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str]) -> Any:
+def _platform_secrets(entry: Any) -> frozenset[str]:
+    """The secret field names of a raw `channels:` entry's platform (none if it is unknown:
+    that is reported once the entry is validated)."""
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    try:
+        return platform_for(kind).settings.secret_fields if isinstance(kind, str) else frozenset()
+    except ConfigError:
+        return frozenset()
+
+
+def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str],
+             secrets: frozenset[str] = SECRET_FIELDS) -> Any:
     """`${VAR}` references replaced; literal secrets and missing variables refused."""
+    if len(path) == 2 and path[0] == "channels":
+        secrets = secrets | _platform_secrets(value)
     if isinstance(value, dict):
-        return {k: _resolve(v, path + (str(k),), source, env) for k, v in value.items()}
+        return {k: _resolve(v, path + (str(k),), source, env, secrets)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, path + (i,), source, env) for i, v in enumerate(value)]
+        return [_resolve(v, path + (i,), source, env, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-    secret = bool(path) and path[-1] in SECRET_FIELDS
+    secret = bool(path) and path[-1] in secrets
     if secret and not _REFERENCE.fullmatch(value.strip()):
         raise ConfigError(
             f"{source.where(path)}: a literal secret is not allowed in the config file; put it in "
@@ -413,11 +407,6 @@ def _describe_error(error: Mapping[str, Any]) -> str:
         return "required setting is missing"
     if kind == "extra_forbidden":
         return "unknown setting (check the spelling; see `threadline init` for every option)"
-    if kind == "union_tag_invalid":
-        return (f"expected type one of local, slack, telegram, discord, found "
-                f"{error.get('ctx', {}).get('tag')!r}")
-    if kind == "union_tag_not_found":
-        return "missing `type:` (one of local, slack, telegram, discord)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
     if len(shown) > 60:
@@ -426,14 +415,31 @@ def _describe_error(error: Mapping[str, Any]) -> str:
 
 
 def _error_path(loc: tuple[Any, ...]) -> KeyPath:
-    # Discriminated unions add the tag ("slack") as a path element after the channel name.
-    path: list[str | int] = []
-    for index, part in enumerate(loc):
-        if index == 2 and loc[0] == "channels" and part in ("local", "slack", "telegram",
-                                                            "discord"):
+    return tuple(part if isinstance(part, int) else str(part) for part in loc)
+
+
+def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]:
+    """Each `channels:` entry validated by its platform's model, and the problems (naming file,
+    line and key) of those that are not valid."""
+    if not isinstance(channels, dict):
+        return channels, []  # Settings says what it expected
+    validated: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, entry in channels.items():
+        where = ("channels", str(name))
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and not isinstance(kind, str):
+            problems.append(f"{source.where(where)}: missing `type:` (one of "
+                            f"{', '.join(platform_names())})")
             continue
-        path.append(part if isinstance(part, int) else str(part))
-    return tuple(path)
+        try:
+            validated[name] = channel_settings(entry)
+        except ConfigError as exc:
+            problems.append(f"{source.where(where + ('type',))}: {exc}")
+        except ValidationError as exc:
+            problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
+                         f"{_describe_error(e)}" for e in exc.errors()]
+    return validated, problems
 
 
 def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> Settings:
@@ -447,6 +453,9 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     base_dir = path.resolve().parent
     environment = _environment(base_dir, env)
     resolved = _resolve(raw, (), source, environment)
+    problems: list[str] = []
+    if "channels" in resolved:
+        resolved["channels"], problems = _validated_channels(resolved["channels"], source)
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
@@ -457,19 +466,13 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems = [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
-                    for e in exc.errors()]
+        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
+                     for e in exc.errors()]
         raise ConfigError("\n".join(problems)) from exc
-    problems = cross_check(settings, source)
+    problems = problems or cross_check(settings, source)
     if problems:
         raise ConfigError("\n".join(problems))
     return settings
-
-
-def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
-    """The embedded default, with the model key taken from the environment when set."""
-    environment = os.environ if env is None else env
-    return Settings(model=ModelSettings(api_key=environment.get("ANTHROPIC_API_KEY") or None))
 
 
 def is_loopback(host: str) -> bool:
@@ -483,7 +486,7 @@ def is_loopback(host: str) -> bool:
 
 
 def cross_check(settings: Settings, source: _Source) -> list[str]:
-    """Problems between sections: unknown channels, bad names, missing mode settings."""
+    """Problems between sections: unknown channels, bad names, settings that do not fit."""
     problems: list[str] = []
     for name in (*settings.channels, *settings.agents):
         if not _NAME.match(name):
@@ -500,16 +503,8 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
             problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
                             "system_prompt_file, not both")
     for name, channel in settings.channels.items():
-        where = source.where(("channels", name))
-        if isinstance(channel, SlackChannelSettings):
-            if channel.mode == "http" and not channel.signing_secret:
-                problems.append(f"{where}: mode http needs signing_secret "
-                                "(${SLACK_SIGNING_SECRET})")
-            if channel.mode == "socket" and not channel.app_token:
-                problems.append(f"{where}: mode socket needs app_token (${{SLACK_APP_TOKEN}})")
-        if isinstance(channel, TelegramChannelSettings) and channel.mode == "webhook" and not (
-                channel.webhook_url and channel.webhook_secret_token):
-            problems.append(f"{where}: mode webhook needs webhook_url and webhook_secret_token")
+        problems += [f"{source.where(('channels', name))}: {problem}"
+                     for problem in channel.problems()]
     inspector = settings.inspector
     if (settings.ops.enabled and inspector.console and not inspector.token
             and not is_loopback(settings.ops.host)):

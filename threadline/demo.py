@@ -194,7 +194,7 @@ async def _interactive(demo: Demo) -> None:
 async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
     if not db.parent.exists():
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
-    async with SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+    async with SqlConversationStore(f"sqlite:///{db}") as store:
         demo = Demo(store, out)
         await demo.team.start()
         console = await demo.serve_console()

@@ -1,7 +1,7 @@
 """Everything Threadline raises on purpose, as one tree so callers know what to catch.
 
     ThreadlineError
-    ├── ConfigError                 a setting is missing or wrong (names the file/key and the fix)
+    ├── ConfigError                 a setting or option is missing or wrong (names it and the fix)
     ├── InvalidMessageError         a message field has a wrong value (names the field and value)
     ├── StoreError                  the conversation store could not do what was asked
     │   ├── StoreUnavailableError   the database is down, locked past the timeout or read-only
@@ -24,8 +24,10 @@ class ThreadlineError(Exception):
     """Base of every error Threadline raises on purpose."""
 
 
-class ConfigError(ThreadlineError):
-    """A configuration value is missing or invalid."""
+class ConfigError(ThreadlineError, ValueError):
+    """A configuration value or a constructor option is missing or invalid.
+
+    Also a `ValueError`, what Python code passing a bad argument expects to catch."""
 
 
 class InvalidMessageError(ThreadlineError, ValueError):

@@ -9,7 +9,7 @@
         base_url: http://127.0.0.1:11434/v1
         model: llama3.1
     agents:
-      support: {model: claude-sonnet-4-5}       # the default provider
+      support: {model: claude-sonnet-4-6}       # the default provider
       notes: {provider: local}                  # llama3.1 on the local server
 
 An agent's `provider` names an entry of `providers:`, or a provider type (`anthropic`,

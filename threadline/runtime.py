@@ -29,18 +29,10 @@ from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
 from threadline.channels.base import Channel
-from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
-from threadline.config import (
-    AgentSettings,
-    ChannelSettings,
-    DiscordChannelSettings,
-    LocalChannelSettings,
-    Settings,
-    SlackChannelSettings,
-    TelegramChannelSettings,
-)
+from threadline.channels.platform import ChannelContext
+from threadline.channels.registry import platform_for
+from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
-from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
@@ -78,47 +70,6 @@ def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
     except AttributeError as exc:
         raise ConfigError(f"agents.{agent}.tools: module {module_name!r} has no {attribute!r}"
                           ) from exc
-
-
-def assembler_options(agent: AgentSettings) -> AssemblerOptions:
-    memory = agent.memory
-    return AssemblerOptions(
-        token_budget=memory.token_budget, addressed_only_mode=memory.addressed_only_mode,
-        rolling_summary_threshold=memory.rolling_summary_threshold,
-        time_window_minutes=memory.time_window_minutes,
-        max_turns_to_load=memory.max_turns_to_load, recall=memory.recall,
-        recall_limit=memory.recall_limit,
-    )
-
-
-def print_reply(reply: LocalReply) -> None:
-    print(f"{reply.agent_name}> {reply.text}", flush=True)
-
-
-def reads_input(channel: LocalChannelSettings) -> bool:
-    """Whether the local channel takes its lines from this process's standard input."""
-    return channel.stdin is True or (channel.stdin == "auto" and sys.stdin.isatty())
-
-
-def build_channel(name: str, channel: ChannelSettings) -> Channel:
-    """The channel object for one `channels:` entry; SDKs are imported only when used."""
-    if isinstance(channel, LocalChannelSettings):
-        return LocalChannel(name=name, room=channel.room, allow_bots=channel.allow_bots,
-                            on_reply=print_reply if reads_input(channel) else None)
-    options = channel.model_dump(exclude={"type"})
-    if isinstance(channel, SlackChannelSettings):
-        from threadline.channels.slack import SlackChannel
-
-        return SlackChannel(name=name, **options)
-    if isinstance(channel, TelegramChannelSettings):
-        from threadline.channels.telegram import TelegramChannel
-
-        return TelegramChannel(name=name, **options)
-    if isinstance(channel, DiscordChannelSettings):
-        from threadline.channels.discord_channel import DiscordChannel
-
-        return DiscordChannel(name=name, **options)
-    raise ConfigError(f"channels.{name}: unsupported channel type")
 
 
 class MetricsInterceptor:
@@ -171,7 +122,8 @@ class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""
 
     def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
-                 channels: Sequence[Channel], metrics: Metrics, inspector: Inspector) -> None:
+                 channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
+                 stop_requested: asyncio.Event | None = None) -> None:
         self.settings = settings
         self.store = store
         self.team = team
@@ -181,13 +133,16 @@ class Runtime:
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
         self._started: set[str] = set()
-        self._stop = asyncio.Event()
-        self._readers: list[asyncio.Task[None]] = []
+        self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
 
     @classmethod
-    def build(cls, settings: Settings, *, provider: ModelProvider | None = None) -> Runtime:
-        """Everything the settings describe, constructed but not started."""
+    def build(cls, settings: Settings, *, provider: ModelProvider | None = None,
+              interactive: bool = True) -> Runtime:
+        """Everything the settings describe, constructed but not started.
+
+        `interactive=False` keeps channels off this process's terminal (`run --no-input`).
+        """
         store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
@@ -205,7 +160,7 @@ class Runtime:
                 model=providers.agents[name].model,
                 tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
                 conversation_history=store, description=agent.description,
-                assembler_options=assembler_options(agent), aliases=agent.aliases,
+                assembler_options=agent.memory.options(), aliases=agent.aliases,
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
@@ -217,18 +172,21 @@ class Runtime:
                 if store.dialect == "postgresql" else None)
         team = Team(agents, lock=lock)
         channels = []
+        stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():
             joined = [(a, e) for a in agents for e in settings.agents[a.name].channels
                       if e.name == name]
             if not joined:
                 log.warning("runtime.channel_without_agents", channel=name)
                 continue
-            channel = build_channel(name, channel_settings)
+            context = ChannelContext(agents=tuple(a.name for a, _ in joined),
+                                     interactive=interactive, request_stop=stop_requested.set)
+            channel = platform_for(channel_settings.type).build(name, channel_settings, context)
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
         return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
-                   inspector=inspector)
+                   inspector=inspector, stop_requested=stop_requested)
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
@@ -254,12 +212,6 @@ class Runtime:
                 log.info("console.listening", url=self.console_url)
         await self.team.start(self.events)
         self._started.update(channel.name for channel in self.channels)
-        for name, channel_settings in self.settings.channels.items():
-            room = next((c for c in self.channels if c.name == name), None)
-            if isinstance(channel_settings, LocalChannelSettings) and isinstance(
-                    room, LocalChannel) and reads_input(channel_settings):
-                self._readers.append(asyncio.ensure_future(
-                    self._read_stdin(room, channel_settings.user)))
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
@@ -271,22 +223,6 @@ class Runtime:
             return None
         host = self.ops.host if ":" not in self.ops.host else f"[{self.ops.host}]"
         return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
-
-    async def _read_stdin(self, room: LocalChannel, user: str) -> None:
-        """Lines typed on stdin go to the local room; end of input stops the runtime."""
-        terminal = sys.stdin.isatty()
-        if terminal:
-            names = [f"@{a}" for a, s in self.settings.agents.items()
-                     if any(c.name == room.name for c in s.channels)]
-            print(f"Talk to {', '.join(names)} here, for example: {names[0]} hello. "
-                  "Leave with Ctrl-D (or Ctrl-C).", flush=True)
-        async for line in typed_lines(sys.stdin, prompt=TERMINAL_PROMPT if terminal else "",
-                                      echo=sys.stdout):
-            if line.strip():
-                await room.say(line.strip(), user=user)
-        if terminal:
-            print(flush=True)  # Ctrl-D leaves the cursor after the prompt
-        self.request_stop()
 
     async def readiness(self) -> dict[str, str | None]:
         """Each check's problem, or None: the store answers and every channel is connected."""
@@ -321,8 +257,6 @@ class Runtime:
         """Stop channels, finish turns in flight, flush the outbox, close the store."""
         log.info("runtime.stopping")
         self._started.clear()
-        for reader in self._readers:
-            reader.cancel()  # stop reading; a line being answered finishes (say is shielded)
         try:
             await self.team.stop(drain_timeout=self.settings.shutdown_timeout)
         finally:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from tests.history.helpers import ANN, BOB, turn
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.offline import OfflineModel
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import to_tool_spec
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import ToolExchange, ToolResult
 from threadline.history.prompt import PromptMessage
-from threadline.history.search_tool import make_conversation_search_tool
 
 HISTORY = [
     turn("Hi, my order number is A-1042 and I prefer email updates.", who=ANN, minute=0),

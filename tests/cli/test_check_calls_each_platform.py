@@ -1,4 +1,5 @@
-"""`threadline check` validates the config and asks each platform who the bot is."""
+"""`threadline check` validates the config and runs each channel's own check: who the bot is,
+and what would keep it deaf (missing Slack scopes, Telegram privacy mode, Discord intents)."""
 
 from __future__ import annotations
 
@@ -47,18 +48,36 @@ async def test_every_connection_ok(tmp_path: Path) -> None:
             "TELEGRAM_BOT_TOKEN": telegram.token, "DISCORD_BOT_TOKEN": discord.token})
         assert outcome.code == 0, outcome.err
         assert "ok    config" in outcome.out
-        assert f"ok    channel slack (slack): auth.test ok: bot {slack.bot_name} (U0BOT)" \
-            in outcome.out
-        assert f"ok    channel telegram (telegram): getMe ok: @{telegram.bot.username}" \
-            in outcome.out
-        assert "privacy mode is on" in outcome.out
-        assert f"ok    channel discord (discord): /users/@me ok: {discord.bot.username}" \
-            in outcome.out
+        assert f"ok    channel slack (slack): bot {slack.bot_name} (U0BOT)" in outcome.out
+        assert f"ok    channel telegram (telegram): bot {telegram.bot.username} " \
+            f"({telegram.bot.id})" in outcome.out
+        assert "warn  channel telegram (telegram): Privacy mode is on" in outcome.out
+        assert f"ok    channel discord (discord): bot {discord.bot.username}" in outcome.out
         assert "will be created on first run" in outcome.out
         assert "no ANTHROPIC_API_KEY" in outcome.out
         assert len(slack.calls_to("auth.test")) == 1
         assert [c.method for c in telegram.calls] == ["getMe"]
         assert not (tmp_path / "threadline.db").exists()  # check creates nothing
+
+
+async def test_what_keeps_each_bot_deaf_is_a_warning_from_its_channel(tmp_path: Path) -> None:
+    async with FakeSlack(scopes=("chat:write", "users:read", "im:history")) as slack, \
+            FakeTelegram() as telegram, FakeDiscord(grant_message_content=False) as discord:
+        path = config(tmp_path, slack, telegram, discord)
+        outcome = await run_process_async("check", str(path), cwd=tmp_path, env={
+            "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": slack.signing_secret,
+            "TELEGRAM_BOT_TOKEN": telegram.token, "DISCORD_BOT_TOKEN": discord.token})
+    assert outcome.code == 0, outcome.err  # the bots connect: warnings do not fail the check
+    warnings = [line for line in outcome.out.splitlines() if line.startswith("warn")]
+    slack_lines = [w for w in warnings if w.startswith("warn  channel slack (slack): ")]
+    assert len(slack_lines) == 2
+    assert "'channels:history' scope" in slack_lines[0]
+    assert "'groups:history' scope" in slack_lines[1]
+    assert any(w.startswith("warn  channel telegram (telegram): Privacy mode is on for "
+                            "@support_bot") for w in warnings)
+    assert any(w.startswith("warn  channel discord (discord): ") and "Message Content" in w
+               for w in warnings), warnings
+    assert len(slack.calls_to("auth.test")) == 1
 
 
 async def test_rejected_tokens_one_line_each_exit_1(tmp_path: Path) -> None:
@@ -70,11 +89,12 @@ async def test_rejected_tokens_one_line_each_exit_1(tmp_path: Path) -> None:
     assert outcome.code == 1
     failures = [line for line in outcome.err.splitlines() if line.startswith("FAIL")]
     assert len(failures) == 3, outcome.err
-    assert "FAIL  channel slack (slack): auth.test refused the bot token: invalid_auth" \
-        in outcome.err
-    assert "FAIL  channel telegram (telegram): getMe refused the token" in outcome.err
-    assert "FAIL  channel discord (discord): GET /users/@me refused the token (401)" \
-        in outcome.err
+    assert "FAIL  channel slack (slack): Slack channel 'slack': auth.test rejected bot_token " \
+        "(invalid_auth)" in outcome.err
+    assert "FAIL  channel telegram (telegram): telegram channel 'telegram': could not read " \
+        "the bot's settings (getMe): the bot token was rejected" in outcome.err
+    assert "FAIL  channel discord (discord): Discord channel 'discord': Discord rejected the " \
+        "bot token (401)" in outcome.err
 
 
 def closed_port() -> int:

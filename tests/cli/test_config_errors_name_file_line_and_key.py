@@ -85,6 +85,20 @@ agents:
         "it in the environment or .env and write ${TG_TOKEN} here")
 
 
+def test_a_secret_the_platform_declares_is_refused_literally(tmp_path: Path) -> None:
+    path = write(tmp_path, """\
+channels:
+  slack:
+    type: slack
+    bot_token: ${SLACK_BOT_TOKEN}
+    signing_secret: "8f742231b10e8888abcd99yyyzzz85a5"
+""")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={"SLACK_BOT_TOKEN": "xoxb-1"})
+    assert str(caught.value).startswith(
+        f"{path}:5: channels.slack.signing_secret: a literal secret is not allowed")
+
+
 def test_missing_secret_names_variable_and_env_file(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, """\
@@ -118,7 +132,7 @@ agents:
 
 def test_empty_file_is_the_embedded_default(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, ""), env={})
-    assert settings.store.url == "sqlite+aiosqlite:///threadline.db"
+    assert settings.store.url == "sqlite:///threadline.db"
     assert list(settings.channels) == ["local"]
     assert settings.resolved_provider() == "offline"
     keyed = load_settings(write(tmp_path, ""), env={"ANTHROPIC_API_KEY": "sk-ant-x"})

@@ -153,7 +153,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_long_runs_report_progress_on_stderr(db: Path, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import threadline.cli_history as cli_history
+    import threadline.cli.history as cli_history
 
     monkeypatch.setattr(cli_history, "PROGRESS_EVERY", 0.0)  # every step counts as "long"
     outcome = run_cli(capsys, "history", "export", "--db", str(db))

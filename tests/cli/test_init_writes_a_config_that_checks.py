@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli
-from threadline.config import SlackChannelSettings, load_settings
+from threadline.channels.slack.platform import SlackSettings
+from threadline.config import load_settings
 
 
 @pytest.mark.parametrize("platform", [None, "slack", "telegram", "discord"])
@@ -27,7 +28,7 @@ def test_starter_config_loads(tmp_path: Path, platform: str | None,
     assert set(settings.channels) == expected
     assert {c.name for c in settings.agents["support"].channels} == expected
     if platform == "slack":
-        assert isinstance(settings.channels["slack"], SlackChannelSettings)
+        assert isinstance(settings.channels["slack"], SlackSettings)
 
 
 def test_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

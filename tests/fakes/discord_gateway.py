@@ -39,7 +39,7 @@ from typing import Any, Self
 from aiohttp import WSMsgType, web
 
 from threadline.channels.base import ChannelEvents
-from threadline.channels.discord_channel import DiscordChannel
+from threadline.channels.discord import DiscordChannel
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MESSAGE_CONTENT_INTENT = 1 << 15

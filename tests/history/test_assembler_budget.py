@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tests.history.transcripts import ANN, BOB, SUPPORT, Transcript
+from threadline.agents.convert import to_anthropic
 from threadline.history import InMemoryConversationStore, ToolCall, ToolExchange, ToolResult
 from threadline.history.assembler import AssemblerOptions, assemble_prompt, prompt_tokens
-from threadline.history.convert import to_anthropic
 from threadline.history.tokens import default_counter
 
 

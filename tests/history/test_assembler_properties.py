@@ -7,6 +7,7 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from threadline.agents.convert import to_anthropic
 from threadline.history import (
     InMemoryConversationStore,
     Participant,
@@ -16,7 +17,6 @@ from threadline.history import (
     ToolResult,
 )
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
-from threadline.history.convert import to_anthropic
 
 PEOPLE = [
     Participant(kind="user", id="U1", display_name="Ann"),

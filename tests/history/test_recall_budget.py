@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.history.transcripts import ANN, BOB, CAROL, SUPPORT, Transcript
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.history import InMemoryConversationStore, SqlConversationStore
 from threadline.history.assembler import AssemblerOptions, assemble_prompt, prompt_tokens
 from threadline.history.prompt import AssembledPrompt
 from threadline.history.recall import RECALL_HEADER
-from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
 

@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, inspect
 
 from tests.fakes.tcp_proxy import TcpProxy, unused_port
 from tests.history.helpers import ANN, turn
-from threadline.errors import StoreError, StoreUnavailableError
+from threadline.errors import ConfigError, StoreUnavailableError
 from threadline.history import SqlConversationStore
 from threadline.history.sql_backends import _alembic_config, head_revision
 
@@ -89,7 +89,7 @@ async def test_missing_folder_is_named(tmp_path: Path) -> None:
 
 
 async def test_in_memory_sqlite_url_points_to_the_memory_store() -> None:
-    with pytest.raises(StoreError, match="InMemoryConversationStore"):
+    with pytest.raises(ConfigError, match="InMemoryConversationStore"):
         SqlConversationStore("sqlite+aiosqlite:///:memory:")
 
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from threadline.channels.platform import ChannelContext
+from threadline.channels.registry import platform_for
 from threadline.config import load_settings
 from threadline.errors import ConfigError
-from threadline.runtime import build_channel
 
 CONFIG = """\
 channels:
@@ -35,7 +36,8 @@ def test_streaming_is_on_unless_a_channel_turns_it_off(tmp_path: Path) -> None:
     path = tmp_path / "threadline.yaml"
     path.write_text(CONFIG, encoding="utf-8")
     settings = load_settings(path, env=ENV)
-    channels = {name: build_channel(name, entry) for name, entry in settings.channels.items()}
+    channels = {name: platform_for(entry.type).build(name, entry, ChannelContext())
+                for name, entry in settings.channels.items()}
     assert {name: channel.streaming for name, channel in channels.items()} == {
         "slack": False, "telegram": True, "discord": True}
 

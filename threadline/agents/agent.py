@@ -1,7 +1,7 @@
 """An agent: one LLM persona answering turns of a shared conversation, with tools.
 
     support = Agent(name="support", system_prompt="You help customers.", tools=[lookup_order],
-                    conversation_history=SqlConversationStore("sqlite+aiosqlite:///threadline.db"))
+                    conversation_history=SqlConversationStore("sqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
 One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.agents.llm import (
     ModelProvider,
     ModelRequest,
@@ -37,6 +38,7 @@ from threadline.agents.llm import (
     StreamingProvider,
 )
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import mentions_in_text
@@ -53,7 +55,6 @@ from threadline.history.model import (
 from threadline.history.processors import Processor
 from threadline.history.projection import merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
-from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
@@ -63,7 +64,6 @@ from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, re
 
 log = structlog.get_logger("threadline.agent")
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 # A name people can type as "@name" and every platform's mention parser keeps whole.
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
 UNFINISHED_REPLY = {

@@ -31,6 +31,7 @@ from anthropic import (
     PermissionDeniedError,
 )
 
+from threadline.agents.convert import to_anthropic
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, TextSink, ToolSpec
 from threadline.agents.providers import (
     DEFAULT_MAX_RETRIES,
@@ -40,8 +41,13 @@ from threadline.agents.providers import (
     register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
-from threadline.history.convert import to_anthropic
 from threadline.history.model import ToolCall
+
+# The model an agent uses when none is named, and the cheap one that writes summaries. Both
+# answer without thinking unless asked: the Claude 5 models think by default and then need their
+# thinking blocks sent back within a tool round, which this provider does not carry yet.
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 
 log = structlog.get_logger(__name__)
 
@@ -294,5 +300,5 @@ async def _check(settings: AnthropicSettings) -> str:
 
 register_provider(ProviderPlug(
     name="anthropic", settings=AnthropicSettings, build=_build, check=_check,
-    key_variable="ANTHROPIC_API_KEY", default_model="claude-sonnet-4-5",
-    summary_model="claude-haiku-4-5"))
+    key_variable="ANTHROPIC_API_KEY", default_model=DEFAULT_MODEL,
+    summary_model=DEFAULT_SUMMARY_MODEL))

@@ -31,6 +31,7 @@ from openai import (
     PermissionDeniedError,
 )
 
+from threadline.agents.convert import to_openai
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
 from threadline.agents.providers import (
     DEFAULT_MAX_RETRIES,
@@ -40,7 +41,6 @@ from threadline.agents.providers import (
     register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
-from threadline.history.convert import to_openai
 from threadline.history.model import ToolCall
 
 log = structlog.get_logger(__name__)

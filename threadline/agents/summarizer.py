@@ -21,6 +21,7 @@ from datetime import UTC
 
 import structlog
 
+from threadline.agents.anthropic_provider import DEFAULT_SUMMARY_MODEL
 from threadline.agents.llm import ModelProvider, ModelRequest
 from threadline.errors import ModelError
 from threadline.history.model import StoredMessage
@@ -29,7 +30,6 @@ from threadline.history.search import format_turn
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 _TOOL_TEXT_LIMIT = 200
 
 SUMMARY_INSTRUCTIONS = """\

@@ -231,7 +231,7 @@ def input_problem(schema: Mapping[str, Any], value: Any, path: str = "input") ->
     """What is wrong with a value against a (simple) JSON schema, or None if it fits.
 
     Covers what tool schemas use: type, enum, properties, required, additionalProperties,
-    items and anyOf. Unknown keywords are not checked.
+    items, anyOf, minimum, maximum, minLength and pattern. Unknown keywords are not checked.
     """
     if "anyOf" in schema:
         options = typing_cast(list[Mapping[str, Any]], schema["anyOf"])
@@ -244,6 +244,13 @@ def input_problem(schema: Mapping[str, Any], value: Any, path: str = "input") ->
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(json.dumps(v) for v in schema["enum"])
         return f"{path} must be one of {allowed}, got {_shown(value)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _range_problem(schema, value, path)
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return f"{path} must have at least {schema['minLength']} characters"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return f"{path} must match {schema['pattern']!r}, got {_shown(value)}"
     if isinstance(value, dict):
         return _object_problem(schema, value, path)
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
@@ -251,6 +258,15 @@ def input_problem(schema: Mapping[str, Any], value: Any, path: str = "input") ->
             problem = input_problem(schema["items"], item, f"{path}[{index}]")
             if problem is not None:
                 return problem
+    return None
+
+
+def _range_problem(schema: Mapping[str, Any], value: float, path: str) -> str | None:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = (f"from {low} to {high}" if low is not None and high is not None
+                  else f"at least {low}" if low is not None else f"at most {high}")
+        return f"{path} must be {bounds}, got {_shown(value)}"
     return None
 
 

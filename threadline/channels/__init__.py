@@ -1,11 +1,11 @@
 """Channels: Slack, Telegram, Discord and a local channel, behind one small contract.
 
 Platform SDKs are optional extras (`threadline[slack]`, `[telegram]`, `[discord]`), so each
-platform's channel is imported from its own module:
+platform's channel is imported from its own package:
 
     from threadline.channels.slack import SlackChannel
     from threadline.channels.telegram import TelegramChannel
-    from threadline.channels.discord_channel import DiscordChannel
+    from threadline.channels.discord import DiscordChannel
     from threadline.channels.local import LocalChannel
 """
 

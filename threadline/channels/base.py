@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+from threadline.errors import InvalidMessageError
 from threadline.history.model import StoredMessage
 
 
@@ -157,6 +158,18 @@ class Channel(ABC):
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         """A reply to `inbound` written live (see `LiveReply`); the default posts it once."""
         return PostedOnce(self, inbound, agent_name)
+
+    def delivered_here(self, inbound: StoredMessage) -> str:
+        """The platform channel id of a message this platform delivered; a reply to another
+        platform's message is refused the same way on every platform (`InvalidMessageError`)."""
+        meta = inbound.metadata
+        if meta.channel_type != self.channel_type or not meta.channel_id:
+            raise InvalidMessageError(
+                f"{self.channel_type} channel {self.name!r} cannot reply to {inbound.id!r} in "
+                f"{inbound.conversation_id!r}: it came from channel_type "
+                f"{meta.channel_type!r} with channel_id {meta.channel_id!r}; it needs a "
+                "message this channel delivered")
+        return meta.channel_id
 
     def reply_conversation_id(self, inbound: StoredMessage) -> str:
         """The conversation a reply to `inbound` will belong to.

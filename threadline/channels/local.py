@@ -7,21 +7,24 @@
 
 Conversation ids are `local:ROOM`. A message addresses agents with `@name`, parsed by the same
 mention rules as every platform (`threadline.history.addressing`). Replies are handed to
-`on_reply` and kept in `sent`; nothing leaves the process.
+`on_reply` and kept in `sent`; nothing leaves the process. Given `typed_input`, the room reads
+the lines typed on a terminal (or piped in) and asks the runtime to stop when they end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Literal, TextIO
 
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
 from threadline.errors import ChannelError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.model import (
@@ -51,6 +54,16 @@ class LocalReply:
 ReplyHandler = Callable[[LocalReply], Awaitable[None] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class TypedInput:
+    """Lines a person types into the room as `user`; `on_end` runs when the input ends."""
+
+    source: TextIO
+    user: str
+    on_end: Callable[[], None]
+    greeting: str | None = None  # shown first, on a terminal
+
+
 class LocalChannel(Channel):
     """An in-process room: `say` delivers a user's line, replies go to `on_reply`."""
 
@@ -64,6 +77,7 @@ class LocalChannel(Channel):
         room: str = "main",
         on_reply: ReplyHandler | None = None,
         allow_bots: bool = False,
+        typed_input: TypedInput | None = None,
     ) -> None:
         super().__init__(name=name, allow_bots=allow_bots)
         self.room = room
@@ -71,18 +85,30 @@ class LocalChannel(Channel):
         self.sent: list[LocalReply] = []
         self._events: ChannelEvents | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._typed_input = typed_input
+        self._reader: asyncio.Task[None] | None = None
 
     @property
     def conversation_id(self) -> str:
         return f"{CHANNEL_TYPE}:{self.room}"
 
     async def start(self, events: ChannelEvents) -> None:
-        self.identity = BotIdentity(user_id=f"{self.name}-bot", username=self.name)
+        await self.check()
         self._events = events
+        if self._typed_input is not None:
+            self._reader = asyncio.ensure_future(self._read(self._typed_input))
         log.info("channel.started", channel=self.name, conversation_id=self.conversation_id)
+
+    async def check(self) -> list[str]:
+        """Nothing can be wrong with a room in this process; it learns its own identity."""
+        self.identity = BotIdentity(user_id=f"{self.name}-bot", username=self.name)
+        return []
 
     async def stop(self) -> None:
         """Stop taking lines; lines already being answered are finished first."""
+        if self._reader is not None:
+            self._reader.cancel()  # a line being answered finishes (say is shielded)
+            self._reader = None
         self._events = None
         if self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
@@ -129,6 +155,19 @@ class LocalChannel(Channel):
                 await outcome
         return [reply.message_id]
 
+    async def _read(self, typed: TypedInput) -> None:
+        """Typed lines go to the room; end of input asks the runtime to stop."""
+        terminal = typed.source.isatty()
+        if terminal and typed.greeting:
+            print(typed.greeting, flush=True)
+        async for line in typed_lines(typed.source, prompt=TERMINAL_PROMPT if terminal else "",
+                                      echo=sys.stdout):
+            if line.strip():
+                await self.say(line.strip(), user=typed.user)
+        if terminal:
+            print(flush=True)  # Ctrl-D leaves the cursor after the prompt
+        typed.on_end()
+
 
 async def typed_lines(source: TextIO, *, prompt: str = "", echo: TextIO | None = None
                       ) -> AsyncIterator[str]:
@@ -161,3 +200,44 @@ async def typed_lines(source: TextIO, *, prompt: str = "", echo: TextIO | None =
         if line is None:
             return
         yield line
+
+
+class LocalSettings(ChannelSettings):
+    """The in-process room; `threadline run` reads the lines typed on its standard input there
+    and prints the replies: always (`true`), never (`false`, for services), or when it is
+    attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
+
+    type: Literal["local"]
+    room: str = "main"
+    stdin: bool | Literal["auto"] = "auto"
+    user: str = "you"
+
+
+def print_reply(reply: LocalReply) -> None:
+    print(f"{reply.agent_name}> {reply.text}", flush=True)
+
+
+def build(name: str, settings: LocalSettings, context: ChannelContext) -> LocalChannel:
+    """The room; it reads this process's standard input when the settings and `run` allow."""
+    reads = context.interactive and (
+        settings.stdin is True or (settings.stdin == "auto" and sys.stdin.isatty()))
+    if not reads:
+        return LocalChannel(name=name, room=settings.room, allow_bots=settings.allow_bots)
+    names = [f"@{agent}" for agent in context.agents] or ["@agent"]
+    greeting = (f"Talk to {', '.join(names)} here, for example: {names[0]} hello. "
+                "Leave with Ctrl-D (or Ctrl-C).")
+    return LocalChannel(name=name, room=settings.room, allow_bots=settings.allow_bots,
+                        on_reply=print_reply, typed_input=TypedInput(
+                            source=sys.stdin, user=settings.user, greeting=greeting,
+                            on_end=context.request_stop))
+
+
+STARTER = """\
+  local:
+    type: local        # in-process room, for trying agents out
+    # auto: when `threadline run` is started in a terminal, type messages there and read the
+    # replies. false for services (or `threadline run --no-input`); true reads piped input too.
+    stdin: auto
+"""
+
+PLATFORM = Platform(name="local", settings=LocalSettings, build=build, starter=STARTER)

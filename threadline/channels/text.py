@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from threadline.errors import ConfigError
+
 _FENCE = re.compile(r"^```(\S*)", re.MULTILINE)
 _BOUNDARIES = ("\n\n", "\n", ". ", "! ", "? ", "; ", ", ", " ")
 
@@ -33,7 +35,7 @@ def _cut(text: str, limit: int) -> int:
 def split_text(text: str, limit: int) -> list[str]:
     """Parts of `text`, each at most `limit` characters, in order; an empty text gives none."""
     if limit < 20:
-        raise ValueError(f"split_text needs a limit of at least 20 characters, got {limit}")
+        raise ConfigError(f"split_text needs a limit of at least 20 characters, got {limit}")
     parts: list[str] = []
     rest = text.strip()
     reopen = ""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
@@ -71,17 +72,17 @@ class AssemblerOptions:
 
     def __post_init__(self) -> None:
         if self.token_budget < 50:
-            raise ValueError(f"AssemblerOptions.token_budget must be at least 50, "
-                             f"got {self.token_budget}")
+            raise ConfigError(f"AssemblerOptions.token_budget must be at least 50, "
+                              f"got {self.token_budget}")
         if not 0 <= self.recall_share < 1:
-            raise ValueError(f"AssemblerOptions.recall_share must be in [0, 1), "
-                             f"got {self.recall_share}")
+            raise ConfigError(f"AssemblerOptions.recall_share must be in [0, 1), "
+                              f"got {self.recall_share}")
         if self.immediate_turns < 0 or self.immediate_minutes < 0:
-            raise ValueError("AssemblerOptions.immediate_turns and immediate_minutes must be >= 0, "
-                             f"got {self.immediate_turns} and {self.immediate_minutes}")
+            raise ConfigError("AssemblerOptions.immediate_turns and immediate_minutes must be "
+                              f">= 0, got {self.immediate_turns} and {self.immediate_minutes}")
         if self.rolling_summary_threshold < 2:
-            raise ValueError("AssemblerOptions.rolling_summary_threshold must be at least 2, "
-                             f"got {self.rolling_summary_threshold}")
+            raise ConfigError("AssemblerOptions.rolling_summary_threshold must be at least 2, "
+                              f"got {self.rolling_summary_threshold}")
 
 
 def prompt_tokens(messages: Sequence[PromptMessage], counter: TokenCounter) -> int:

@@ -14,7 +14,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from threadline.errors import StoreError
+from threadline.errors import ConfigError, StoreError
 from threadline.history.inbox import MemoryInbox
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
@@ -55,7 +55,7 @@ class InMemoryConversationStore:
         stop_words: frozenset[str] = ENGLISH_STOP_WORDS,
     ) -> None:
         if max_conversations < 1 or max_messages_per_conversation < 1:
-            raise ValueError("max_conversations and max_messages_per_conversation must be >= 1")
+            raise ConfigError("max_conversations and max_messages_per_conversation must be >= 1")
         self.max_conversations = max_conversations
         self.max_messages_per_conversation = max_messages_per_conversation
         self.inbox = MemoryInbox()

@@ -266,10 +266,6 @@ class StoredMessage:
                            "empty unless the participant is an agent")
 
     @property
-    def platform_message_id(self) -> str | None:
-        return self.metadata.message_id
-
-    @property
     def is_summary(self) -> bool:
         return self.metadata.is_summary
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from threadline.errors import ConfigError
 from threadline.history.model import StoredMessage, ToolExchange, ToolResult
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import TokenCounter, default_counter
@@ -45,7 +46,7 @@ class ToolCallFilter:
 
     def __post_init__(self) -> None:
         if self.exclude and self.include is not None:
-            raise ValueError("ToolCallFilter takes exclude=[...] or include=[...], not both")
+            raise ConfigError("ToolCallFilter takes exclude=[...] or include=[...], not both")
 
     def _keeps(self, exchange: ToolExchange) -> bool:
         if self.include is not None:

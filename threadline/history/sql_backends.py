@@ -28,8 +28,10 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from threadline.errors import StoreError, StoreUnavailableError
-from threadline.history import sql_operations as ops
+from threadline.errors import ConfigError, StoreUnavailableError
+from threadline.history.database_url import sqlite_file
+from threadline.history.sql_postgres import AlchemyRunner
+from threadline.history.sql_sqlite import SqliteRunner
 
 log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
@@ -61,7 +63,7 @@ def head_revision() -> str | None:
 
 
 def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
-    return fn(ops.AlchemyRunner(connection), *args)
+    return fn(AlchemyRunner(connection), *args)
 
 
 class SqliteBackend:
@@ -72,19 +74,18 @@ class SqliteBackend:
     """
 
     def __init__(self, url: URL, *, busy_timeout: float, readers: int) -> None:
-        self.url = url.set(drivername="sqlite")
+        self.url = url
         self.busy_timeout = busy_timeout
-        database = self.url.database or ""
         # `sqlite:///file:PATH?mode=ro&uri=true` (SQLAlchemy's URI form) opens read-only.
         self.uri = self.url.query.get("uri") == "true"
-        path = database.removeprefix("file:") if self.uri else database
-        if path in ("", ":memory:") or self.url.query.get("mode") == "memory":
-            raise StoreError(
+        file = sqlite_file(url)
+        if file is None:
+            raise ConfigError(
                 "SqlConversationStore needs a SQLite file (for example "
-                "'sqlite+aiosqlite:///threadline.db'); for memory only, use "
-                "InMemoryConversationStore"
+                "'sqlite:///threadline.db'); for memory only, use InMemoryConversationStore"
             )
-        self.path = Path(path)
+        self.path = file
+        path = str(file)
         options = {k: v for k, v in self.url.query.items() if k != "uri"}
         self.target = f"file:{path}?{urlencode(options)}" if self.uri else path
         self.read_only = options.get("mode") == "ro"
@@ -112,10 +113,10 @@ class SqliteBackend:
             self._opened.append(connection)
         return connection
 
-    def _runner(self) -> ops.SqliteRunner:
-        runner: ops.SqliteRunner | None = getattr(self._local, "runner", None)
+    def _runner(self) -> SqliteRunner:
+        runner: SqliteRunner | None = getattr(self._local, "runner", None)
         if runner is None:
-            runner = self._local.runner = ops.SqliteRunner(self._connect())
+            runner = self._local.runner = SqliteRunner(self._connect())
         return runner
 
     def _in_write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -225,8 +226,6 @@ class PostgresBackend:
     """Runs operations on asyncpg through SQLAlchemy's async engine (`run_sync`)."""
 
     def __init__(self, url: URL, *, connect_timeout: float, pool_size: int) -> None:
-        if url.drivername == "postgresql":
-            url = url.set(drivername="postgresql+asyncpg")
         # `?search_path=NAME` keeps Threadline's tables in their own schema.
         search_path = url.query.get("search_path")
         url = url.difference_update_query(["search_path"])

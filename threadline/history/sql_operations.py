@@ -4,36 +4,23 @@ The SQLite backend runs these in its own threads on the plain `sqlite3` driver, 
 `:name` parameters as written (SQLAlchemy's per-statement compile, cache-key and result setup
 cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend runs them through
 `AsyncConnection.run_sync` on asyncpg. Parameters are always bound, never formatted into SQL.
+
+What differs by dialect lives with the dialect: each backend makes its runner once
+(`sql_sqlite.SqliteRunner`, `sql_postgres.AlchemyRunner`), and the runner's `ranked` is that
+dialect's full-text search (FTS5 MATCH or tsquery, built in its module).
 """
 
 from __future__ import annotations
 
-import math
-import sqlite3
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, Protocol
-
-from sqlalchemy import Connection, TextClause, text
 
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
-    MAX_POSTINGS,
-    MAX_RANKED,
     MONTH_BOOST,
     SearchQuery,
     SearchScope,
-    conversation_key,
-    fts5_quoted,
-    fts5_trigram_match,
-    fts5_word_match,
-    prune_common,
-    single_word,
-    tsquery_term,
-    websearch_text,
 )
 from threadline.history.sql_schema import (
     SELECT_LIST,
@@ -65,46 +52,10 @@ class SqlRunner(Protocol):
 
     def rowcount(self, sql: str, params: Params) -> int: ...
 
-
-class SqliteRunner:
-    """A `SqlRunner` on a raw `sqlite3` connection (which caches prepared statements itself)."""
-
-    dialect = "sqlite"
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-        # How many turns of the whole word index hold a word (see `search_hits`): counting
-        # walks the word's postings once; a count that lags behind new turns only makes the
-        # pruning milder.
-        self.word_counts: OrderedDict[str, int] = OrderedDict()
-
-    def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
-        return self.connection.execute(sql, params).fetchall()
-
-    def rowcount(self, sql: str, params: Params) -> int:
-        return self.connection.execute(sql, params).rowcount
-
-
-@lru_cache(maxsize=512)
-def _clause(sql: str) -> TextClause:
-    return text(sql)
-
-
-class AlchemyRunner:
-    """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg)."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-
-    @property
-    def dialect(self) -> str:
-        return self.connection.dialect.name
-
-    def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
-        return list(self.connection.execute(_clause(sql), dict(params)).all())
-
-    def rowcount(self, sql: str, params: Params) -> int:
-        return int(self.connection.execute(_clause(sql), dict(params)).rowcount)
+    def ranked(self, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+               columns: str) -> list[Sequence[Any]]:
+        """The dialect's full-text search: best-ranked rows (`columns` of `m`), best first."""
+        ...
 
 
 _INSERT = (
@@ -243,7 +194,7 @@ def select_by_platform_id(
     return _messages(rows)[0] if rows else None
 
 
-def _scoped(table: str, scope: SearchScope, params: dict[str, Any]) -> str:
+def scoped(table: str, scope: SearchScope, params: dict[str, Any]) -> str:
     """The SQL that keeps a search inside `scope`, its parameters added to `params`."""
     column = f"{table}." if table else ""
     sql = ""
@@ -280,68 +231,16 @@ def _ranked(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
     columns: str,
 ) -> list[Sequence[Any]]:
-    """The best-ranked rows (`columns` of `m`, the turn id first), best first.
-
-    On SQLite the words most common in the whole index are dropped first (see
-    `prune_common`): FTS5's bm25() walks every posting of every query word to weigh it. On
-    PostgreSQL counting a common word costs more than it saves (measured: search p50 12 ms ->
-    30 ms at a million turns), so its words are kept.
-    """
-    if isinstance(conn, SqliteRunner):
-        query = prune_common(query, lambda word: _index_count(conn, word),
-                             max_matches=MAX_POSTINGS)
-        return _search_sqlite(conn, conversation_id, query, limit, scope, columns)
-    return _search_postgres(conn, conversation_id, query, limit, scope, columns)
+    """The best-ranked rows (`columns` of `m`, the turn id first), best first, by the full-text
+    search of the runner's dialect (`sql_sqlite`, `sql_postgres`)."""
+    return conn.ranked(conversation_id, query, limit, scope, columns)
 
 
-def _search_sqlite(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
-) -> list[Sequence[Any]]:
-    key = conversation_key(conversation_id)
-    ranked: list[tuple[float, Sequence[Any]]] = []
-    # bm25() weights: conversation key 0, text 1, speaker name 0.5 (a name in the question
-    # counts for that participant's turns, but less than the words of the turn itself).
-    for table, build, weights in (
-        ("threadline_messages_fts", fts5_word_match, "0.0, 1.0, 0.5"),
-        ("threadline_messages_trigram", fts5_trigram_match, "0.0, 1.0"),
-    ):
-        match = build(query, key)
-        if match is None:
-            continue
-        floor = _ranking_floor(conn, table, match)
-        if floor is not None and table == "threadline_messages_fts":
-            query = prune_common(query, lambda word: _count_matches(
-                conn, "threadline_messages_fts", fts5_word_match(single_word(word), key)))
-            match = build(query, key)
-            floor = _ranking_floor(conn, table, match)
-        params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
-        rows = conn.rows(
-            f"SELECT bm25({table}, {weights}){_month_factor(query, params, 'sqlite')} AS rank, "
-            f"{columns} "
-            f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
-            f"WHERE {table} MATCH :match AND {table}.rowid >= :floor "
-            f"AND m.conversation_id = :cid{_scoped('m', scope, params)} "
-            "ORDER BY rank LIMIT :limit", params)
-        ranked.extend((row[0], row[1:]) for row in rows)
-    ranked.sort(key=lambda item: item[0])
-    best: dict[str, Sequence[Any]] = {}
-    for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
-        best.setdefault(row[0], row)
-    return list(best.values())[:limit]
-
-
-def _month_factor(query: SearchQuery, params: dict[str, Any], dialect: str) -> str:
-    """SQL multiplying a turn's score by MONTH_BOOST when it is from a month the query names."""
+def month_factor(query: SearchQuery, params: dict[str, Any], *, year: str, month: str) -> str:
+    """SQL multiplying a turn's score by MONTH_BOOST when it is from a month the query names;
+    `year` and `month` are the dialect's SQL for the turn's year and month."""
     if not query.months:
         return ""
-    if dialect == "sqlite":
-        year = "CAST(strftime('%Y', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
-        month = "CAST(strftime('%m', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
-    else:
-        moment = "(to_timestamp(m.ts_us / 1000000.0) AT TIME ZONE 'UTC')"
-        year = f"CAST(extract(year FROM {moment}) AS INTEGER)"
-        month = f"CAST(extract(month FROM {moment}) AS INTEGER)"
     tests = []
     for n, (y, mo) in enumerate(query.months):
         params[f"mo{n}"] = mo
@@ -354,126 +253,13 @@ def _month_factor(query: SearchQuery, params: dict[str, Any], dialect: str) -> s
     return f" * (CASE WHEN {' OR '.join(tests)} THEN :boost ELSE 1.0 END)"
 
 
-def _index_count(conn: SqliteRunner, word: str) -> int:
-    """Turns of the whole word index holding `word`, remembered in `conn.word_counts`."""
-    known = conn.word_counts.get(word)
-    if known is None:
-        known = _count_matches(conn, "threadline_messages_fts",
-                               "{content participant_name} : " + fts5_quoted(word))
-        conn.word_counts[word] = known
-        if len(conn.word_counts) > 20_000:
-            conn.word_counts.popitem(last=False)
-    return known
-
-
-def _count_matches(conn: SqlRunner, table: str, match: str | None) -> int:
-    if match is None:
-        return 0
-    return int(conn.rows(f"SELECT count(*) FROM {table} WHERE {table} MATCH :match",
-                         {"match": match})[0][0])
-
-
-def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None:
-    """None when few turns match; else the row id above which the newest MAX_RANKED lie.
-
-    Matching is cheap and ranking is not, so a query matching more than MAX_RANKED turns
-    ranks only the newest of them (after its common words were dropped, if that was not
-    enough).
-    """
-    rows = conn.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH :match "
-                     "ORDER BY rowid DESC LIMIT 1 OFFSET :offset",
-                     {"match": match, "offset": MAX_RANKED})
-    return int(rows[0][0]) + 1 if rows else None
-
-
-def _search_postgres(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
-) -> list[Sequence[Any]]:
-    """BM25 (each word counted once a turn) over the turns matching any word, as on SQLite.
-
-    `ts_rank_cd` weighs every word alike, so a common word counted as much as a rare one
-    (75.6% of LoCoMo's evidence reached against 80.7% with SQLite's BM25). One pass counts in
-    how many of the conversation's turns each word appears; the second ranks by those weights,
-    the speaker's name counting half, a quoted phrase adding 2 and a named month multiplying.
-    """
-    rows: list[Sequence[Any]] = []
-    if query.terms or query.phrases:
-        rows = _bm25_postgres(conn, conversation_id, query, limit, scope, columns)
-    if query.trigrams and len(rows) < limit:
-        patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-                    for t in query.trigrams]
-        found = {row[0] for row in rows}
-        params = {"cid": conversation_id, "patterns": patterns, "limit": limit}
-        extra = conn.rows(
-            f"SELECT {columns} FROM threadline_messages m WHERE conversation_id = :cid "
-            f"AND is_summary = false AND content LIKE ANY(:patterns){_scoped('m', scope, params)} "
-            "ORDER BY (SELECT count(*) FROM unnest(CAST(:patterns AS text[])) p "
-            "WHERE m.content LIKE p) DESC, sequence DESC LIMIT :limit", params)
-        rows.extend(row for row in extra if row[0] not in found)
-    return rows[:limit]
-
-
-def _bm25_postgres(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
-) -> list[Sequence[Any]]:
-    # asyncpg prepares statements; after five runs PostgreSQL may switch to a generic plan,
-    # which for these (blind to the conversation and the sample size) scanned the whole table:
-    # 40 ms became 500 ms at a million turns. Plan each search for its own values.
-    conn.rowcount("SET LOCAL plan_cache_mode = force_custom_plan", {})
-    params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
-                              "phrases": websearch_text(replace(query, terms=())) or ""}
-    # The queries are built once, in a one-row FROM item (`w`): as expressions they were
-    # rebuilt for every row, 2.5x the cost of ranking itself.
-    built = ["websearch_to_tsquery('english', :phrases) AS phrase"]
-    for n, (config, lexeme) in enumerate(tsquery_term(t, query) for t in query.terms):
-        params[f"c{n}"], params[f"a{n}"], params[f"b{n}"] = config, f"{lexeme}A", f"{lexeme}B"
-        built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :a{n}) AS text{n}")
-        built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :b{n}) AS name{n}")
-    terms = range(len(query.terms))
-    words = f"(SELECT {', '.join(built)}) AS w"
-    any_word = " || ".join(["w.phrase", *(f"w.text{n} || w.name{n}" for n in terms)])
-    turns = _conversation_size(conn, conversation_id)
-    read = "id, sequence, ts_us, search_vector" if columns == HIT_KEYS else "*"
-    where = f"m.search_vector @@ ({any_word}){_scoped('m', scope, params)}"
-    # The weights come from the newest WEIGHING_SAMPLE turns: counting every turn of a very
-    # long conversation cost as much as ranking it.
-    params["sample"] = WEIGHING_SAMPLE
-    counts = conn.rows(
-        "SELECT count(*), coalesce(avg(length(m.search_vector)), 1)"
-        + "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n}))"
-                  for n in terms)
-        + " FROM (SELECT id, sequence, search_vector FROM threadline_messages "
-        "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
-        f"{words} WHERE {where}", params)[0]
-    matched, average = int(counts[0]), float(counts[1]) or 1.0
-    if not matched:
-        return []
-    size = max(matched, min(turns, WEIGHING_SAMPLE))
-    scores = []
-    for n, df in enumerate(counts[2:]):
-        params[f"idf{n}"] = math.log(1 + (size - int(df) + 0.5) / (int(df) + 0.5))
-        scores.append(f"CASE WHEN m.search_vector @@ w.text{n} THEN :idf{n} "
-                      f"WHEN m.search_vector @@ w.name{n} THEN :idf{n} * 0.5 ELSE 0 END")
-    params["average"] = average
-    # BM25's saturation and length normalization for a word counted once (k1 1.2, b 0.75).
-    length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / :average))"
-    score = (f"(({' + '.join(scores) or '0'}) * {length} "
-             "+ CASE WHEN m.search_vector @@ w.phrase THEN 2.0 ELSE 0 END)")
-    return conn.rows(
-        f"SELECT {columns} FROM {_conversation_rows(turns, read)} AS m, {words} WHERE {where} "
-        f"ORDER BY {score}{_month_factor(query, params, 'postgresql')} DESC, m.sequence DESC "
-        "LIMIT :limit", params)
-
-
-def _conversation_size(conn: SqlRunner, conversation_id: str) -> int:
+def conversation_size(conn: SqlRunner, conversation_id: str) -> int:
     size = conn.rows("SELECT message_count FROM threadline_conversations "
                      "WHERE conversation_id = :cid", {"cid": conversation_id})
     return int(size[0][0]) if size else 0
 
 
-def _conversation_rows(size: int, columns: str = "*") -> str:
+def conversation_rows(size: int, columns: str = "*") -> str:
     """The rows a PostgreSQL search reads: the conversation's, through its btree, when short.
 
     Left alone, the planner ANDs the conversation's btree with the GIN index, and a common

@@ -1,6 +1,6 @@
 """`SqlConversationStore`: the persistent store, on SQLite (embedded default) or PostgreSQL.
 
-    SqlConversationStore("sqlite+aiosqlite:///threadline.db")
+    SqlConversationStore("sqlite:///threadline.db")
     SqlConversationStore("postgresql+asyncpg://user@host/db")
     SqlConversationStore("postgresql+asyncpg://user@host/db?search_path=threadline")
 
@@ -8,10 +8,12 @@ The schema is created or upgraded by the packaged Alembic migrations on first us
 dropped). Appends that arrive together are committed together (group commit): a burst of
 concurrent writers costs one transaction, not one each.
 
-On SQLite the aiosqlite URL is accepted as given, but the work runs on the standard `sqlite3`
-driver in the store's own threads (one writer, a few readers, WAL): aiosqlite hops threads once
-per statement, which measured about 900 appends/s here. On PostgreSQL the same operations run
-on asyncpg through SQLAlchemy's async engine.
+On SQLite the work runs on the standard `sqlite3` driver in the store's own threads (one writer,
+a few readers, WAL): aiosqlite hops threads once per statement, which measured about 900
+appends/s here, so it is not used (a `sqlite+aiosqlite:///` URL from an older config still
+opens the same file; see `database_url`). On PostgreSQL the same operations run on asyncpg
+through SQLAlchemy's async engine. The URL is read once, here, and picks the backend; the
+backend's runner carries its dialect to the queries.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import structlog
-from sqlalchemy import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history import sql_operations as ops
+from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -61,7 +63,7 @@ class SqlConversationStore:
 
     def __init__(
         self,
-        url: str = "sqlite+aiosqlite:///threadline.db",
+        url: str = DEFAULT_STORE_URL,
         *,
         token_counter: TokenCounter | None = None,
         stop_words: frozenset[str] = ENGLISH_STOP_WORDS,
@@ -69,23 +71,16 @@ class SqlConversationStore:
         readers: int = 2,
         pool_size: int = 5,
     ) -> None:
-        parsed = make_url(url)
+        parsed = database_url(url)
         self.url = parsed
         self._counter = token_counter
         self._stop_words = stop_words
-        backend = parsed.get_backend_name()
-        if backend == "sqlite":
+        if parsed.get_backend_name() == "sqlite":
             self._backend: SqliteBackend | PostgresBackend = SqliteBackend(
                 parsed, busy_timeout=busy_timeout, readers=readers)
-        elif backend == "postgresql":
+        else:
             self._backend = PostgresBackend(parsed, connect_timeout=busy_timeout,
                                              pool_size=pool_size)
-        else:
-            raise StoreError(
-                f"unsupported database {backend!r} in store URL "
-                f"{parsed.render_as_string(hide_password=True)!r}; use sqlite+aiosqlite:///PATH "
-                "or postgresql+asyncpg://USER@HOST/DB"
-            )
         self._ready: asyncio.Task[None] | None = None
         self._schema_ready = False
         self._pending: list[_AppendRequest] = []

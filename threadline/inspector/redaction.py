@@ -57,9 +57,6 @@ class Redactor:
             return [self.value(v) for v in value]
         return value
 
-    def extended(self, secrets: Iterable[str]) -> Redactor:
-        return Redactor([*self._secrets, *secrets])
-
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of environment variables named like credentials (…_KEY, …_TOKEN, …_SECRET)."""
@@ -84,6 +81,9 @@ def settings_secrets(settings: Settings) -> list[str]:
             found.append(value)
 
     walk(settings.model_dump())
+    for channel in settings.channels.values():
+        found += [value for name in channel.secret_fields
+                  if isinstance(value := getattr(channel, name, None), str)]
     try:
         password = make_url(settings.store.url).password
     except ArgumentError:

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest
+from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import to_tool_spec
 from threadline.errors import ConfigError
 from threadline.history.assembler import assemble_prompt
 from threadline.history.model import ToolExchange
 from threadline.history.prompt import PromptMessage
-from threadline.history.search_tool import make_conversation_search_tool
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
 from threadline.inspector.record import ReplyRecord, prompt_parts

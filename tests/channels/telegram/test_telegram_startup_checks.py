@@ -114,12 +114,14 @@ async def test_conflict_while_polling_is_reported_and_polling_goes_on(
     assert "'tg'" in conflict and "one deployment per token" in conflict
 
 
-async def test_start_twice_and_reply_before_start_are_refused(
+async def test_check_before_start_asks_once_and_start_twice_is_refused(
     fake: FakeTelegram, events: RecordingEvents
 ) -> None:
     channel = TelegramChannel(name="tg", **fake.channel_settings())
-    with pytest.raises(ChannelError, match="'tg' cannot check its settings before start"):
-        await channel.check()
+    [privacy] = await channel.check()  # before start, as `threadline check` calls it
+    assert "Privacy mode is on for @support_bot" in privacy
+    assert channel.identity is not None and channel.identity.user_id == "4242"
+    assert [c.method for c in fake.calls] == ["getMe"]
     await channel.start(events)
     try:
         with pytest.raises(ChannelError, match="already started"):

@@ -1,0 +1,79 @@
+"""Starting, stopping and sharding: handlers finish, nothing leaks, endpoints stay consistent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.channels.recording import RecordingEvents
+from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
+from threadline.channels.base import Channel
+from threadline.channels.discord import DiscordChannel
+from threadline.errors import ChannelError, ConfigError
+from threadline.history import InMemoryConversationStore, SqlConversationStore
+from threadline.history.model import StoredMessage
+
+
+class SlowEvents(RecordingEvents):
+    """Holds each inbound message until released, like an agent still thinking."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def on_message(self, message: StoredMessage, channel: Channel) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().on_message(message, channel)
+
+
+async def test_stop_lets_a_message_being_recorded_finish(sqlite_url: str) -> None:
+    async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
+        world = DiscordWorld.build(fake)
+        events = SlowEvents(store, reply=lambda m: None)
+        channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                 gateway_url=fake.gateway_url, guild_ready_timeout=0.02)
+        await channel.start(events)
+        await fake.deliver_message(world.general, author=world.ada, content="slow one")
+        await events.entered.wait()
+        stopping = asyncio.create_task(channel.stop())
+        events.release.set()
+        await stopping
+        await channel.stop()  # a second stop is harmless
+
+        # stop() waited for on_message to return: the turn is recorded.
+        inbound = await events.next_inbound()
+        assert [m.content for m in await store.get(inbound.conversation_id)] == ["slow one"]
+        with pytest.raises(ChannelError, match="not started"):
+            await channel.send_reply(inbound, "too late")
+
+
+async def test_sharded_client_asks_discord_for_the_shard_count(sqlite_url: str) -> None:
+    async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
+        world = DiscordWorld.build(fake)
+        events = RecordingEvents(store)
+        async with started_channel(fake, events, sharded=True):
+            await fake.deliver_message(world.general, author=world.ada, content="sharded hi")
+            await events.next_inbound()
+            await fake.wait_for_posts(1)
+
+    assert [c.status for c in fake.calls_to("GET", "/gateway/bot")] == [200]
+    assert [p["content"] for p in fake.posts] == ["echo: sharded hi"]
+
+
+async def test_two_channels_cannot_point_discord_py_at_different_servers() -> None:
+    async with FakeDiscord() as fake, FakeDiscord() as elsewhere:
+        DiscordWorld.build(fake)
+        events = RecordingEvents(InMemoryConversationStore())
+        async with started_channel(fake, events):
+            stray = DiscordChannel(token=elsewhere.token, name="stray",
+                                   api_base_url=elsewhere.api_base_url)
+            with pytest.raises(ConfigError, match="'stray': api_base_url=.*conflicts"):
+                await stray.start(events)
+        # Once the first channel stopped, its endpoints are free for another.
+        DiscordWorld.build(elsewhere)
+        async with started_channel(elsewhere, events) as moved:
+            assert moved.identity is not None
+            assert moved.identity.user_id == elsewhere.bot.id

@@ -1,0 +1,91 @@
+"""The `conversation_search` tool: a model searches the conversation it is in, and only that one.
+
+The conversation id is captured by the closure when the tool is made for a turn; nothing in the
+model's input can name another conversation (such keys are refused, with a reason the model can
+act on). Results are hits with their neighbouring turns, token-capped, each line saying who
+spoke and when (an absolute date, so "yesterday" in a turn still means something).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any
+
+from threadline.agents.tools import input_problem
+from threadline.errors import SearchQueryError
+from threadline.history.search import format_windows
+from threadline.history.store import ConversationStore, SearchWindow
+
+SEARCH_TOOL_NAME = "conversation_search"
+MAX_LIMIT = 20
+
+_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "pattern": r"\S",
+                  "description": "A question or key words about what was said earlier."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 5,
+                  "description": "How many matching turns to show."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+class ConversationSearchTool:
+    """A tool bound to one conversation: name, description, JSON input schema and handler.
+
+    `search` gives the windows a query finds (what `run` formats for the model).
+    """
+
+    name = SEARCH_TOOL_NAME
+    description = (
+        "Search earlier messages of this conversation (older than what you can see). Ask with a "
+        "question or key words; results show who said what and when, with the turns around it."
+    )
+
+    def __init__(self, search: Callable[[str, int], Awaitable[list[SearchWindow]]]) -> None:
+        self.search = search
+        self.input_schema: dict[str, Any] = dict(_INPUT_SCHEMA)
+
+    async def run(self, input: dict[str, Any]) -> str:
+        try:
+            query, limit = read_search_input(input)
+            windows = await self.search(query, limit)
+        except (ValueError, SearchQueryError) as exc:
+            return f"error: {exc}"
+        if not windows:
+            return "No earlier messages match that (beyond what you can see). Try other key words."
+        return format_windows(windows)
+
+
+def read_search_input(raw: Mapping[str, Any]) -> tuple[str, int]:
+    """The query and limit from a model's input; raises ValueError with a reason for the model
+    (checked against the tool's own schema, like every tool's input)."""
+    problem = input_problem(_INPUT_SCHEMA, raw)
+    if problem is not None:
+        raise ValueError(problem)
+    return raw["query"], raw.get("limit", _INPUT_SCHEMA["properties"]["limit"]["default"])
+
+
+def make_conversation_search_tool(
+    store: ConversationStore,
+    conversation_id: str,
+    *,
+    token_cap: int = 1500,
+    context: int | tuple[int, int] = 1,
+    exclude_ids: Collection[str] = (),
+) -> ConversationSearchTool:
+    """The search tool for one conversation; the id lives only in this closure.
+
+    `exclude_ids` are turns that must not come back (the message being answered, which matches
+    its own question best, and every turn the prompt already shows: `AssembledPrompt.shown_ids`).
+    They are left out inside the search, so `limit` new hits still come back.
+    """
+    excluded = frozenset(exclude_ids)
+
+    async def search(query: str, limit: int) -> list[SearchWindow]:
+        return await store.search_context(conversation_id, query, limit=limit, context=context,
+                                          token_cap=token_cap, exclude_ids=excluded)
+
+    return ConversationSearchTool(search)

@@ -1,0 +1,431 @@
+"""The Discord channel: one bot token's gateway connection, turned into Threadline events.
+
+It connects with the intents a conversational bot needs: guilds, guild messages, direct messages
+and message content. Message content is privileged: enable "Message Content Intent" under Bot
+in the Discord Developer Portal, or Discord refuses the connection (we then fail at `start` with
+that instruction) and, for bots in 100+ servers, the app must be approved for it.
+
+Conversation ids, stored ids and mention handling are described in `discord.normalize`.
+
+Acknowledgement: the gateway has none, and Discord never delivers a message event again
+(a resume replays only what the connection missed). `on_message` is awaited as each event
+arrives; a replayed copy reaches it again and the receiver drops it by turn id. When it raises
+`TurnNotRecordedError` the message is lost to the history: that is logged as an error naming
+the message, its conversation and what to do.
+Rate limits are waited out by discord.py's own per-route buckets; Forbidden, NotFound and other
+4xx answers become `ChannelPermanentError`. While an agent works the channel shows typing;
+with `streaming` on, replies are shown as they are written (`discord.live`).
+
+`api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
+`wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
+so two channels asking for different values are refused at start (see `discord.client`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import discord
+import structlog
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.discord.client import ENDPOINTS, build_client
+from threadline.channels.discord.live import DiscordLiveReply
+from threadline.channels.discord.normalize import (
+    CHANNEL_TYPE,
+    DiscordLocation,
+    dm_location,
+    locate,
+    render_text,
+    stored_id,
+    to_stored_message,
+)
+from threadline.channels.intake import RecentKeys
+from threadline.channels.live import RateGate
+from threadline.channels.text import split_text
+from threadline.errors import (
+    ChannelAuthError,
+    ChannelError,
+    ChannelPermanentError,
+    ConfigError,
+    TurnNotRecordedError,
+)
+from threadline.history.model import StoredMessage
+
+log = structlog.get_logger("threadline.channels.discord")
+
+_ACCEPTED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+
+
+def message_content_help(name: str) -> str:
+    return (
+        f"Discord channel '{name}': the bot is not allowed the Message Content intent, so it "
+        "would see empty text in servers and stay silent there. Enable it in the Discord "
+        "Developer Portal: Applications -> your app -> Bot -> Privileged Gateway Intents -> "
+        "Message Content Intent (bots in 100+ servers need Discord's approval for it)."
+    )
+
+
+class DiscordChannel(Channel):
+    """A Discord bot as a Threadline channel (see the module docstring)."""
+
+    channel_type = CHANNEL_TYPE
+    max_message_chars = 2000
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        name: str = "discord",
+        allow_bots: bool = False,
+        api_base_url: str | None = None,
+        gateway_url: str | None = None,
+        sharded: bool = False,
+        shard_count: int | None = None,
+        guild_ready_timeout: float = 2.0,
+        start_timeout: float = 60.0,
+        dedup_size: int = 10_000,
+        streaming: bool = True,
+        stream_interval: float = 1.0,
+    ) -> None:
+        """`sharded` uses discord.py's AutoShardedClient (Discord requires shards from 2,500
+        servers); `shard_count` None asks Discord for its recommendation.
+        `guild_ready_timeout` is how long start waits for more servers to arrive after the last;
+        `start_timeout` how long it waits for the gateway in all. `streaming` shows replies as
+        they are written, editing at most once per `stream_interval` seconds per channel
+        (see `discord.live`).
+        """
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
+        if not isinstance(token, str) or not token.strip():
+            raise ConfigError(
+                f"Discord channel '{name}': the `token` setting is empty; copy the bot token "
+                "from the Discord Developer Portal (Applications -> your app -> Bot)."
+            )
+        if stream_interval <= 0:
+            raise ConfigError(f"Discord channel '{name}': stream_interval must be > 0 seconds, "
+                              f"got {stream_interval}")
+        self._token = token.strip()
+        self._gate = RateGate(stream_interval)
+        self._api_base_url = api_base_url
+        self._gateway_url = gateway_url
+        self._sharded = sharded
+        self._shard_count = shard_count
+        self._guild_ready_timeout = guild_ready_timeout
+        self._start_timeout = start_timeout
+        self._applied_changes = RecentKeys(dedup_size)  # edits and deletions seen
+        self._log = log.bind(channel=name)
+        self._client: discord.Client | None = None
+        self._events: ChannelEvents | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._in_flight: set[asyncio.Task[Any]] = set()
+        # discord.py runs each event in its own task; edits and deletions take this FIFO lock
+        # in arrival order so two quick edits of one message reach the store in order.
+        self._change_order = asyncio.Lock()
+        self._closing = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def _logged_in_client(self) -> discord.Client:
+        if self._client is not None:
+            return self._client
+        ENDPOINTS.claim(api_base_url=self._api_base_url, gateway_url=self._gateway_url,
+                        name=self.name)
+        client = build_client(self, sharded=self._sharded, shard_count=self._shard_count,
+                              guild_ready_timeout=self._guild_ready_timeout)
+        self._client = client
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure as exc:
+            await self._close_client()
+            raise ChannelAuthError(
+                f"Discord channel '{self.name}': Discord rejected the bot token (401). Reset it "
+                "in the Developer Portal (Bot -> Reset Token) and update the `token` setting."
+            ) from exc
+        except (discord.HTTPException, OSError) as exc:
+            await self._close_client()
+            raise ChannelError(
+                f"Discord channel '{self.name}': could not log in to the Discord API ({exc}); "
+                "check the network or the `api_base_url` setting."
+            ) from exc
+        return client
+
+    async def start(self, events: ChannelEvents) -> None:
+        """Log in, open the gateway and return once Discord has sent the bot's servers."""
+        if self._runner is not None:
+            raise ChannelError(f"Discord channel '{self.name}' is already started")
+        client = await self._logged_in_client()
+        self._events = events
+        self._closing = False
+        self._runner = asyncio.create_task(client.connect(reconnect=True),
+                                           name=f"discord-gateway:{self.name}")
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait({self._runner, ready}, timeout=self._start_timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            await self._fail_start(self._runner)
+        self._runner.add_done_callback(self._gateway_ended)
+        self._log.info("discord.started", user_id=self._bot_user_id, guilds=len(client.guilds))
+
+    def _connected(self) -> None:
+        """READY told us who we are: from now on events can be placed and filtered."""
+        user = self._client.user if self._client is not None else None
+        if user is None:
+            return
+        self.identity = BotIdentity(user_id=str(user.id), username=user.name,
+                                    display_name=user.global_name)
+
+    async def _fail_start(self, runner: asyncio.Task[None]) -> None:
+        self._runner = None
+        timed_out = not runner.done()
+        await self._close_client()
+        if not runner.done():
+            runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await runner
+        if timed_out:
+            raise ChannelError(
+                f"Discord channel '{self.name}': the gateway was not ready after "
+                f"{self._start_timeout:g} s; check the network or the `gateway_url` setting."
+            )
+        error = runner.exception() if not runner.cancelled() else None
+        if isinstance(error, discord.PrivilegedIntentsRequired):
+            raise ConfigError(message_content_help(self.name)) from error
+        if isinstance(error, discord.ConnectionClosed) and error.code == 4004:
+            raise ChannelAuthError(
+                f"Discord channel '{self.name}': the gateway rejected the bot token (4004); "
+                "reset it in the Developer Portal and update the `token` setting."
+            ) from error
+        raise ChannelError(
+            f"Discord channel '{self.name}': the gateway connection ended before it was ready "
+            f"({error!r}); check the network or the `gateway_url` setting."
+        ) from error
+
+    def _gateway_ended(self, runner: asyncio.Task[None]) -> None:
+        if not runner.cancelled() and runner.exception() is not None and not self._closing:
+            self._log.error("discord.gateway_ended", error=repr(runner.exception()))
+
+    async def stop(self) -> None:
+        """Stop taking events, let handlers in flight finish, then close the connection."""
+        self._closing = True
+        current = asyncio.current_task()
+        pending = [task for task in self._in_flight if task is not current]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._close_client()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
+        self._ready.clear()
+
+    async def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+            ENDPOINTS.release(api_base_url=self._api_base_url, gateway_url=self._gateway_url)
+
+    async def check(self) -> list[str]:
+        """Problems that would keep the bot silent: a missing intent, no servers to talk in.
+
+        Before `start()` it logs in (which asks who the bot is), checks, and logs out again.
+        """
+        started = self._runner is not None
+        client = await self._logged_in_client()
+        try:
+            if self.identity is None:
+                self._connected()
+            return self._problems(client)
+        finally:
+            if not started:
+                await self._close_client()
+
+    def _problems(self, client: discord.Client) -> list[str]:
+        problems = []
+        flags = client.application_flags
+        if not (flags.gateway_message_content or flags.gateway_message_content_limited):
+            problems.append(message_content_help(self.name))
+        application = client.application
+        servers = len(client.guilds) if client.is_ready() else (
+            application.approximate_guild_count if application is not None else 0)
+        if servers == 0:
+            problems.append(
+                f"Discord channel '{self.name}': the bot is in no servers, so only DMs reach "
+                "it. Invite it with an OAuth2 URL (Developer Portal -> OAuth2 -> URL Generator, "
+                "scope bot, permissions View Channels, Send Messages, Read Message History, "
+                "Send Messages in Threads)."
+            )
+        return problems
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _handling(self, event: str, **context: object) -> Iterator[dict[str, object]]:
+        """Track a running handler so `stop` can let it finish, and log what it fails on.
+
+        Handlers add what they learn (the conversation id) to the yielded context, so a failure
+        is logged with it; discord.py would otherwise log a bare traceback.
+        """
+        task = asyncio.current_task()
+        if task is not None:
+            self._in_flight.add(task)
+        try:
+            yield context
+        except Exception:
+            self._log.exception("discord.event_failed", discord_event=event, **context)
+        finally:
+            if task is not None:
+                self._in_flight.discard(task)
+
+    def _taking_events(self) -> bool:
+        return not self._closing and self._events is not None and self.identity is not None
+
+    def _from_someone_we_hear(self, author: discord.abc.User) -> bool:
+        assert self.identity is not None
+        if str(author.id) == self.identity.user_id:
+            return False
+        return self.allow_bots or not author.bot
+
+    async def _locate(self, channel: object, *, guild_id: int | None,
+                      channel_id: int) -> DiscordLocation:
+        location = locate(channel, guild_id=guild_id, channel_id=channel_id)
+        if location is None and self._client is not None:
+            # A thread discord.py has not cached: one fetch tells us its parent.
+            fetched = await self._client.fetch_channel(channel_id)
+            location = locate(fetched, guild_id=guild_id, channel_id=channel_id)
+        if location is None:
+            raise ChannelError(f"Discord channel '{self.name}': cannot place channel "
+                               f"{channel_id} of server {guild_id} in a conversation")
+        return location
+
+    async def _handle_message(self, message: discord.Message) -> None:
+        with self._handling("message", message_id=message.id) as context:
+            if (not self._taking_events() or message.type not in _ACCEPTED_TYPES
+                    or not self._from_someone_we_hear(message.author)):
+                return
+            location = await self._locate(
+                message.channel, guild_id=message.guild.id if message.guild else None,
+                channel_id=message.channel.id)
+            context["conversation_id"] = location.conversation_id
+            inbound = to_stored_message(message, location=location,
+                                        bot_user_id=self._bot_user_id)
+            assert self._events is not None
+            try:
+                await self._events.on_message(inbound, self)
+            except TurnNotRecordedError as error:
+                self._log.error(
+                    "discord.message_lost", conversation_id=location.conversation_id,
+                    message_id=message.id, author_id=message.author.id,
+                    jump_url=message.jump_url, error=str(error),
+                    outcome="not recorded and not answered; Discord does not deliver it again",
+                    what_to_do="fix the store (see the error), then ask the author to send "
+                               "the message again or answer it by hand")
+
+    async def _handle_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        with self._handling("edit", message_id=payload.message_id) as context:
+            message = payload.message
+            edited = message.edited_at
+            # No edit time: Discord added an embed or link preview, which is not a user edit.
+            if (not self._taking_events() or edited is None
+                    or not self._from_someone_we_hear(message.author)
+                    or not self._applied_changes.first_sighting(("edit", message.id, edited))):
+                return
+            async with self._change_order:
+                location = await self._locate(message.channel, guild_id=payload.guild_id,
+                                              channel_id=payload.channel_id)
+                context["conversation_id"] = location.conversation_id
+                text, _ = render_text(message, bot_user_id=self._bot_user_id)
+                assert self._events is not None
+                await self._events.on_edit(location.conversation_id, stored_id(message.id), text)
+
+    async def _handle_deletes(self, guild_id: int | None, channel_id: int,
+                              message_ids: list[int]) -> None:
+        with self._handling("delete", message_ids=message_ids) as context:
+            if not self._taking_events() or self._client is None:
+                return
+            fresh = [m for m in message_ids
+                     if self._applied_changes.first_sighting(("delete", m))]
+            if not fresh:
+                return
+            async with self._change_order:
+                if guild_id is None:
+                    location = dm_location(channel_id)
+                else:
+                    channel = self._client.get_channel(channel_id)
+                    location = await self._locate(channel, guild_id=guild_id,
+                                                  channel_id=channel_id)
+                context["conversation_id"] = location.conversation_id
+                assert self._events is not None
+                for message_id in fresh:
+                    await self._events.on_delete(location.conversation_id, stored_id(message_id))
+
+    @property
+    def _bot_user_id(self) -> int:
+        assert self.identity is not None
+        return int(self.identity.user_id)
+
+    # -- outbound --------------------------------------------------------------------------
+
+    def reply_target(self, inbound: StoredMessage
+                     ) -> tuple[discord.PartialMessageable, discord.MessageReference | None]:
+        """Where a reply to `inbound` goes, and the message it replies to."""
+        client = self._client
+        if client is None or self._runner is None:
+            raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
+        metadata = inbound.metadata
+        target_id = int(metadata.thread_id or self.delivered_here(inbound))
+        # A reply to a message that may be gone by now.
+        reference = discord.MessageReference(
+            message_id=int(metadata.message_id), channel_id=target_id,
+            fail_if_not_exists=False) if metadata.message_id else None
+        return client.get_partial_messageable(target_id), reference
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        client = self._client
+        if client is None:
+            raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
+        return DiscordLiveReply(channel=self, client=client, inbound=inbound,
+                                agent_name=agent_name, gate=self._gate, log=self._log)
+
+    async def send_reply(
+        self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
+    ) -> list[str]:
+        """Post `text` as a reply to `inbound` in its channel or thread; returns message ids.
+
+        Discord shows every part under the bot's own name; `agent_name` is only logged.
+        """
+        target, reference = self.reply_target(inbound)
+        # Only the first part is a reply; the rest follow.
+        first: dict[str, Any] = {"reference": reference} if reference else {}
+        bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
+        posted: list[str] = []
+        for part in split_text(text, self.max_message_chars):
+            try:
+                sent = await target.send(part, **(first if not posted else {}))
+            except discord.HTTPException as exc:
+                raise self.send_failure(exc, inbound, len(posted), bound) from exc
+            posted.append(str(sent.id))
+        bound.debug("discord.replied", parts=len(posted))
+        return posted
+
+    def send_failure(self, exc: discord.HTTPException, inbound: StoredMessage,
+                     posted: int, bound: Any) -> ChannelError:
+        """Our error for a reply Discord refused: permanent or not, with what was posted."""
+        where = (f"Discord channel '{self.name}', conversation {inbound.conversation_id!r} "
+                 f"(after {posted} part(s) posted)")
+        bound.error("discord.reply_failed", status=exc.status, code=exc.code, text=exc.text)
+        if isinstance(exc, discord.Forbidden):
+            return ChannelPermanentError(
+                f"{where}: Discord refused the post (403 {exc.text}); the bot lacks Send "
+                "Messages (or Send Messages in Threads) there, or was removed.")
+        if isinstance(exc, discord.NotFound):
+            return ChannelPermanentError(
+                f"{where}: the channel or thread no longer exists (404 {exc.text}).")
+        if 400 <= exc.status < 500:
+            return ChannelPermanentError(f"{where}: Discord rejected the message "
+                                         f"({exc.status} {exc.text}).")
+        return ChannelError(f"{where}: Discord failed after retries ({exc.status} {exc.text}).")

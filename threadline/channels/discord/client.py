@@ -1,0 +1,122 @@
+"""discord.py wiring for the Discord channel: the client, its intents and its endpoints.
+
+discord.py calls `on_<event>` methods on its client; `_Listener` forwards the ones Threadline
+needs to the `DiscordChannel`. The API and gateway addresses live in class attributes of
+discord.py (`discord.http.Route.BASE`, `discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY`), so
+they are process-wide; `ENDPOINTS` hands them out and refuses conflicting values.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import discord
+import yarl
+
+from threadline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from threadline.channels.discord.channel import DiscordChannel
+
+# Guilds, guild messages, DMs and message content: what a conversational bot needs, no more.
+INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True,
+                          message_content=True)
+# Agents' text must never ping @everyone or roles; replying to the asker may ping them.
+ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
+                                           replied_user=True)
+
+
+class _Listener:
+    """discord.py calls `on_<event>` methods on the client; these forward them to the channel."""
+
+    channel: DiscordChannel
+
+    async def on_connect(self) -> None:
+        self.channel._connected()
+
+    async def on_ready(self) -> None:
+        self.channel._ready.set()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.channel._handle_message(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self.channel._handle_edit(payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.channel._handle_deletes(payload.guild_id, payload.channel_id,
+                                           [payload.message_id])
+
+    async def on_raw_bulk_message_delete(
+        self, payload: discord.RawBulkMessageDeleteEvent
+    ) -> None:
+        await self.channel._handle_deletes(payload.guild_id, payload.channel_id,
+                                           sorted(payload.message_ids))
+
+
+class _Client(_Listener, discord.Client):
+    def __init__(self, channel: DiscordChannel, **options: Any) -> None:
+        super().__init__(**options)
+        self.channel = channel
+
+
+class _ShardedClient(_Listener, discord.AutoShardedClient):
+    def __init__(self, channel: DiscordChannel, **options: Any) -> None:
+        super().__init__(**options)
+        self.channel = channel
+
+
+class _Endpoints:
+    """discord.py's process-wide API and gateway addresses, shared by the channels using them.
+
+    A channel claims the values it needs while it runs; a second channel asking for different
+    ones is refused rather than silently moved.
+    """
+
+    def __init__(self) -> None:
+        self._claims: dict[str, tuple[object, int]] = {}
+
+    def claim(self, *, api_base_url: str | None, gateway_url: str | None, name: str) -> None:
+        wanted: list[tuple[str, Any, str, object]] = []
+        if api_base_url is not None:
+            wanted.append(("api_base_url", discord.http.Route, "BASE", api_base_url.rstrip("/")))
+        if gateway_url is not None:
+            wanted.append(("gateway_url", discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY",
+                           yarl.URL(gateway_url)))
+        for setting, _, attribute, value in wanted:
+            held, _count = self._claims.get(attribute, (value, 0))
+            if held != value:
+                raise ConfigError(
+                    f"Discord channel '{name}': {setting}={value} conflicts with {held} used by "
+                    "another Discord channel in this process; discord.py keeps one value per "
+                    "process, so give every Discord channel the same one (or run them apart)."
+                )
+        for _, owner, attribute, value in wanted:
+            _held, count = self._claims.get(attribute, (value, 0))
+            self._claims[attribute] = (value, count + 1)
+            setattr(owner, attribute, value)
+
+    def release(self, *, api_base_url: str | None, gateway_url: str | None) -> None:
+        for attribute, given in (("BASE", api_base_url), ("DEFAULT_GATEWAY", gateway_url)):
+            if given is None or attribute not in self._claims:
+                continue
+            value, count = self._claims[attribute]
+            if count <= 1:
+                del self._claims[attribute]
+            else:
+                self._claims[attribute] = (value, count - 1)
+
+
+ENDPOINTS = _Endpoints()
+
+
+def build_client(channel: DiscordChannel, *, sharded: bool, shard_count: int | None,
+                 guild_ready_timeout: float) -> discord.Client:
+    """A discord.py client that reports to `channel`; AutoSharded for bots that need shards."""
+    options: dict[str, Any] = {
+        "intents": INTENTS, "allowed_mentions": ALLOWED_MENTIONS,
+        "guild_ready_timeout": guild_ready_timeout, "chunk_guilds_at_startup": False,
+    }
+    if sharded:
+        return _ShardedClient(channel, shard_count=shard_count, **options)
+    return _Client(channel, **options)

@@ -1,0 +1,45 @@
+"""Discord as a platform: its `channels:` settings, its channel, its starter config."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from threadline.channels.discord.channel import DiscordChannel
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
+
+
+class DiscordSettings(LiveReplySettings):
+    """One bot token; `api_base_url` and `gateway_url` point it at a proxy or a local server."""
+
+    secret_fields = frozenset({"token"})
+
+    type: Literal["discord"]
+    token: str
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+    sharded: bool = False
+    shard_count: int | None = None
+
+
+def build(name: str, settings: DiscordSettings, context: ChannelContext) -> DiscordChannel:
+    return DiscordChannel(
+        name=name, token=settings.token, api_base_url=settings.api_base_url,
+        gateway_url=settings.gateway_url, sharded=settings.sharded,
+        shard_count=settings.shard_count, allow_bots=settings.allow_bots,
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
+
+
+STARTER = """\
+  discord:
+    type: discord
+    # One gateway connection per bot token (or per shard): one replica per token.
+    # Enable "Message Content Intent" for the bot in the Developer Portal.
+    token: ${DISCORD_BOT_TOKEN}
+    # A proxy or a local server for the REST API and the gateway:
+    # api_base_url: http://127.0.0.1:8082/api/v10
+    # gateway_url: ws://127.0.0.1:8082/gateway
+    streaming: true      # one message edited as the reply is written
+    # stream_interval: 1   # seconds between two edits in one channel
+"""
+
+PLATFORM = Platform(name="discord", settings=DiscordSettings, build=build, starter=STARTER)

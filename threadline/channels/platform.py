@@ -1,0 +1,84 @@
+"""What a chat platform hands the core: its settings model, how to build its channel, and the
+starter config `threadline init` writes for it.
+
+    PLATFORM = Platform(name="slack", settings=SlackSettings, build=build,
+                        starter=STARTER)
+
+A platform module owns everything about its platform; the core (config, runtime, CLI) looks
+platforms up by the `type:` of each `channels:` entry (`threadline.channels.registry`) and never
+names one. Checking a channel is the channel's own `check()`, which works before `start()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from threadline.channels.base import Channel
+
+
+class ChannelSettings(BaseModel):
+    """The settings every `channels:` entry has; each platform's model adds its own fields.
+
+    `type` names the platform (a platform's model narrows it to a `Literal` of its name).
+    `secret_fields` are the settings that hold credentials: the config refuses them written
+    literally (they must be `${VARIABLE}`) and reply records never show their values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    secret_fields: ClassVar[frozenset[str]] = frozenset()
+
+    type: str
+    allow_bots: bool = False
+
+    def problems(self) -> list[str]:
+        """Settings that are each valid but do not work together, as what to set instead."""
+        return []
+
+
+class LiveReplySettings(ChannelSettings):
+    """The settings of a platform that shows replies as they are written (`LiveReply`):
+    `streaming: false` posts each reply once, whole; `stream_interval` is the least time in
+    seconds between two changes of one chat."""
+
+    streaming: bool = True
+    stream_interval: float = Field(default=1.0, gt=0)
+
+
+def _never_stop() -> None:
+    """The default `request_stop`: a channel built outside a runtime has nothing to stop."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelContext:
+    """What the runtime offers a channel it builds, beyond the channel's own settings.
+
+    `interactive` is False when this process may not read its terminal (`run --no-input`,
+    `threadline check`); `request_stop` asks the runtime to shut down (a terminal room whose
+    input ended); `agents` are the agents that joined the channel, for a greeting.
+    """
+
+    agents: tuple[str, ...] = ()
+    interactive: bool = True
+    request_stop: Callable[[], None] = _never_stop
+
+
+SettingsT = TypeVar("SettingsT", bound=ChannelSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class Platform(Generic[SettingsT]):
+    """One chat platform: the `type:` its channels have, its settings, its channel factory.
+
+    `starter` is the YAML `threadline init --platform NAME` adds under `channels:` (indented by
+    two spaces, commented, with every setting a user needs to point it at a proxy or a local
+    server); it must load as written once its `${VARIABLES}` are set.
+    """
+
+    name: str
+    settings: type[SettingsT]
+    build: Callable[[str, SettingsT, ChannelContext], Channel]
+    starter: str

@@ -1,0 +1,498 @@
+"""The Slack channel: Events API over HTTP or Socket Mode through slack-bolt, replies in threads.
+
+Only `message` events are handled. A post that mentions the bot arrives twice, once as
+`message` and once as `app_mention`; handling both is the classic double reply. `message`
+is the one that also covers DMs, thread replies and posts without a mention, and its text
+carries the `<@U...>` markup, so `app_mention` is acknowledged and dropped.
+
+Acknowledgement (the `ChannelEvents` contract): Slack is told "received" only once the turn
+is recorded. bolt runs with `process_before_response=True`, so the HTTP 200 (or the Socket
+Mode ack) is sent after our listener returns, and the listener awaits `on_message`: display
+names (cached, and given at most `_LOOKUP_BUDGET_SECONDS` before ids are used instead) plus
+the durable insert, well within Slack's 3 seconds. When `on_message` raises
+`TurnNotRecordedError` the answer is 503 (no ack in Socket Mode), and Slack retries; so does a
+channel that is stopping. Redeliveries of a message reach `on_message` again: the receiver
+drops them by the turn's id. Edits and deletions are applied before the ack too, and a retried
+one (same `event_id`) is applied once.
+
+In HTTP mode `slack.requests` checks each request before bolt sees it: unsigned, forged or
+stale requests get a 401 before any parsing, signed but unreadable ones a 400.
+
+Replies: a message inside a thread is answered in that thread; a top-level channel message is
+answered in a new thread under it (`reply_in_thread=True`, the default) or in the channel
+(`reply_in_thread=False`); a top-level DM is answered in the DM itself. Text is escaped as
+Slack asks, then split under `max_message_chars` (well under Slack's 40,000 hard limit, for
+readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's retry handler.
+With `streaming` on, replies are shown as they are written and the assistant status says the
+agent is working (`slack.live`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import aiohttp
+import structlog
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.intake import RecentKeys
+from threadline.channels.live import RateGate
+from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.events import (
+    CHANNEL_TYPE,
+    SlackChange,
+    SlackEdit,
+    SlackPost,
+    classify,
+    escape_outgoing,
+    mentioned_user_ids,
+    names_to_look_up,
+    render_mentions,
+    thread_conversation_id,
+    to_stored_message,
+)
+from threadline.channels.slack.live import SlackLiveReply
+from threadline.channels.slack.requests import bolt_request, unverified
+from threadline.channels.text import split_text
+from threadline.errors import (
+    ChannelAuthError,
+    ChannelError,
+    ChannelPermanentError,
+    ConfigError,
+    TurnNotRecordedError,
+)
+from threadline.history.model import StoredMessage
+
+log = structlog.get_logger("threadline.channels.slack")
+
+SlackMode = Literal["http", "socket"]
+# Display names are worth this long before the ack; after it the turn keeps the user ids (the
+# lookup goes on in the background and is cached for the next message).
+_LOOKUP_BUDGET_SECONDS = 1.0
+PERMANENT_ERRORS = frozenset({
+    "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
+    "account_inactive", "token_revoked", "no_permission", "restricted_action",
+})
+_AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked",
+                          "not_allowed_token_type"})
+# Scopes without which the bot is silent somewhere, and what the user would see.
+_NEEDED_SCOPES = {
+    "chat:write": "cannot post any reply",
+    "channels:history": "will not receive messages from public channels",
+    "groups:history": "will not receive messages from private channels",
+    "im:history": "will not receive direct messages",
+    "users:read": "will show user ids instead of display names",
+}
+
+
+class SlackChannel(Channel):
+    """One Slack app (bot token) in one workspace, over the Events API or Socket Mode."""
+
+    channel_type = CHANNEL_TYPE
+    max_message_chars = 3900
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        name: str = "slack",
+        mode: SlackMode = "http",
+        signing_secret: str | None = None,
+        app_token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 3000,
+        path: str = "/slack/events",
+        api_base_url: str | None = None,
+        reply_in_thread: bool = True,
+        agent_name_as_username: bool = False,
+        allow_bots: bool = False,
+        rate_limit_retries: int = 5,
+        connect_timeout: float = 30.0,
+        streaming: bool = True,
+        stream_interval: float = 1.0,
+    ) -> None:
+        """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
+        where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
+        agent's name, which needs the `chat:write.customize` scope. `streaming` shows replies
+        as they are written, calling Slack at most once per `stream_interval` seconds per
+        conversation (see `slack.live`)."""
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
+        where = f"Slack channel {name!r}"
+        if not bot_token:
+            raise ConfigError(f"{where}: bot_token is empty; set it to the app's xoxb- token")
+        if mode not in ("http", "socket"):
+            raise ConfigError(f"{where}: mode must be 'http' or 'socket', got {mode!r}")
+        if mode == "http" and not signing_secret:
+            raise ConfigError(f"{where}: HTTP mode needs signing_secret (Basic Information > "
+                              "App Credentials) so forged requests are refused")
+        if mode == "socket" and not app_token:
+            raise ConfigError(f"{where}: socket mode needs app_token (an xapp- app-level token "
+                              "with the connections:write scope)")
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{where}: port must be 0..65535, got {port}")
+        if not path.startswith("/"):
+            raise ConfigError(f"{where}: path must start with '/', got {path!r}")
+        if stream_interval <= 0:
+            raise ConfigError(f"{where}: stream_interval must be > 0 seconds, got "
+                              f"{stream_interval}")
+        self.mode = mode
+        self.reply_in_thread = reply_in_thread
+        self.agent_name_as_username = agent_name_as_username
+        self._bot_token = bot_token
+        self._signing_secret = signing_secret or ""
+        self._app_token = app_token or ""
+        self._host, self._port, self._path = host, port, path
+        self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
+        self._rate_limit_retries = rate_limit_retries
+        self._connect_timeout = connect_timeout
+        self._applied_changes = RecentKeys()  # edits and deletions, by event_id
+        self._in_flight = 0  # listeners recording an event; `stop` waits for them
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+        self._events: ChannelEvents | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._directory: SlackDirectory | None = None
+        self._runner: web.AppRunner | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._team_id = ""
+        self._own_ids: frozenset[str] = frozenset()
+        self._gate = RateGate(stream_interval)
+        # Conversations where Slack refused the assistant status or chat streaming: not
+        # asked again (each refusal is logged once).
+        self._no_status: set[str] = set()
+        self._no_stream: set[str] = set()
+        self._log = log.bind(channel=name)
+
+    @property
+    def events_url(self) -> str:
+        """Where HTTP mode receives events (with the port actually bound), once started."""
+        if self._runner is None:
+            raise ChannelError(f"Slack channel {self.name!r} is not serving HTTP; start() it "
+                               "in mode 'http' first")
+        host, port = self._runner.addresses[0][:2]
+        return f"http://{host}:{port}{self._path}"
+
+    async def start(self, events: ChannelEvents) -> None:
+        if self._session is not None:
+            raise ChannelError(f"Slack channel {self.name!r} is already started")
+        self._events = events
+        self._closing = False
+        self._session = aiohttp.ClientSession()
+        self._client = AsyncWebClient(
+            token=self._bot_token, base_url=self._api_base_url, session=self._session,
+            retry_handlers=[
+                AsyncRateLimitErrorRetryHandler(max_retry_count=self._rate_limit_retries),
+                AsyncConnectionErrorRetryHandler(),
+                AsyncServerErrorRetryHandler(),
+            ],
+        )
+        self._directory = SlackDirectory(self._client)
+        try:
+            await self._learn_identity(self._client, self._directory)
+            app = self._build_app(self._client)
+            if self.mode == "http":
+                await self._serve_http(app)
+            else:
+                await self._connect_socket(app, self._client)
+        except BaseException:
+            await self.stop()
+            raise
+        self._log.info("slack_channel_started", mode=self.mode, team_id=self._team_id,
+                       bot_user_id=self.identity.user_id if self.identity else None)
+
+    async def stop(self) -> None:
+        if self._session is None:
+            return
+        self._closing = True  # from now on events are refused, so Slack redelivers them
+        await self._idle.wait()  # let events being recorded finish and be acknowledged
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        await self._session.close()
+        self._session = self._client = self._directory = None
+
+    async def check(self) -> list[str]:
+        """Missing OAuth scopes that would leave the bot deaf or mute somewhere.
+
+        Event subscriptions cannot be read through the Web API; if the bot hears nothing in
+        channels, check that the app subscribes to `message.channels`, `message.groups` and
+        `message.im` (Event Subscriptions > Subscribe to bot events). Before `start()` it asks
+        `auth.test` itself, once, and learns who the bot is (`threadline check`).
+        """
+        if self._client is None:
+            client = AsyncWebClient(token=self._bot_token, base_url=self._api_base_url)
+            response = await self._learn_identity(client, SlackDirectory(client))
+        else:
+            response = await self._client.auth_test()
+        granted_header = response.headers.get("x-oauth-scopes")
+        if granted_header is None:
+            return []
+        granted = {s.strip() for s in str(granted_header).split(",")}
+        return [
+            f"Slack channel {self.name!r}: the bot token lacks the {scope!r} scope, so the bot "
+            f"{effect}; add it under OAuth & Permissions and reinstall the app."
+            for scope, effect in _NEEDED_SCOPES.items() if scope not in granted
+        ]
+
+    def _opens_thread(self, inbound: StoredMessage) -> bool:
+        return (inbound.metadata.thread_id is None and self.reply_in_thread
+                and inbound.scope != "dm")
+
+    def reply_conversation_id(self, inbound: StoredMessage) -> str:
+        """A channel post answered in a new thread: the reply lives in that thread's history."""
+        if not self._opens_thread(inbound) or not inbound.metadata.message_id:
+            return inbound.conversation_id
+        return thread_conversation_id(inbound.conversation_id, inbound.metadata.message_id)
+
+    def reply_target(self, inbound: StoredMessage) -> tuple[str, str | None]:
+        """The Slack channel id and the thread (None: the channel itself) a reply goes to."""
+        meta = inbound.metadata
+        channel_id = self.delivered_here(inbound)
+        thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
+        return channel_id, thread_ts
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        return SlackLiveReply(channel=self, client=self._require_client(), inbound=inbound,
+                              agent_name=agent_name, gate=self._gate, log=self._log)
+
+    @property
+    def team_id(self) -> str:
+        return self._team_id
+
+    def may_set_status(self, channel_id: str) -> bool:
+        return channel_id not in self._no_status
+
+    def status_refused(self, channel_id: str, error: Exception) -> None:
+        self._no_status.add(channel_id)
+        self._log.info("slack_status_refused", slack_channel=channel_id, error=_code(error),
+                       outcome="replies there go on without an assistant status")
+
+    def may_stream(self, channel_id: str) -> bool:
+        return self.streaming and channel_id not in self._no_stream
+
+    def stream_refused(self, channel_id: str, error: Exception) -> None:
+        self._no_stream.add(channel_id)
+        self._log.info("slack_stream_refused", slack_channel=channel_id, error=_code(error),
+                       outcome="replies there are posted and updated as they are written")
+
+    async def send_reply(
+        self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
+    ) -> list[str]:
+        client = self._require_client()
+        channel_id, thread_ts = self.reply_target(inbound)
+        username = agent_name if self.agent_name_as_username else None
+        parts = split_text(escape_outgoing(text), self.max_message_chars)
+        posted: list[str] = []
+        for part in parts:
+            try:
+                response = await client.chat_postMessage(
+                    channel=channel_id, text=part, thread_ts=thread_ts, username=username)
+            except SlackApiError as error:
+                raise self.reply_error(inbound, error, posted=len(posted),
+                                       total=len(parts)) from error
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise ChannelError(
+                    f"Slack channel {self.name!r}: posting to conversation "
+                    f"{inbound.conversation_id!r} failed after {len(posted)} of {len(parts)} "
+                    f"parts: {error!r}") from error
+            posted.append(str(response["ts"]))
+        return posted
+
+    def reply_error(
+        self, inbound: StoredMessage, error: SlackApiError, *, posted: int, total: int
+    ) -> ChannelError:
+        """Our error for a reply Slack refused: permanent or not, with what was posted."""
+        code = str(error.response.get("error", "unknown_error"))
+        where = (f"Slack channel {self.name!r}: posting a reply to conversation "
+                 f"{inbound.conversation_id!r} failed with {code!r} after {posted} of {total} "
+                 "parts were posted")
+        self._log.error("slack_reply_failed", conversation_id=inbound.conversation_id,
+                        error=code, posted=posted, total=total)
+        if code in PERMANENT_ERRORS:
+            return ChannelPermanentError(f"{where}; retrying cannot help (invite the bot to the "
+                                         "channel, or check the token)")
+        return ChannelError(f"{where}; it may succeed later")
+
+    def _require_client(self) -> AsyncWebClient:
+        if self._client is None:
+            raise ChannelError(f"Slack channel {self.name!r} is not started; call start() first")
+        return self._client
+
+    async def _learn_identity(self, client: AsyncWebClient, directory: SlackDirectory
+                              ) -> AsyncSlackResponse:
+        """Who the bot is (`auth.test`, then its display name); returns the auth answer."""
+        try:
+            auth = await client.auth_test()
+        except SlackApiError as error:
+            code = error.response.get("error")
+            if code in _AUTH_ERRORS:
+                raise ChannelAuthError(
+                    f"Slack channel {self.name!r}: auth.test rejected bot_token ({code}); "
+                    "copy the Bot User OAuth Token (xoxb-) again") from error
+            raise ChannelError(f"Slack channel {self.name!r}: auth.test failed ({code})") from error
+        except aiohttp.ClientError as error:
+            raise ChannelError(f"Slack channel {self.name!r}: cannot reach the Slack Web API at "
+                               f"{self._api_base_url} ({error!r}); check api_base_url") from error
+        user_id = str(auth["user_id"])
+        bot_id = auth.get("bot_id")
+        self._team_id = str(auth.get("team_id") or "")
+        self._own_ids = frozenset(i for i in (user_id, bot_id) if i)
+        names = await directory.user_names([user_id])
+        self.identity = BotIdentity(
+            user_id=user_id, username=auth.get("user"),
+            display_name=names[user_id] if names[user_id] != user_id else None,
+            extra_ids=(str(bot_id),) if bot_id else (),
+        )
+        return auth
+
+    def _build_app(self, client: AsyncWebClient) -> AsyncApp:
+        # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.
+        app = AsyncApp(client=client, signing_secret=self._signing_secret or None,
+                       request_verification_enabled=False, process_before_response=True,
+                       name=f"threadline-{self.name}")
+        app.event("message")(self._on_message_event)
+        app.event("app_mention")(self._drop_app_mention)
+        return app
+
+    async def _serve_http(self, app: AsyncApp) -> None:
+        verifier = SignatureVerifier(self._signing_secret)
+
+        async def receive(request: web.Request) -> web.Response:
+            body = await request.read()
+            refusal = unverified(verifier, body, request.headers, channel=self.name)
+            if refusal is not None:
+                return refusal
+            parsed = bolt_request(body, request, channel=self.name)
+            if isinstance(parsed, web.Response):
+                return parsed
+            return await to_aiohttp_response(await app.async_dispatch(parsed))
+
+        server = web.Application()
+        server.router.add_post(self._path, receive)
+        self._runner = web.AppRunner(server, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, self._port).start()
+        self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
+
+    async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app
+        # token forever, and start() should fail with a clear error instead.
+        try:
+            opened = await client.apps_connections_open(app_token=self._app_token)
+        except SlackApiError as error:
+            code = error.response.get("error")
+            raise ChannelAuthError(
+                f"Slack channel {self.name!r}: apps.connections.open rejected app_token "
+                f"({code}); use an xapp- token with the connections:write scope") from error
+        self._socket = AsyncSocketModeHandler(app, app_token=self._app_token, web_client=client)
+        self._socket.client.wss_uri = str(opened["url"])
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                await self._socket.connect_async()
+        except TimeoutError as error:
+            raise ChannelError(f"Slack channel {self.name!r}: no Socket Mode connection after "
+                               f"{self._connect_timeout:.0f} s") from error
+
+    async def _drop_app_mention(self) -> None:
+        """Acked by bolt and ignored: the same post also arrives as a `message` event."""
+
+    @contextmanager
+    def _handling(self) -> Iterator[None]:
+        """Count a listener in flight, so `stop` lets it finish and acknowledge its event."""
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    async def _on_message_event(self, body: dict[str, Any]) -> BoltResponse | None:
+        """bolt's listener: None acknowledges the event, a 5xx response withholds the ack."""
+        if self._closing:
+            return BoltResponse(status=503, body="stopping; deliver again later")
+        event = body.get("event")
+        team_id = str(body.get("team_id") or self._team_id)
+        change = classify(event, team_id=team_id, own_ids=self._own_ids,
+                          allow_bots=self.allow_bots) if isinstance(event, dict) else None
+        if change is None:
+            return None
+        with self._handling():
+            return await self._deliver(change, event_id=str(body.get("event_id") or ""))
+
+    async def _deliver(self, change: SlackChange, *, event_id: str) -> BoltResponse | None:
+        events, directory = self._events, self._directory
+        if events is None or directory is None:
+            return BoltResponse(status=503, body="not started")
+        bound = self._log.bind(conversation_id=change.conversation_id, event_id=event_id)
+        if isinstance(change, SlackPost):
+            try:
+                await events.on_message(await self._turn(change, directory, bound), self)
+            except TurnNotRecordedError as error:
+                bound.warning("slack_turn_not_recorded", message_id=change.stored_id,
+                              error=str(error), outcome="answered 503 so Slack delivers it again")
+                return BoltResponse(status=503, body="not recorded; deliver again later")
+            except Exception:
+                bound.exception("slack_event_failed", message_id=change.stored_id,
+                                outcome="answered 500 so Slack delivers it again")
+                return BoltResponse(status=500, body="not recorded; deliver again later")
+            return None
+        if event_id and not self._applied_changes.first_sighting(event_id):
+            bound.debug("slack_duplicate_change", change=type(change).__name__)
+            return None
+        try:
+            if isinstance(change, SlackEdit):
+                names = await directory.user_names(mentioned_user_ids(change.text))
+                await events.on_edit(change.conversation_id, change.stored_id,
+                                     render_mentions(change.text, names))
+            else:
+                await events.on_delete(change.conversation_id, change.stored_id)
+        except Exception:
+            self._applied_changes.forget(event_id)  # so Slack's retry applies it
+            bound.exception("slack_change_failed", change=type(change).__name__,
+                            outcome="answered 500 so Slack delivers it again")
+            return BoltResponse(status=500, body="not applied; deliver again later")
+        return None
+
+    async def _turn(self, post: SlackPost, directory: SlackDirectory, bound: Any) -> StoredMessage:
+        """The normalized turn, with display names if they come within the lookup budget."""
+        names: dict[str, str] = {}
+        channel_name = None
+        try:
+            async with asyncio.timeout(_LOOKUP_BUDGET_SECONDS):
+                names = await directory.user_names(names_to_look_up(post))
+                channel_name = (None if post.scope == "dm"
+                                else await directory.channel_name(post.channel_id))
+        except TimeoutError:
+            bound.warning("slack_names_late", budget_seconds=_LOOKUP_BUDGET_SECONDS,
+                          outcome="turn recorded with user ids instead of names")
+        return to_stored_message(post, names=names, channel_name=channel_name)
+
+
+def _code(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error", "unknown_error"))
+    return repr(error)

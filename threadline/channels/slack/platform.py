@@ -1,0 +1,66 @@
+"""Slack as a platform: its `channels:` settings, its channel, its starter config."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
+from threadline.channels.slack.channel import SlackChannel
+
+
+class SlackSettings(LiveReplySettings):
+    """One Slack app; `api_base_url` points the Web API at a proxy or a local server."""
+
+    secret_fields = frozenset({"bot_token", "signing_secret", "app_token"})
+
+    type: Literal["slack"]
+    mode: Literal["http", "socket"] = "http"
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=3000, ge=0, le=65535)
+    path: str = "/slack/events"
+    api_base_url: str | None = None
+    reply_in_thread: bool = True
+    agent_name_as_username: bool = False
+
+    def problems(self) -> list[str]:
+        if self.mode == "http" and not self.signing_secret:
+            return ["mode http needs signing_secret (${SLACK_SIGNING_SECRET})"]
+        if self.mode == "socket" and not self.app_token:
+            return ["mode socket needs app_token (${SLACK_APP_TOKEN})"]
+        return []
+
+
+def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackChannel:
+    return SlackChannel(
+        name=name, bot_token=settings.bot_token, mode=settings.mode,
+        signing_secret=settings.signing_secret, app_token=settings.app_token,
+        host=settings.host, port=settings.port, path=settings.path,
+        api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
+        agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
+
+
+STARTER = """\
+  slack:
+    type: slack
+    # http: Slack posts events to host:port/path (scales to several replicas behind a
+    # load balancer). socket: one outbound Socket Mode connection (one replica per app).
+    mode: http
+    bot_token: ${SLACK_BOT_TOKEN}            # xoxb-..., OAuth & Permissions
+    signing_secret: ${SLACK_SIGNING_SECRET}  # Basic Information > App Credentials
+    # app_token: ${SLACK_APP_TOKEN}          # xapp-..., only for mode: socket
+    host: 0.0.0.0
+    port: 3000                               # 0: any free port (logged when bound)
+    path: /slack/events
+    # api_base_url: http://127.0.0.1:8080/api/  # a proxy or a local Web API server
+    reply_in_thread: true
+    streaming: true      # replies appear as they are written (false: posted once, whole)
+    # stream_interval: 1   # seconds between two changes of one Slack channel
+"""
+
+PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)

@@ -1,0 +1,64 @@
+"""Telegram as a platform: its `channels:` settings, its channel, its starter config."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
+from threadline.channels.telegram.channel import TelegramChannel
+
+
+class TelegramSettings(LiveReplySettings):
+    """One bot token; `base_url` points the Bot API at a proxy or a local Bot API server."""
+
+    secret_fields = frozenset({"token", "webhook_secret_token"})
+
+    type: Literal["telegram"]
+    mode: Literal["polling", "webhook"] = "polling"
+    token: str
+    webhook_url: str | None = None
+    webhook_path: str = "/telegram"
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=0, le=65535)
+    webhook_secret_token: str | None = None
+    base_url: str | None = None
+    base_file_url: str | None = None
+    drop_pending_updates: bool = False
+
+    def problems(self) -> list[str]:
+        if self.mode == "webhook" and not (self.webhook_url and self.webhook_secret_token):
+            return ["mode webhook needs webhook_url and webhook_secret_token"]
+        return []
+
+
+def build(name: str, settings: TelegramSettings, context: ChannelContext) -> TelegramChannel:
+    return TelegramChannel(
+        name=name, token=settings.token, mode=settings.mode, webhook_url=settings.webhook_url,
+        webhook_path=settings.webhook_path, webhook_listen=settings.webhook_listen,
+        webhook_port=settings.webhook_port, webhook_secret_token=settings.webhook_secret_token,
+        base_url=settings.base_url, base_file_url=settings.base_file_url,
+        drop_pending_updates=settings.drop_pending_updates, allow_bots=settings.allow_bots,
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
+
+
+STARTER = """\
+  telegram:
+    type: telegram
+    # polling: one long-polling connection per bot token (one replica).
+    # webhook: Telegram posts to webhook_url (scales out behind a load balancer).
+    mode: polling
+    token: ${TELEGRAM_BOT_TOKEN}             # from @BotFather
+    # webhook_url: https://bots.example.invalid/telegram
+    # webhook_secret_token: ${TELEGRAM_WEBHOOK_SECRET}
+    # webhook_listen: 0.0.0.0
+    # webhook_port: 8443                     # 0: any free port (logged when bound)
+    # A proxy or a local Bot API server (telegram-bot-api --local):
+    # base_url: http://127.0.0.1:8081/bot
+    # base_file_url: http://127.0.0.1:8081/file/bot
+    streaming: true      # drafts in private chats, edits in groups, as the reply is written
+    stream_interval: 1   # seconds between two changes of one chat (Telegram allows about 1/s)
+"""
+
+PLATFORM = Platform(name="telegram", settings=TelegramSettings, build=build, starter=STARTER)

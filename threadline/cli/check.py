@@ -1,0 +1,119 @@
+"""`threadline check CONFIG`: is the config valid, and does every connection work?
+
+Each channel is built from its settings and asked for its own `check()`, which works before the
+channel starts: it asks the platform who the bot is and reports what would keep the bot deaf or
+mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
+tried with its plug's own check (a model list: proves the key and the address); SQLite files
+that do not exist yet are not created, only their folder is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+import aiohttp
+
+from threadline.channels.platform import ChannelContext, ChannelSettings
+from threadline.channels.registry import platform_for
+from threadline.config import Settings, load_settings
+from threadline.errors import ThreadlineError
+from threadline.history.database_url import sqlite_file
+from threadline.history.sql_store import SqlConversationStore
+from threadline.provider_setup import checks as provider_checks
+from threadline.spend.setup import spend_today
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a check found, and what works but will surprise (privacy mode, a missing scope)."""
+
+    found: str
+    warnings: tuple[str, ...] = ()
+
+
+Check = Callable[[], Awaitable[str | Report]]  # raises with what is wrong
+Result = tuple[str, str | None, Report]  # subject, problem or None, report
+
+
+def new_sqlite_file(url: str) -> str | None:
+    """For a SQLite file not created yet: what will happen (raises if it cannot be created)."""
+    path = sqlite_file(url)
+    if path is None or path.exists():
+        return None
+    folder = path.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ThreadlineError(f"the folder {str(folder)!r} for {str(path)!r} does not "
+                              "exist or is not writable")
+    return f"{path} will be created on first run"
+
+
+async def check_store(settings: Settings) -> str:
+    url = settings.store.url
+    planned = await asyncio.to_thread(new_sqlite_file, url)
+    if planned is not None:
+        return planned
+    async with SqlConversationStore(url, busy_timeout=settings.store.busy_timeout) as store:
+        conversations = await store.count()
+        spent = await spend_today(settings, store)
+        return (f"{store.url.render_as_string(hide_password=True)}: {conversations} turns "
+                f"stored; spent {spent}")
+
+
+async def check_channel(name: str, settings: ChannelSettings) -> Report:
+    """The channel's own check, run before it starts: who the bot is, and its warnings."""
+    context = ChannelContext(interactive=False)
+    channel = platform_for(settings.type).build(name, settings, context)
+    warnings = await channel.check()
+    identity = channel.identity
+    found = "connected" if identity is None else (
+        f"bot {identity.username or identity.display_name or identity.user_id} "
+        f"({identity.user_id})")
+    return Report(found, tuple(warnings))
+
+
+async def run_checks(settings: Settings, per_check: float) -> list[Result]:
+    """(subject, problem or None, report) for every connection, checked concurrently."""
+    checks: dict[str, Check] = {"database": lambda: check_store(settings),
+                                **provider_checks(settings)}
+    for name, channel in settings.channels.items():
+        checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+
+    async def one(subject: str, check: Check) -> Result:
+        nothing = Report("")
+        try:
+            async with asyncio.timeout(per_check):
+                found = await check()
+            return subject, None, found if isinstance(found, Report) else Report(found)
+        except TimeoutError:
+            return subject, f"no answer within {per_check:g} s (unreachable?)", nothing
+        except (ThreadlineError, OSError, aiohttp.ClientError) as exc:
+            return subject, str(exc) or type(exc).__name__, nothing
+        except Exception as exc:  # a check must report, whatever an SDK raises
+            return subject, f"{type(exc).__name__}: {exc}", nothing
+
+    return list(await asyncio.gather(*(one(s, c) for s, c in checks.items())))
+
+
+def main(args: argparse.Namespace) -> int:
+    """`threadline check CONFIG`: exit 2 for an invalid config, 1 if a connection fails;
+    warnings (a bot that connects but will miss messages) are printed and do not fail."""
+    settings = load_settings(args.config)
+    print(f"ok    config {args.config}: {len(settings.agents)} agent(s), "
+          f"{len(settings.channels)} channel(s)")
+    results = asyncio.run(run_checks(settings, args.timeout))
+    failed = 0
+    for subject, problem, report in results:
+        if problem is None:
+            print(f"ok    {subject}: {report.found}")
+            for warning in report.warnings:
+                print(f"warn  {subject}: {warning}")
+        else:
+            failed += 1
+            print(f"FAIL  {subject}: {problem}", file=sys.stderr)
+    return 1 if failed else 0

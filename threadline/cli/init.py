@@ -1,0 +1,115 @@
+"""`threadline init`: a commented starter config, optionally with one platform's channel
+(whose entry the platform writes: `Platform.starter`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from threadline.agents.anthropic_provider import DEFAULT_MODEL
+from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
+from threadline.errors import ConfigError
+
+HEADER = """\
+# Threadline configuration. Check it with `threadline check {path}`, start with
+# `threadline run {path}`. Secrets are never written here: use ${{VARIABLE}} and set the
+# variable in the environment or in a .env file beside this file.
+
+store:
+  # SQLite file (relative to where threadline runs). For several replicas use PostgreSQL:
+  # url: postgresql+asyncpg://threadline@db.internal/threadline
+  url: sqlite:///threadline.db
+
+model:
+  # auto: Anthropic when ANTHROPIC_API_KEY is set, otherwise the offline model (canned answers).
+  # Or anthropic, offline, or openai: any OpenAI-compatible server (OpenAI, Ollama, vLLM,
+  # llama.cpp, LM Studio, OpenRouter) at base_url; api_key: ${{OPENAI_API_KEY}} if it needs one.
+  provider: auto
+  # base_url: http://127.0.0.1:11434/v1
+  max_tokens: 1024
+  max_retries: 4       # rate limits and server errors are retried this often, with backoff
+
+# More providers by name, for agents on another model (agents.NAME.provider: local):
+# providers:
+#   local:
+#     type: openai
+#     base_url: http://127.0.0.1:11434/v1
+#     model: llama3.1
+
+spend:
+  timezone: UTC        # daily budgets reset at midnight here
+  # Tokens a day (input, cache and output); a turn past one gets a reply saying when it resets.
+  # per_agent_daily_tokens: 2000000
+  # per_conversation_daily_tokens: 200000
+  # per_person_daily_tokens: 50000
+  # agent_daily_tokens: {{support: 5000000}}    # an agent's own cap instead of per_agent
+  # US dollars per million tokens, for the estimated cost in /metrics and `threadline check`
+  # (no prices are built in): "provider/model" or "model".
+  # prices:
+  #   anthropic/claude-sonnet-4-6: {{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
+
+log:
+  # debug, info, warning, error. info logs a line per turn: use it for services; warning keeps
+  # a conversation in the terminal readable.
+  level: warning
+  format: auto         # console in a terminal, json otherwise
+
+ops:
+  # /healthz, /readyz and Prometheus /metrics
+  enabled: true
+  host: 127.0.0.1
+  port: 9108
+
+inspector:
+  # A record of what each agent saw for every reply; the console at http://HOST:PORT/console/
+  records: true
+  retention_days: 30   # null keeps records forever
+  console: true        # beyond 127.0.0.1 it needs token: ${{THREADLINE_CONSOLE_TOKEN}}
+
+channels:
+"""
+
+AGENTS = """\
+
+agents:
+  support:
+    description: Answers product questions and remembers each customer.
+    system_prompt: |
+      You are the support assistant. Answer briefly and say when you are not sure.
+    # system_prompt_file: prompts/support.md   # instead of system_prompt
+    model: {model}
+    # Tools by reference, "module:function" (modules beside this file are found first).
+    tools: []
+    aliases: [help]
+    memory:
+      token_budget: 3000           # tokens of history in each prompt
+      addressed_only_mode: true    # see only turns addressed to or written by this agent
+      rolling_summary_threshold: 40
+      recall: true                 # search older turns for what the new message asks about
+    channels:
+      - {default}
+{joined}"""
+
+
+def render(platform: str | None, path: str) -> str:
+    """The starter config text for `platform` (None: the default channel only); each
+    platform writes its own `channels:` entry."""
+    text = HEADER.format(path=path) + platform_for(DEFAULT_PLATFORM).starter
+    if platform is not None and platform != DEFAULT_PLATFORM:
+        text += platform_for(platform).starter
+        joined = f"      - name: {platform}\n        respond_to_all: false\n"
+    else:
+        joined = ""
+    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=DEFAULT_MODEL, joined=joined)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`threadline init [--platform P] [PATH]`."""
+    if args.path.exists() and not args.force:
+        raise ConfigError(f"{args.path} already exists; pass --force to overwrite it or give "
+                          "another path")
+    if not args.path.parent.exists():
+        raise ConfigError(f"the folder {str(args.path.parent)!r} does not exist")
+    args.path.write_text(render(args.platform, str(args.path)), encoding="utf-8")
+    print(f"wrote {args.path}; next: `threadline check {args.path}`", file=sys.stderr)
+    return 0
