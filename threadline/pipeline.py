@@ -7,7 +7,9 @@
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
-    route            who answers, and why: `history.addressing.route`, decided once
+    route            who answers, and why: `history.addressing.route`, decided once; a
+                     command (`/forget`, see `threadline.commands`) is answered by its handler
+                     instead, never by a model, through the same reply ledger, and recorded
     answer           each addressed agent runs its turn (capture, delivery and its own
                      interceptors around it); its reply is claimed in the reply ledger, posted,
                      recorded as delivered with its platform ids, and stored
@@ -27,11 +29,13 @@ import asyncio
 import contextlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from threadline.channels.base import Channel
+from threadline.channels.base import Channel, Post
+from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
@@ -49,6 +53,15 @@ log = structlog.get_logger("threadline.pipeline")
 
 MAX_REMEMBERED_REPLIES = 10_000
 SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
+
+
+@dataclass(frozen=True, slots=True)
+class CommandTurn:
+    """A turn that sends a registered command, and the channel whose agents it is for."""
+
+    command: Command
+    call: CommandCall
+    attachment: Attachment
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +89,10 @@ class TurnPipeline:
         max_attempts: int = 3,
         answer_bots: bool = False,
         scan_interval: float = 1.0,
+        commands: CommandRegistry | None = None,
     ) -> None:
         self.agents = agents
+        self.commands = commands or CommandRegistry()
         self.inbox = inbox
         self.writer = writer
         self.store = writer.store
@@ -276,6 +291,9 @@ class TurnPipeline:
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
         attachment = self.attachments.get(channel_name or "", self.default)
+        command = self._command_in(message, attachment)
+        if command is not None:
+            return await self._answer_command(command, message, bound, retried=retried)
         await self.writer.record(message)  # in the history, in the order turns are answered
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
@@ -364,10 +382,81 @@ class TurnPipeline:
                            output=reply.content, outbound=reply,
                            delivered_ids=earlier.platform_ids, stop_reason=stop_reason)
 
-    def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str) -> Deliver:
-        """Posts a reply once: claimed in the ledger first, recorded as delivered after."""
+    # -- commands ----------------------------------------------------------------------------
+
+    def _command_in(self, message: StoredMessage, attachment: Attachment
+                    ) -> CommandTurn | None:
+        """The registered command this turn sends, and the channel whose agents it is for.
+
+        `/name@bot` is for the bot named (another of our channels, perhaps); a bot we do not
+        run makes it someone else's command, an ordinary turn here.
+        """
+        if message.participant.kind != "user":
+            return None
+        found = self.commands.find(message)
+        if found is None:
+            return None
+        command, call = found
+        if call.target is None:
+            return CommandTurn(command, call, attachment)
+        target = normalize_mention(call.target)
+        for candidate in (attachment, *self.attachments.values()):
+            if target in {normalize_mention(a) for a in self._bot_aliases(candidate)}:
+                return CommandTurn(command, call, candidate)
+        return None
+
+    async def _answer_command(self, turn: CommandTurn, message: StoredMessage, bound: Any, *,
+                              retried: bool) -> list[AgentResult]:
+        """Answer a command with its handler: recorded both ways, delivered once, no model.
+
+        It is for the agents it names, else for every agent of the channel; the first of them
+        answers. A command taken again after a crash is answered from the reply ledger.
+        """
+        name = turn.command.name
+        message = replace(message, metadata=replace(message.metadata, extra={
+            **message.metadata.extra, "command": name}))
+        await self.writer.record(message)
+        recorded = await self.store.get_by_ids(message.conversation_id, [message.id])
+        if not recorded:  # a handler reads the history up to the command's sequence
+            raise StoreError(f"command turn {message.id} is not in the store yet (it waits in "
+                             "the outbox); answered once it is")
+        present = turn.attachment.agents
+        named = {normalize_mention(word) for word in turn.call.args.split()}
+        targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
+        responder = targets[0]
+        bound = bound.bind(command=name, agent=responder.name)
+        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+                   if retried else None)
+        if earlier is not None:
+            return [await self._earlier_reply(responder, earlier, bound)]
+        answer = await turn.command.handler(CommandRequest(
+            call=turn.call, message=recorded[0], present=present, targets=targets,
+            channel=turn.attachment.channel, store=self.store))
+        reply = responder.reply_turn(message, answer.text)
+        reply = replace(reply, metadata=replace(reply.metadata, extra={
+            **answer.detail, "command": name}))
+        channel = turn.attachment.channel
+        ids: list[str] = []
+        if channel is not None:
+            post: Post = (partial(channel.send_choices, choices=answer.choices)
+                          if answer.choices else channel.send_reply)
+            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
+        if ids:
+            reply = with_platform_ids(reply, ids)
+        await self.writer.record(reply)
+        bound.info("pipeline.command_answered", delivered=len(ids))
+        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
+                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
+                            stop_reason="command")]
+
+    def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
+                 post: Post | None = None) -> Deliver:
+        """Posts a reply once: claimed in the ledger first, recorded as delivered after.
+
+        `post` posts it whole instead of the channel's live reply (a command's answer with
+        buttons uses `send_choices`)."""
         return LedgeredReply(inbox=self.inbox, channel=channel, inbound=inbound,
-                             agent_name=agent_name)
+                             agent_name=agent_name, post=post)
 
     def _resolve(self, turn_id: str, results: list[AgentResult]) -> None:
         for waiter in self._waiting.pop(turn_id, []):

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import structlog
 
-from threadline.channels.base import Channel, LiveReply
+from threadline.channels.base import Channel, LiveReply, Post, PostedOnce
 from threadline.errors import ChannelError, InvalidMessageError, StoreError
 from threadline.history.inbox import Delivery, DeliveryState, TurnInbox
 from threadline.history.model import StoredMessage
@@ -45,12 +45,16 @@ def interrupted_stream(earlier: Delivery) -> bool:
 
 
 class LedgeredReply:
-    """The pipeline's `Deliver` for one agent's reply to one inbound turn on one channel."""
+    """The pipeline's `Deliver` for one agent's reply to one inbound turn on one channel.
+
+    `post`, when given, posts the reply whole instead of the channel's live reply.
+    """
 
     def __init__(self, *, inbox: TurnInbox, channel: Channel, inbound: StoredMessage,
-                 agent_name: str) -> None:
+                 agent_name: str, post: Post | None = None) -> None:
         self._inbox = inbox
         self._channel = channel
+        self._post = post
         self._inbound = inbound
         self._agent_name = agent_name
         self._live: LiveReply | None = None
@@ -63,7 +67,9 @@ class LedgeredReply:
 
     def _reply(self) -> LiveReply:
         if self._live is None:
-            self._live = self._channel.open_reply(self._inbound, agent_name=self._agent_name)
+            self._live = (
+                PostedOnce(self._post, self._inbound, self._agent_name) if self._post
+                else self._channel.open_reply(self._inbound, agent_name=self._agent_name))
         return self._live
 
     async def working(self, activity: str | None = None) -> None:

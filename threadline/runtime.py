@@ -117,6 +117,9 @@ class CountedEvents:
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         await self.team.on_delete(conversation_id, message_id)
 
+    async def on_context(self, message: StoredMessage) -> None:
+        await self.team.on_context(message)
+
 
 class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""

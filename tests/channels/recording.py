@@ -32,6 +32,7 @@ class RecordingEvents:
         self.reply_failures: list[BaseException] = []
         self.edits: list[tuple[str, str, str]] = []
         self.deletes: list[tuple[str, str]] = []
+        self.contexts: list[StoredMessage] = []
         self._to_answer: asyncio.Queue[tuple[StoredMessage, Channel]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
 
@@ -70,6 +71,10 @@ class RecordingEvents:
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         self.deletes.append((conversation_id, message_id))
         await self.store.delete_messages(conversation_id, [message_id])
+
+    async def on_context(self, message: StoredMessage) -> None:
+        self.contexts.append(message)
+        await self.store.append(message)
 
     async def next_inbound(self) -> StoredMessage:
         """The next stored inbound turn; fails after 5 s rather than hanging a test."""

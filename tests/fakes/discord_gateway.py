@@ -20,6 +20,12 @@ own posts are dispatched back to it as MESSAGE_CREATE. Replies can be streamed: 
 (`PATCH`), deletions and the typing indicator are served, and `contents` holds what each of the
 bot's messages shows now. Every REST call is recorded in `calls` with the time it arrived;
 `fail_next` injects 429s, 403s and 404s.
+
+Application commands: a bulk overwrite (`PUT /applications/ID/commands`) is checked as Discord
+checks names and descriptions and kept in `app_commands`; `deliver_command` dispatches
+INTERACTION_CREATE for one invocation; the interaction callback and its follow-ups (webhook
+posts, refused before the callback as Discord does) are kept in `interaction_callbacks` and
+`followups`.
 """
 
 from __future__ import annotations
@@ -162,6 +168,12 @@ class FakeDiscord:
         self.posted: list[Json] = []  # the messages those posts created, as Discord answered
         self.contents: dict[str, str] = {}  # the bot's messages not deleted: what each shows
         self.gateway_closes: list[int] = []
+        self.app_commands: list[Json] = []  # as the last bulk overwrite set them
+        self.interaction_callbacks: list[Json] = []  # bodies posted to .../callback
+        self.followups: list[Json] = []  # bodies posted to the interaction webhook
+        self.followup_messages: list[Json] = []  # the messages those follow-ups created
+        self._interactions: dict[str, Json] = {}  # token -> the interaction
+        self._acknowledged: set[str] = set()  # tokens whose interaction got its callback
         self._failures: list[Failure] = []
         self._sessions: list[_Session] = []
         self._changed = asyncio.Condition()
@@ -308,6 +320,56 @@ class FakeDiscord:
         await self.deliver("MESSAGE_CREATE", message)
         return message
 
+    def interaction_payload(self, channel_id: str, *, user: FakeUser, name: str,
+                            text: str | None = None) -> Json:
+        """INTERACTION_CREATE data for one invocation of the application command `name`."""
+        guild = self._guild_of(channel_id)
+        command: Json = {"id": self.snowflake(), "name": name, "type": 1}
+        if text is not None:
+            command["options"] = [{"name": "text", "type": 3, "value": text}]
+        channel = self.channels[channel_id][1]
+        payload: Json = {
+            "id": self.snowflake(), "application_id": self.application_id, "type": 2,
+            "data": command, "channel_id": channel_id, "channel": channel,
+            "token": f"interaction-token-{self.snowflake()}", "version": 1,
+            "locale": "en-US", "app_permissions": "2248473465835073", "entitlements": [],
+            "attachment_size_limit": 10_485_760,
+        }
+        if guild is not None:
+            member = guild.members.get(user.id, {"roles": [], "joined_at": _timestamp()})
+            payload.update(guild_id=guild.id, guild_locale="en-US", context=0,
+                           authorizing_integration_owners={"0": guild.id},
+                           member={**member, "user": user.payload(), "deaf": False,
+                                   "mute": False, "permissions": "2248473465835073"})
+        else:
+            payload.update(user=user.payload(), context=1,
+                           authorizing_integration_owners={"1": user.id})
+        return payload
+
+    async def deliver_command(self, channel_id: str, *, user: FakeUser, name: str,
+                              text: str | None = None) -> Json:
+        """Dispatch one application command invocation; returns its payload."""
+        interaction = self.interaction_payload(channel_id, user=user, name=name, text=text)
+        self._interactions[interaction["token"]] = interaction
+        await self.deliver("INTERACTION_CREATE", interaction)
+        return interaction
+
+    async def press_button(self, message: Json, label: str, *, user: FakeUser) -> Json:
+        """Dispatch `user` pressing the button `label` of `message` (a follow-up the bot sent,
+        from `followup_messages`); returns the interaction."""
+        [button] = [c for row in message.get("components", []) for c in row["components"]
+                    if c.get("label") == label]
+        interaction = self.interaction_payload(message["channel_id"], user=user, name="")
+        interaction.update(type=3, message=message, data={
+            "custom_id": button["custom_id"], "component_type": button["type"]})
+        self._interactions[interaction["token"]] = interaction
+        await self.deliver("INTERACTION_CREATE", interaction)
+        return interaction
+
+    async def wait_for_followups(self, count: int) -> list[Json]:
+        await self.wait_until(lambda: len(self.followups) >= count)
+        return self.followups
+
     async def deliver_edit(self, message: Json, content: str) -> Json:
         edited = {**message, "content": content, "edited_timestamp": _timestamp()}
         await self.deliver("MESSAGE_UPDATE", edited)
@@ -423,6 +485,12 @@ class FakeDiscord:
         return response
 
     def _answer(self, method: str, path: str, body: Any, auth: str | None) -> web.Response:
+        interaction = re.fullmatch(r"/interactions/(\d+)/([\w-]+)/callback", path)
+        if interaction and method == "POST":  # authorized by the token in the path
+            return self._interaction_callback(interaction[2], body)
+        followup = re.fullmatch(r"/webhooks/(\d+)/([\w-]+)", path)
+        if followup and method == "POST":
+            return self._followup(followup[2], body)
         if auth != f"Bot {self.token}":
             return _json({"message": "401: Unauthorized", "code": 0}, 401)
         for failure in self._failures:
@@ -441,6 +509,9 @@ class FakeDiscord:
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
             return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": {
                 "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
+        commands = re.fullmatch(r"/applications/(\d+)/commands", path)
+        if commands and method == "PUT":
+            return self._overwrite_commands(body)
         match = re.fullmatch(r"/channels/(\d+)(/messages)?", path)
         if match and method == "GET" and not match[2]:
             return self._channel(match[1])
@@ -469,6 +540,48 @@ class FakeDiscord:
         self.messages[message_id] = edited
         self.contents[message_id] = content
         return _json(edited)
+
+    def _overwrite_commands(self, body: list[Json]) -> web.Response:
+        for command in body:
+            name, description = command.get("name", ""), command.get("description", "")
+            if not re.fullmatch(r"[-_a-z0-9]{1,32}", name) or not 1 <= len(description) <= 100:
+                return _json({"message": "Invalid Form Body", "code": 50035, "errors": {
+                    "name": {"_errors": [{"code": "APPLICATION_COMMAND_INVALID_NAME",
+                                          "message": f"Invalid command {name!r}"}]}}}, 400)
+        self.app_commands = [{**c, "id": self.snowflake(), "application_id": self.application_id,
+                              "version": self.snowflake(), "type": c.get("type", 1)}
+                             for c in body]
+        return _json(self.app_commands)
+
+    def _interaction_callback(self, token: str, body: Json) -> web.Response:
+        interaction = self._interactions.get(token)
+        if interaction is None:
+            return _json({"message": "Unknown interaction", "code": 10062}, 404)
+        self.interaction_callbacks.append(body)
+        self._acknowledged.add(token)
+        data = body.get("data") or {}
+        return _json({"interaction": {
+            "id": interaction["id"], "type": 2,
+            "response_message_loading": body.get("type") == 5,
+            "response_message_ephemeral": bool(data.get("flags", 0) & 64)},
+            "resource": {"type": body.get("type")}})
+
+    def _followup(self, token: str, body: Json) -> web.Response:
+        interaction = self._interactions.get(token)
+        if interaction is None or token not in self._acknowledged:
+            return _json({"message": "Unknown Webhook", "code": 10015}, 404)
+        content = body.get("content") or ""
+        if len(content) > 2000:
+            return _json({"message": "Invalid Form Body", "code": 50035}, 400)
+        self.followups.append(body)
+        message = self.message_payload(interaction["channel_id"], author=self.bot,
+                                       content=content)
+        message["webhook_id"] = self.application_id
+        message["flags"] = body.get("flags", 0)
+        if body.get("components"):
+            message["components"] = body["components"]
+        self.followup_messages.append(message)
+        return _json(message)
 
     def _channel(self, channel_id: str) -> web.Response:
         if channel_id in self.channels:

@@ -24,6 +24,12 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Socket Mode: `apps.connections.open` hands out a `ws://` URL; the fake says `hello` and
   `send_socket_event` pushes an `events_api` envelope and waits for the client's ack
   (`push_socket_event` does not wait, for events that must not be acked).
+- Assistant threads: `assistant_thread_event` builds `assistant_thread_started` /
+  `assistant_thread_context_changed`; `assistant.threads.setSuggestedPrompts` is checked (at
+  most 4 prompts, each with a title and a message) and recorded like every call.
+- Slash commands: `slash_command(...)` builds the payload, `deliver_command` POSTs it form-
+  encoded and signed (HTTP mode), `send_socket_command` pushes a `slash_commands` envelope; the
+  payload's `response_url` points here, and what the app posts to it is kept in `responses`.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import hmac
 import itertools
 import json
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -116,6 +123,7 @@ class FakeSlack:
         self.streaming: set[str] = set()  # chat streams started and not stopped
         self.statuses: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> status
         self.socket_acks: list[dict[str, Any]] = []
+        self.responses: list[tuple[str, dict[str, Any]]] = []  # (response_url, body) posted
         self._failures: dict[str, list[_Failure]] = {}
         self._holds: dict[str, asyncio.Event] = {}
         self._changed = asyncio.Condition()
@@ -133,6 +141,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket", self._socket_endpoint)
+        app.router.add_post("/commands/{trigger}", self._command_response)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -220,6 +229,18 @@ class FakeSlack:
         event.update({k: v for k, v in optional.items() if v is not None})
         return event
 
+    def assistant_thread_event(
+        self, kind: str = "assistant_thread_started", *, user: str = "U0ALICE",
+        channel: str = "D0ALICE", thread_ts: str = "1700000000.000001",
+        context_channel: str | None = "C0GENERAL",
+    ) -> dict[str, Any]:
+        """`assistant_thread_started` or `assistant_thread_context_changed` for one thread."""
+        context = {"channel_id": context_channel, "team_id": self.team_id,
+                   "enterprise_id": None} if context_channel else {}
+        return {"type": kind, "event_ts": self.next_ts(), "assistant_thread": {
+            "user_id": user, "context": context, "channel_id": channel,
+            "thread_ts": thread_ts}}
+
     def edit_event(self, original: Mapping[str, Any], text: str) -> dict[str, Any]:
         """`message_changed` for `original`; `text` equal to the old text is an unfurl."""
         message = {k: v for k, v in original.items() if k not in ("channel", "channel_type")}
@@ -285,6 +306,76 @@ class FakeSlack:
         async with self._session.post(target_url, data=body.encode(), headers=sent) as response:
             return response.status, await response.text()
 
+    # -- slash commands --------------------------------------------------------------------
+
+    def slash_command(self, command: str, text: str = "", *, user: str = "U0ALICE",
+                      channel: str = "C0GENERAL") -> dict[str, str]:
+        """A slash command payload as Slack sends it (the fields bolt and apps read)."""
+        trigger = f"{next(self._ids)}.{next(self._ids)}.fake"
+        return {
+            "token": "legacy-verification-token", "team_id": self.team_id,
+            "team_domain": "fake", "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else
+            self.channels.get(channel, {}).get("name", channel),
+            "user_id": user, "user_name": self.users.get(user, {}).get("name", user),
+            "command": command, "text": text, "api_app_id": "A0FAKE",
+            "is_enterprise_install": "false", "trigger_id": trigger,
+            "response_url": f"http://127.0.0.1:{self._port}/commands/{trigger}",
+        }
+
+    async def deliver_command(self, target_url: str, payload: Mapping[str, str], *,
+                              signing_secret: str | None = None) -> tuple[int, str]:
+        """POST a slash command, form-encoded and signed, as Slack does; (status, body)."""
+        return await self.post_signed(
+            target_url, urllib.parse.urlencode(payload), signing_secret=signing_secret,
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
+
+    def block_action(self, blocks: list[dict[str, Any]], label: str, *, user: str = "U0ALICE",
+                     channel: str = "C0GENERAL", thread_ts: str | None = None
+                     ) -> dict[str, Any]:
+        """The `block_actions` payload of `user` pressing the button `label` in `blocks` (an
+        ephemeral answer the app posted to a response_url, or a message's blocks)."""
+        [button] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                    if e["text"]["text"] == label]
+        trigger = f"{next(self._ids)}.{next(self._ids)}.fake"
+        container = {"type": "message", "message_ts": self.next_ts(), "channel_id": channel,
+                     "is_ephemeral": True}
+        if thread_ts:
+            container["thread_ts"] = thread_ts
+        return {
+            "type": "block_actions", "token": "legacy-verification-token",
+            "api_app_id": "A0FAKE", "trigger_id": trigger, "container": container,
+            "team": {"id": self.team_id, "domain": "fake"},
+            "user": {"id": user, "username": self.users.get(user, {}).get("name", user),
+                     "team_id": self.team_id},
+            "channel": {"id": channel, "name": self.channels.get(channel, {}).get("name", "")},
+            "response_url": f"http://127.0.0.1:{self._port}/commands/{trigger}",
+            "actions": [{**button, "block_id": "b1", "action_ts": self.next_ts()}],
+        }
+
+    async def deliver_action(self, target_url: str, payload: Mapping[str, Any]
+                             ) -> tuple[int, str]:
+        """POST an interactive payload (`payload=<json>`, form-encoded and signed)."""
+        return await self.post_signed(
+            target_url, urllib.parse.urlencode({"payload": json.dumps(payload)}),
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
+
+    async def send_socket_command(self, payload: Mapping[str, str]) -> dict[str, Any]:
+        """Push a `slash_commands` envelope over the newest socket; returns the client's ack."""
+        return await self._send_envelope("slash_commands", dict(payload))
+
+    async def wait_for_responses(self, count: int) -> list[tuple[str, dict[str, Any]]]:
+        """The first `count` posts to response_urls, waiting for them."""
+        async with asyncio.timeout(WAIT_SECONDS), self._changed:
+            await self._changed.wait_for(lambda: len(self.responses) >= count)
+        return self.responses[:count]
+
+    async def _command_response(self, request: web.Request) -> web.Response:
+        async with self._changed:
+            self.responses.append((str(request.url), await request.json()))
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
     # -- socket mode -----------------------------------------------------------------------
 
     async def wait_for_socket(self) -> None:
@@ -304,16 +395,25 @@ class FakeSlack:
         self, event: Mapping[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
     ) -> asyncio.Future[dict[str, Any]]:
         """Push an `events_api` envelope without waiting: the future resolves with its ack."""
+        return await self._push_envelope(
+            "events_api", self.event_callback(event, event_id),
+            retry_attempt=retry_attempt, retry_reason="timeout" if retry_attempt else "")
+
+    async def _send_envelope(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        acked = await self._push_envelope(kind, payload)
+        async with asyncio.timeout(WAIT_SECONDS):
+            return await acked
+
+    async def _push_envelope(self, kind: str, payload: dict[str, Any],
+                             **fields: Any) -> asyncio.Future[dict[str, Any]]:
         await self.wait_for_socket()
         socket = self._sockets[-1]
         envelope_id = f"env-{next(self._ids):08d}"
         acked: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         socket.acks[envelope_id] = acked
-        await socket.ws.send_json({
-            "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
-            "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else "",
-            "payload": self.event_callback(event, event_id),
-        })
+        await socket.ws.send_json({"envelope_id": envelope_id, "type": kind,
+                                   "accepts_response_payload": kind != "events_api",
+                                   **fields, "payload": payload})
         return acked
 
     async def _socket_endpoint(self, request: web.Request) -> web.WebSocketResponse:
@@ -371,6 +471,7 @@ class FakeSlack:
             "assistant.threads.setStatus": self._set_status, "users.info": self._users_info,
             "conversations.info": self._conversations_info,
             "apps.connections.open": self._connections_open,
+            "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
         }.get(method)
         result = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         return web.json_response(result, headers=headers)
@@ -459,6 +560,17 @@ class FakeSlack:
         if channel is None:
             return {"ok": False, "error": "channel_not_found"}
         return {"ok": True, "channel": channel}
+
+    def _set_suggested_prompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        prompts = params.get("prompts")
+        if isinstance(prompts, str):  # sent as a form field
+            prompts = json.loads(prompts)
+        if not params.get("channel_id") or not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(prompts, list) or not 1 <= len(prompts) <= 4 or not all(
+                p.get("title") and p.get("message") for p in prompts):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
 
     def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket?ticket=fake"}

@@ -92,7 +92,8 @@ FORUM = TgChat(-1001000000002, "supergroup", title="Forum", is_forum=True)
 _MENTION = re.compile(r"(?<![\w@])@[A-Za-z][A-Za-z0-9_]{3,31}\b")
 _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z][A-Za-z0-9_]{3,31})?\b")
 _JSON_FIELDS = {"reply_parameters", "allowed_updates", "entities", "reply_markup",
-                "link_preview_options"}
+                "link_preview_options", "commands"}
+_BOT_COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
 _INT_FIELDS = {"offset", "limit", "timeout", "message_thread_id", "max_connections",
                "message_id", "draft_id"}
 # Calls that change what a chat shows: Telegram's per-chat flood limit counts them.
@@ -179,6 +180,7 @@ class FakeTelegram:
         self.flood_interval: float | None = None
         self._last_change: dict[int, float] = {}
         self.webhook: dict[str, Any] | None = None
+        self.my_commands: list[dict[str, Any]] = []  # the menu setMyCommands last set
         self._queue: list[dict[str, Any]] = []
         self._confirmed_offset = 0
         self._new_update = asyncio.Event()
@@ -339,6 +341,15 @@ class FakeTelegram:
             edited["entities"] = entities
         return {"update_id": next(self._update_ids), "edited_message": edited}
 
+    def press(self, message: Mapping[str, Any], label: str, *, user: TgUser) -> dict[str, Any]:
+        """A `callback_query` update: `user` pressed the inline button `label` under
+        `message` (one the bot sent, from `sent`)."""
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        [button] = [b for b in buttons if b["text"] == label]
+        return {"update_id": next(self._update_ids), "callback_query": {
+            "id": str(next(self._update_ids)), "from": user.as_dict(), "message": message,
+            "chat_instance": str(message["chat"]["id"]), "data": button["callback_data"]}}
+
     # -- delivering updates ---------------------------------------------------------------
 
     async def deliver(self, update: Mapping[str, Any], *, times: int = 1) -> list[int]:
@@ -452,6 +463,11 @@ class FakeTelegram:
         reply = (params.get("reply_parameters") or {}).get("message_id")
         if (original := self._messages.get((chat.id, reply))) is not None:
             message["reply_to_message"] = original
+        if markup := params.get("reply_markup"):
+            buttons = [b for row in markup.get("inline_keyboard", []) for b in row]
+            if any(len(str(b.get("callback_data", "")).encode()) > 64 for b in buttons):
+                return _Failure(400, "Bad Request: BUTTON_DATA_INVALID")
+            message["reply_markup"] = markup
         self._messages[(chat.id, message["message_id"])] = message
         self.texts[(chat.id, message["message_id"])] = text
         self.sent.append(message)
@@ -501,6 +517,9 @@ class FakeTelegram:
             return _Failure(400, "Bad Request: chat not found")
         return True
 
+    async def _api_answerCallbackQuery(self, params: dict[str, Any]) -> bool:
+        return True
+
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
         self.webhook = None
         if params.get("drop_pending_updates"):
@@ -516,6 +535,20 @@ class FakeTelegram:
     async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.webhook["url"] if self.webhook else "",
                 "has_custom_certificate": False, "pending_update_count": len(self._queue)}
+
+    async def _api_setMyCommands(self, params: dict[str, Any]) -> bool | _Failure:
+        """The bot's command menu, checked as Telegram checks it."""
+        commands = params.get("commands") or []
+        for entry in commands:
+            if not _BOT_COMMAND.match(str(entry.get("command", ""))):
+                return _Failure(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(entry.get("description", ""))) <= 256:
+                return _Failure(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        self.my_commands = list(commands)
+        return True
+
+    async def _api_getMyCommands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(self.my_commands)
 
     async def _api_close(self, params: dict[str, Any]) -> bool:
         return True

@@ -82,6 +82,7 @@ class _Run:
     calls: int = 0
     figures: PromptFigures | None = None
     shown_ids: tuple[str, ...] = ()  # turns the prompt shows; the search tool skips them
+    forgotten_through: int | None = None  # the agent was asked to forget up to here (/forget)
     trace: TurnTrace = NO_TRACE
 
     def add(self, response: ModelResponse) -> None:
@@ -302,13 +303,15 @@ class Agent:
                                              tool_trace=options.tool_trace)])
         run.figures = PromptFigures.of(prompt)
         run.shown_ids = tuple(prompt.shown_ids)
+        run.forgotten_through = prompt.forgotten_through
         run.trace.prompt_assembled(prompt)
         return prompt.messages
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(
             context.store, context.conversation_id,
-            exclude_ids=(context.inbound.id, *run.shown_ids))
+            exclude_ids=(context.inbound.id, *run.shown_ids),
+            forgotten_through=run.forgotten_through)
         tools: list[Tool] = [*self.tools, search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]
@@ -380,6 +383,10 @@ class Agent:
                 is_error = True
         return ToolExchange(call=call, result=ToolResult(
             tool_call_id=call.id, content=str(content), is_error=is_error))
+
+    def reply_turn(self, inbound: StoredMessage, text: str) -> StoredMessage:
+        """A reply to `inbound` written without the model (a command's answer), as a turn."""
+        return self._outbound(inbound, text, ())
 
     def _outbound(
         self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...]

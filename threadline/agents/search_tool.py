@@ -13,6 +13,7 @@ from typing import Any
 
 from threadline.agents.tools import input_problem
 from threadline.errors import SearchQueryError
+from threadline.history.recall import only
 from threadline.history.search import format_windows
 from threadline.history.store import ConversationStore, SearchWindow
 
@@ -75,17 +76,21 @@ def make_conversation_search_tool(
     token_cap: int = 1500,
     context: int | tuple[int, int] = 1,
     exclude_ids: Collection[str] = (),
+    forgotten_through: int | None = None,
 ) -> ConversationSearchTool:
     """The search tool for one conversation; the id lives only in this closure.
 
     `exclude_ids` are turns that must not come back (the message being answered, which matches
     its own question best, and every turn the prompt already shows: `AssembledPrompt.shown_ids`).
-    They are left out inside the search, so `limit` new hits still come back.
+    They are left out inside the search, so `limit` new hits still come back. Turns at or
+    before `forgotten_through` (the agent was asked to forget them) and commands never come back.
     """
     excluded = frozenset(exclude_ids)
 
     async def search(query: str, limit: int) -> list[SearchWindow]:
-        return await store.search_context(conversation_id, query, limit=limit, context=context,
-                                          token_cap=token_cap, exclude_ids=excluded)
+        found = await store.search_context(conversation_id, query, limit=limit, context=context,
+                                           token_cap=token_cap, exclude_ids=excluded)
+        return only(found, lambda m: not m.is_command and (
+            forgotten_through is None or (m.sequence or 0) > forgotten_through))
 
     return ConversationSearchTool(search)

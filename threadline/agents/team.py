@@ -20,6 +20,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, ChannelEvents
+from threadline.commands import CommandRegistry, default_commands
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
@@ -60,7 +61,9 @@ class Team:
     answers and every hand-off they start); `max_hops` bounds how deep hand-offs go.
     `lock` owns a conversation across worker processes (`PostgresConversationLock`); the
     default serves one process. `inbox` defaults to the store's own (`store.inbox`), or one in
-    memory for stores without one.
+    memory for stores without one. `commands` are the commands people may send (default: the
+    built-in `/forget`, `/summary`, `/agents`; register more before `start`), which each channel
+    offers on its platform at start.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Team:
         inbox: TurnInbox | None = None,
         writer: DurableWriter | None = None,
         scan_interval: float = 1.0,
+        commands: CommandRegistry | None = None,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -104,7 +108,8 @@ class Team:
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,
             lock=self.lock, default=_attachment(None, self.agents, respond_to_all),
             max_hops=max_hops, max_agent_turns=max_agent_turns, answer_bots=answer_bots,
-            scan_interval=scan_interval)
+            scan_interval=scan_interval,
+            commands=default_commands() if commands is None else commands)
         self._channels: list[Channel] = []
 
     # -- set-up --------------------------------------------------------------------------
@@ -138,6 +143,7 @@ class Team:
         while others are still connecting are recorded and answered once all are.
         """
         for channel in self._channels:
+            channel.commands = tuple(self.pipeline.commands)  # offered on its platform
             await channel.start(events or self)
         self.pipeline.start()
 
@@ -169,6 +175,11 @@ class Team:
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         await self._change("delete", conversation_id, self.store.delete_messages(
             conversation_id, [message_id]))
+
+    async def on_context(self, message: StoredMessage) -> None:
+        """Record a context turn in its conversation's history (durable: the outbox takes it
+        when the store is away); nobody answers it, every agent sees it there."""
+        await self.writer.record(message)
 
     @staticmethod
     async def _change(action: str, conversation_id: str, work: Awaitable[object]) -> None:

@@ -24,11 +24,15 @@ on), and ends as the final text, once. The default posts once at the end with `s
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from threadline.errors import InvalidMessageError
 from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import Command, CommandChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,11 @@ class ChannelEvents(Protocol):
         """A user deleted a message; `message_id` is the stored id the channel derived."""
         ...
 
+    async def on_context(self, message: StoredMessage) -> None:
+        """What the platform says about a conversation, as a system turn (the channel a person
+        looks at beside Slack's assistant thread): recorded in its history, never answered."""
+        ...
+
 
 class LiveReply(ABC):
     """One reply on a platform while it is written: a status, the text so far, the final text.
@@ -115,14 +124,22 @@ class LiveReply(ABC):
         return None
 
 
-class PostedOnce(LiveReply):
-    """The reply posted whole when it is finished: for channels and settings without streaming."""
+class Post(Protocol):
+    """Posts a reply's text where `inbound` was said: `Channel.send_reply`'s shape."""
 
-    def __init__(self, channel: Channel, inbound: StoredMessage, agent_name: str | None) -> None:
-        self._channel, self._inbound, self._agent_name = channel, inbound, agent_name
+    async def __call__(self, inbound: StoredMessage, text: str, *,
+                       agent_name: str | None = None) -> list[str]: ...
+
+
+class PostedOnce(LiveReply):
+    """The reply posted whole through `post` when it is finished: for channels and settings
+    without streaming, and for answers that are never streamed (a command's)."""
+
+    def __init__(self, post: Post, inbound: StoredMessage, agent_name: str | None) -> None:
+        self._post, self._inbound, self._agent_name = post, inbound, agent_name
 
     async def finish(self, text: str) -> list[str]:
-        return await self._channel.send_reply(self._inbound, text, agent_name=self._agent_name)
+        return await self._post(self._inbound, text, agent_name=self._agent_name)
 
 
 class Channel(ABC):
@@ -136,6 +153,10 @@ class Channel(ABC):
         self.allow_bots = allow_bots
         self.streaming = streaming
         self.identity: BotIdentity | None = None
+        # The commands people may send here (`/forget`), set by the team that attaches the
+        # channel; a platform with a command menu is told them at start. A command arrives as
+        # an ordinary turn whose text is the command as typed (`/forget confirm`).
+        self.commands: tuple[Command, ...] = ()
 
     @abstractmethod
     async def start(self, events: ChannelEvents) -> None:
@@ -157,7 +178,17 @@ class Channel(ABC):
 
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         """A reply to `inbound` written live (see `LiveReply`); the default posts it once."""
-        return PostedOnce(self, inbound, agent_name)
+        return PostedOnce(self.send_reply, inbound, agent_name)
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """`send_reply` with buttons: pressing one sends its command as the person pressing.
+
+        A platform without buttons posts the text alone (it says what to type instead).
+        """
+        return await self.send_reply(inbound, text, agent_name=agent_name)
 
     def delivered_here(self, inbound: StoredMessage) -> str:
         """The platform channel id of a message this platform delivered; a reply to another

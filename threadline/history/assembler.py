@@ -1,12 +1,12 @@
 """The prompt assembler: the slice of a shared history one agent sees before an LLM call.
 
-Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary, up
-to the turn being answered) -> addressed-only filter, plus the immediate context said just
-before that turn -> processors (store, channel, agent) -> rolling summary -> recall search ->
-token budget (newest turns first; the answered turn always kept; recall fills what the turns
-leave) -> projection to this agent's point of view -> exact count. The result says what was
-included, dropped, filtered, recalled and summarized, so a person can see why an agent knew
-what it knew.
+Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary or
+forget marker, up to the turn being answered, commands left out) -> addressed-only filter, plus
+the immediate context said just before that turn -> processors (store, channel, agent) ->
+rolling summary -> recall search -> token budget (newest turns first; the answered turn always
+kept; recall fills what the turns leave) -> projection to this agent's point of view -> exact
+count. The result says what was included, dropped, filtered, recalled and summarized, so a
+person can see why an agent knew what it knew.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ from threadline.history.projection import merge_roles, project_turn, speaker_lab
 from threadline.history.prompt import AssembledPrompt, PromptMessage
 from threadline.history.recall import find_recall, only, recall_block
 from threadline.history.store import ConversationStore, SearchWindow
-from threadline.history.summary import Summarizer, latest_summary, roll_summary, summary_lock
+from threadline.history.summary import (
+    Summarizer,
+    forgotten_through,
+    is_forget_marker,
+    latest_summary,
+    roll_summary,
+    summary_lock,
+)
 from threadline.history.tokens import (
     PER_MESSAGE_OVERHEAD,
     TokenCounter,
@@ -171,7 +178,8 @@ async def assemble_prompt(
         _recall_for(store, conversation_id, answering, options))
     summary_range = summary.metadata.summary_of if summary else None
     if not loaded:
-        return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"])
+        return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"],
+                               forgotten_through=forgotten_through(summary))
     newest = loaded[-1]
     if newest.sequence is None:
         notes.append("the turn being answered is not in the store yet; added as the newest")
@@ -206,13 +214,16 @@ async def assemble_prompt(
             kept = kept[-keep_recent:]
 
     head: list[PromptMessage] = []
-    if summary is not None:
+    if summary is not None and not is_forget_marker(summary):
         head.append(PromptMessage("system", f"{SUMMARY_HEADER}\n{summary.content}"))
     room = options.token_budget - prompt_tokens(head, counter)
 
     stored = [m for m in loaded if m.sequence is not None]
     through = stored[-1].sequence if stored else None
-    windows = only(found, lambda m: through is None or (m.sequence or 0) <= through)
+    forgotten = forgotten_through(summary)
+    windows = only(found, lambda m: (through is None or (m.sequence or 0) <= through)
+                   and (forgotten is None or (m.sequence or 0) > forgotten)
+                   and not m.is_command)
     # Recall may always claim its share of the budget; the rest goes to the kept turns first.
     wanted = sum(w.token_count for w in windows)
     turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
@@ -257,9 +268,10 @@ async def assemble_prompt(
         recalled_ids=recalled_ids,
         recall_hit_ids=[h for w in windows for h in w.hit_ids if h in set(recalled_ids)],
         context_ids=[m.id for m in included if m.id in context_ids],
-        summary_used=summary is not None,
+        summary_used=summary is not None and not is_forget_marker(summary),
         summary_created=summary_created,
         notes=notes,
+        forgotten_through=forgotten,
     )
 
 
@@ -321,9 +333,11 @@ async def _load(
                 loaded = [m for m in loaded if m.timestamp <= answering.timestamp]
                 loaded.append(replace(answering, token_count=message_tokens(answering)))
     summary_range = summary.metadata.summary_of if summary else None
+    # Commands and their answers are the people's controls, not conversation (the turn being
+    # answered is never one: the pipeline answers commands itself).
     return summary, [m for m in loaded
-                     if summary_range is None or (m.sequence or 0) > summary_range[1]
-                     or m.sequence is None]
+                     if (summary_range is None or (m.sequence or 0) > summary_range[1]
+                         or m.sequence is None) and not m.is_command]
 
 
 def immediate_context(

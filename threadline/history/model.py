@@ -269,5 +269,10 @@ class StoredMessage:
     def is_summary(self) -> bool:
         return self.metadata.is_summary
 
+    @property
+    def is_command(self) -> bool:
+        """A command someone sent (`/forget`) or its answer: recorded, never shown to a model."""
+        return bool(self.metadata.extra.get("command"))
+
     def with_store_fields(self, *, sequence: int, token_count: int) -> StoredMessage:
         return replace(self, sequence=sequence, token_count=token_count)

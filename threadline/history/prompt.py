@@ -37,7 +37,9 @@ class AssembledPrompt:
     """The assembled prompt and an account of what was done to build it.
 
     `context_ids` are turns kept as immediate context (said just before the answered turn,
-    not addressed to the agent); they are among `included_ids`.
+    not addressed to the agent); they are among `included_ids`. `forgotten_through` is the
+    last sequence the agent was asked to forget (`/forget`): nothing at or before it is shown,
+    recalled or found by the search tool.
     """
 
     messages: list[PromptMessage]
@@ -52,6 +54,7 @@ class AssembledPrompt:
     summary_used: bool = False
     summary_created: bool = False
     notes: list[str] = field(default_factory=list)
+    forgotten_through: int | None = None
 
     @property
     def shown_ids(self) -> list[str]:

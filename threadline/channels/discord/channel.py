@@ -12,6 +12,11 @@ Acknowledgement: the gateway has none, and Discord never delivers a message even
 arrives; a replayed copy reaches it again and the receiver drops it by turn id. When it raises
 `TurnNotRecordedError` the message is lost to the history: that is logged as an error naming
 the message, its conversation and what to do.
+Application commands (`/forget`, ...) are registered when the gateway is ready and answered
+through their interaction (see `discord_commands`). An invocation is deferred at once (Discord
+wants an answer within 3 s and never sends it again, so there is no redelivery to keep), then
+recorded; the pipeline's answer is the deferred reply's follow-up. After a restart, when the
+interaction is no longer known, the answer is posted in the channel.
 Rate limits are waited out by discord.py's own per-route buckets; Forbidden, NotFound and other
 4xx answers become `ChannelPermanentError`. While an agent works the channel shows typing;
 with `streaming` on, replies are shown as they are written (`discord.live`).
@@ -25,14 +30,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.discord.client import ENDPOINTS, build_client
+from threadline.channels.discord.commands import (
+    choice_view,
+    command_tree,
+    command_turn,
+    pressed_command,
+)
 from threadline.channels.discord.live import DiscordLiveReply
 from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
@@ -55,9 +67,14 @@ from threadline.errors import (
 )
 from threadline.history.model import StoredMessage
 
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 log = structlog.get_logger("threadline.channels.discord")
 
 _ACCEPTED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# Invocations waiting for their answer (an interaction token lasts 15 minutes).
+_MAX_PENDING_COMMANDS = 1000
 
 
 def message_content_help(name: str) -> str:
@@ -118,6 +135,7 @@ class DiscordChannel(Channel):
         self._applied_changes = RecentKeys(dedup_size)  # edits and deletions seen
         self._log = log.bind(channel=name)
         self._client: discord.Client | None = None
+        self._tree: discord.app_commands.CommandTree[discord.Client] | None = None
         self._events: ChannelEvents | None = None
         self._runner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -126,6 +144,7 @@ class DiscordChannel(Channel):
         # in arrival order so two quick edits of one message reach the store in order.
         self._change_order = asyncio.Lock()
         self._closing = False
+        self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -137,6 +156,8 @@ class DiscordChannel(Channel):
         client = build_client(self, sharded=self._sharded, shard_count=self._shard_count,
                               guild_ready_timeout=self._guild_ready_timeout)
         self._client = client
+        if self.commands:
+            self._tree = command_tree(client, self.commands, self._handle_command)
         try:
             await client.login(self._token)
         except discord.LoginFailure as exc:
@@ -169,7 +190,19 @@ class DiscordChannel(Channel):
             ready.cancel()
             await self._fail_start(self._runner)
         self._runner.add_done_callback(self._gateway_ended)
+        await self._register_commands()
         self._log.info("discord.started", user_id=self._bot_user_id, guilds=len(client.guilds))
+
+    async def _register_commands(self) -> None:
+        """Make the application's commands the team's (one bulk overwrite, global scope)."""
+        if self._tree is None:
+            return
+        try:
+            await self._tree.sync()
+        except (discord.HTTPException, discord.app_commands.AppCommandError) as exc:
+            self._log.error("discord.commands_not_registered", error=str(exc),
+                            what_to_do="invite the bot with the applications.commands scope; "
+                                       "typed commands still work")
 
     def _connected(self) -> None:
         """READY told us who we are: from now on events can be placed and filtered."""
@@ -225,6 +258,7 @@ class DiscordChannel(Channel):
 
     async def _close_client(self) -> None:
         client, self._client = self._client, None
+        self._tree = None
         if client is not None:
             await client.close()
             ENDPOINTS.release(api_base_url=self._api_base_url, gateway_url=self._gateway_url)
@@ -325,6 +359,40 @@ class DiscordChannel(Channel):
                     what_to_do="fix the store (see the error), then ask the author to send "
                                "the message again or answer it by hand")
 
+    async def _handle_press(self, interaction: discord.Interaction) -> None:
+        """A button of a command's answer: the command it carries, as an invocation."""
+        call = pressed_command(interaction)
+        if call is not None:
+            await self._handle_command(interaction, call.name, call.args)
+
+    async def _handle_command(self, interaction: discord.Interaction, name: str,
+                              text: str) -> None:
+        """An application command: deferred at once, recorded, answered by the pipeline."""
+        with self._handling("command", interaction_id=interaction.id) as context:
+            if not self._taking_events():
+                await interaction.response.send_message(
+                    "Threadline is restarting; please run the command again in a moment.",
+                    ephemeral=True)
+                return
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            location = await self._locate(interaction.channel, guild_id=interaction.guild_id,
+                                          channel_id=interaction.channel_id or 0)
+            context["conversation_id"] = location.conversation_id
+            turn = command_turn(interaction, name=name, text=text, location=location)
+            self._interactions[turn.id] = interaction
+            while len(self._interactions) > _MAX_PENDING_COMMANDS:
+                self._interactions.popitem(last=False)
+            assert self._events is not None
+            try:
+                await self._events.on_message(turn, self)
+            except TurnNotRecordedError as error:
+                self._interactions.pop(turn.id, None)
+                self._log.error("discord.command_not_recorded",
+                                conversation_id=location.conversation_id, error=str(error))
+                await interaction.followup.send(
+                    "This command could not be recorded, so it was not run; please run it "
+                    "again in a moment.", ephemeral=True)
+
     async def _handle_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         with self._handling("edit", message_id=payload.message_id) as context:
             message = payload.message
@@ -398,10 +466,13 @@ class DiscordChannel(Channel):
 
         Discord shows every part under the bot's own name; `agent_name` is only logged.
         """
+        bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
+        interaction = self._interactions.pop(inbound.id, None)
+        if interaction is not None:
+            return await self._answer_command(interaction, inbound, text, bound, choices=())
         target, reference = self.reply_target(inbound)
         # Only the first part is a reply; the rest follow.
         first: dict[str, Any] = {"reference": reference} if reference else {}
-        bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         posted: list[str] = []
         for part in split_text(text, self.max_message_chars):
             try:
@@ -410,6 +481,38 @@ class DiscordChannel(Channel):
                 raise self.send_failure(exc, inbound, len(posted), bound) from exc
             posted.append(str(sent.id))
         bound.debug("discord.replied", parts=len(posted))
+        return posted
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The answer to a command with a button per choice (under its last part); without the
+        command's interaction (after a restart) the text alone, which says what to type."""
+        interaction = self._interactions.pop(inbound.id, None)
+        if interaction is None:
+            return await self.send_reply(inbound, text, agent_name=agent_name)
+        bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
+        return await self._answer_command(interaction, inbound, text, bound, choices=choices)
+
+    async def _answer_command(self, interaction: discord.Interaction, inbound: StoredMessage,
+                              text: str, bound: Any, *, choices: Sequence[CommandChoice]
+                              ) -> list[str]:
+        """The deferred answer to an application command: its follow-up messages."""
+        posted: list[str] = []
+        parts = split_text(text, self.max_message_chars)
+        for number, part in enumerate(parts):
+            view = choice_view(choices) if choices and number == len(parts) - 1 else None
+            try:
+                if view is None:
+                    sent = await interaction.followup.send(part, ephemeral=True, wait=True)
+                else:
+                    sent = await interaction.followup.send(part, ephemeral=True, wait=True,
+                                                           view=view)
+                    view.stop()  # presses are handled by custom_id, not by this view
+            except discord.HTTPException as exc:
+                raise self.send_failure(exc, inbound, len(posted), bound) from exc
+            posted.append(str(sent.id))
         return posted
 
     def send_failure(self, exc: discord.HTTPException, inbound: StoredMessage,

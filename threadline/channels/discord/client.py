@@ -40,6 +40,9 @@ class _Listener:
     async def on_message(self, message: discord.Message) -> None:
         await self.channel._handle_message(message)
 
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        await self.channel._handle_press(interaction)
+
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         await self.channel._handle_edit(payload)
 

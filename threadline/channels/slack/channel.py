@@ -15,6 +15,24 @@ channel that is stopping. Redeliveries of a message reach `on_message` again: th
 drops them by the turn's id. Edits and deletions are applied before the ack too, and a retried
 one (same `event_id`) is applied once.
 
+Slash commands (`/forget`, declared in the app's settings with this request URL; in Socket
+Mode they arrive as `slash_commands` envelopes) become turns whose text is the command as
+typed; they are recorded before the ack, like messages, and answered by the pipeline through
+the command's `response_url` (seen only by the person who sent it). An answer's buttons (the
+Forget under `/forget`'s question) are Block Kit buttons; a press (`block_actions`) is the
+button's command, sent by whoever pressed it, answered through the press's `response_url`. A
+command that could not be recorded is acked with a message saying to try again (Slack does not
+resend commands); a reply after a restart, when the `response_url` is no longer known, is
+posted in the channel. Slack runs slash commands outside threads: in a channel they act on the
+channel's own conversation (its top-level posts), in a DM on the DM's.
+
+Slack's AI app surfaces: a person who opens the app's assistant pane starts an assistant thread
+in their DM with the app. `assistant_thread_started` is answered with the configured
+`assistant_prompts` (assistant.threads.setSuggestedPrompts); the channel the person looks at,
+given then and on every `assistant_thread_context_changed`, is recorded as a system turn of
+that thread's conversation (`on_context`), before the ack. Messages in the thread are ordinary
+`message` events of that thread, so the agent's conversation is the assistant thread itself.
+
 In HTTP mode `slack.requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
@@ -30,9 +48,11 @@ agent is working (`slack.live`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import re
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import structlog
@@ -40,6 +60,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -50,6 +71,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.intake import RecentKeys
@@ -57,14 +79,21 @@ from threadline.channels.live import RateGate
 from threadline.channels.slack.directory import SlackDirectory
 from threadline.channels.slack.events import (
     CHANNEL_TYPE,
+    CHOICE_ACTION,
+    AssistantThread,
     SlackChange,
     SlackEdit,
     SlackPost,
+    assistant_thread,
+    choice_blocks,
+    choice_turn,
     classify,
+    context_turn,
     escape_outgoing,
     mentioned_user_ids,
     names_to_look_up,
     render_mentions,
+    slash_command_turn,
     thread_conversation_id,
     to_stored_message,
 )
@@ -80,6 +109,9 @@ from threadline.errors import (
 )
 from threadline.history.model import StoredMessage
 
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 log = structlog.get_logger("threadline.channels.slack")
 
 SlackMode = Literal["http", "socket"]
@@ -90,6 +122,8 @@ PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
     "account_inactive", "token_revoked", "no_permission", "restricted_action",
 })
+# Slash commands waiting for their answer, by turn id -> response_url (valid 30 minutes).
+_MAX_PENDING_COMMANDS = 1000
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked",
                           "not_allowed_token_type"})
 # Scopes without which the bot is silent somewhere, and what the user would see.
@@ -125,14 +159,16 @@ class SlackChannel(Channel):
         allow_bots: bool = False,
         rate_limit_retries: int = 5,
         connect_timeout: float = 30.0,
+        assistant_prompts: Sequence[Mapping[str, str]] = (),
         streaming: bool = True,
         stream_interval: float = 1.0,
     ) -> None:
         """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
         where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
-        agent's name, which needs the `chat:write.customize` scope. `streaming` shows replies
-        as they are written, calling Slack at most once per `stream_interval` seconds per
-        conversation (see `slack.live`)."""
+        agent's name, which needs the `chat:write.customize` scope. `assistant_prompts`
+        (`{"title": ..., "message": ...}`, at most 4) are suggested in each new assistant
+        thread. `streaming` shows replies as they are written, calling Slack at most once per
+        `stream_interval` seconds per Slack channel (see `slack.live`)."""
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"Slack channel {name!r}"
         if not bot_token:
@@ -152,6 +188,12 @@ class SlackChannel(Channel):
         if stream_interval <= 0:
             raise ConfigError(f"{where}: stream_interval must be > 0 seconds, got "
                               f"{stream_interval}")
+        if len(assistant_prompts) > 4 or not all(
+                p.get("title") and p.get("message") for p in assistant_prompts):
+            raise ConfigError(f"{where}: assistant_prompts takes at most 4 entries, each with a "
+                              "non-empty title and message")
+        self._assistant_prompts = [{"title": p["title"], "message": p["message"]}
+                                   for p in assistant_prompts]
         self.mode = mode
         self.reply_in_thread = reply_in_thread
         self.agent_name_as_username = agent_name_as_username
@@ -180,6 +222,7 @@ class SlackChannel(Channel):
         # asked again (each refusal is logged once).
         self._no_status: set[str] = set()
         self._no_stream: set[str] = set()
+        self._response_urls: OrderedDict[str, str] = OrderedDict()
         self._log = log.bind(channel=name)
 
     @property
@@ -300,15 +343,33 @@ class SlackChannel(Channel):
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
+        return await self._post(inbound, text, agent_name=agent_name)
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The text with a button per choice under its last part (Block Kit actions)."""
+        return await self._post(inbound, text, agent_name=agent_name, choices=choices)
+
+    async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
+                    choices: Sequence[CommandChoice] = ()) -> list[str]:
         client = self._require_client()
+        parts = split_text(escape_outgoing(text), self.max_message_chars)
+        last = len(parts) - 1
+        response_url = self._response_urls.pop(inbound.id, None)
+        if response_url is not None:
+            return await self._answer_command(inbound, parts, response_url,
+                                              blocks=choice_blocks(parts[last], choices))
         channel_id, thread_ts = self.reply_target(inbound)
         username = agent_name if self.agent_name_as_username else None
-        parts = split_text(escape_outgoing(text), self.max_message_chars)
         posted: list[str] = []
-        for part in parts:
+        for number, part in enumerate(parts):
+            blocks = choice_blocks(part, choices) if number == last else None
             try:
                 response = await client.chat_postMessage(
-                    channel=channel_id, text=part, thread_ts=thread_ts, username=username)
+                    channel=channel_id, text=part, thread_ts=thread_ts, username=username,
+                    blocks=blocks)
             except SlackApiError as error:
                 raise self.reply_error(inbound, error, posted=len(posted),
                                        total=len(parts)) from error
@@ -319,6 +380,26 @@ class SlackChannel(Channel):
                     f"parts: {error!r}") from error
             posted.append(str(response["ts"]))
         return posted
+
+    async def _answer_command(self, inbound: StoredMessage, parts: list[str], response_url: str,
+                              *, blocks: list[dict[str, Any]] | None) -> list[str]:
+        """Answer a command through its response_url (no message ts comes back)."""
+        webhook = AsyncWebhookClient(response_url, session=self._session)
+        for number, part in enumerate(parts):
+            try:
+                response = await webhook.send(
+                    text=part, response_type="ephemeral",
+                    blocks=blocks if number == len(parts) - 1 else None)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise ChannelError(f"Slack channel {self.name!r}: answering a command in "
+                                   f"conversation {inbound.conversation_id!r} failed: {error!r}"
+                                   ) from error
+            if response.status_code != 200:
+                raise ChannelError(
+                    f"Slack channel {self.name!r}: the response_url of a command in "
+                    f"conversation {inbound.conversation_id!r} answered {response.status_code} "
+                    f"({response.body[:200]!r}); it expires 30 minutes after the command")
+        return []
 
     def reply_error(
         self, inbound: StoredMessage, error: SlackApiError, *, posted: int, total: int
@@ -374,6 +455,10 @@ class SlackChannel(Channel):
                        name=f"threadline-{self.name}")
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
+        app.command(re.compile(r"^/"))(self._on_slash_command)
+        app.action(re.compile(f"^{CHOICE_ACTION}"))(self._on_choice)
+        app.event("assistant_thread_started")(self._on_assistant_thread)
+        app.event("assistant_thread_context_changed")(self._on_assistant_thread)
         return app
 
     async def _serve_http(self, app: AsyncApp) -> None:
@@ -442,6 +527,92 @@ class SlackChannel(Channel):
             return None
         with self._handling():
             return await self._deliver(change, event_id=str(body.get("event_id") or ""))
+
+    async def _on_assistant_thread(self, body: dict[str, Any]) -> BoltResponse | None:
+        """An assistant thread started or its context changed (see the module docstring)."""
+        if self._closing:
+            return BoltResponse(status=503, body="stopping; deliver again later")
+        event = body.get("event") or {}
+        thread = assistant_thread(event, team_id=str(body.get("team_id") or self._team_id))
+        events, directory = self._events, self._directory
+        if thread is None or events is None or directory is None:
+            return None
+        with self._handling():
+            if event.get("type") == "assistant_thread_started":
+                await self._suggest_prompts(thread)
+            turn = context_turn(thread, event_ts=str(event.get("event_ts") or ""),
+                                team_id=self._team_id,
+                                channel_name=await self._channel_name(thread, directory))
+            if turn is None:
+                return None
+            try:
+                await events.on_context(turn)
+            except Exception:
+                self._log.exception("slack_context_not_recorded",
+                                    conversation_id=thread.conversation_id,
+                                    outcome="answered 500 so Slack delivers it again")
+                return BoltResponse(status=500, body="not recorded; deliver again later")
+        return None
+
+    async def _channel_name(self, thread: AssistantThread, directory: SlackDirectory
+                            ) -> str | None:
+        """The name of the channel the person looks at, if it comes within the budget."""
+        if thread.context_channel_id is None:
+            return None
+        try:
+            async with asyncio.timeout(_LOOKUP_BUDGET_SECONDS):
+                return await directory.channel_name(thread.context_channel_id)
+        except TimeoutError:
+            return None
+
+    async def _suggest_prompts(self, thread: AssistantThread) -> None:
+        """The configured prompts under a new assistant thread (a failure only loses them)."""
+        if not self._assistant_prompts:
+            return
+        try:
+            await self._require_client().assistant_threads_setSuggestedPrompts(
+                channel_id=thread.channel_id, thread_ts=thread.thread_ts,
+                prompts=self._assistant_prompts)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
+            self._log.warning("slack_prompts_not_set", conversation_id=thread.conversation_id,
+                              error=str(error))
+
+    async def _on_slash_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        """bolt's slash command listener: record the command turn, then ack (see the module
+        docstring); the answer comes later through the command's response_url."""
+        await self._take_command(ack, slash_command_turn(command, team_id=self._team_id),
+                                 response_url=command.get("response_url"))
+
+    async def _on_choice(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """A button of a command's answer was pressed: its command, sent by whoever pressed."""
+        await self._take_command(ack, choice_turn(body, team_id=self._team_id),
+                                 response_url=body.get("response_url"))
+
+    async def _take_command(self, ack: AsyncAck, turn: StoredMessage | None, *,
+                            response_url: object) -> None:
+        """Record a command turn, then ack; its answer goes to `response_url` when given."""
+        events = self._events
+        if events is None or self._closing or turn is None:
+            await ack(text="Threadline is restarting or could not read this command; please "
+                           "send it again in a moment.")
+            return
+        with self._handling():
+            if response_url:
+                self._response_urls[turn.id] = str(response_url)
+            while len(self._response_urls) > _MAX_PENDING_COMMANDS:
+                self._response_urls.popitem(last=False)
+            try:
+                await events.on_message(turn, self)
+            except Exception as error:
+                self._response_urls.pop(turn.id, None)
+                report = (self._log.warning if isinstance(error, TurnNotRecordedError)
+                          else self._log.exception)
+                report("slack_command_not_recorded", conversation_id=turn.conversation_id,
+                       error=str(error), outcome="acked with a message asking to send it again")
+                await ack(text="This command could not be recorded, so it was not run; please "
+                               "send it again in a moment.")
+                return
+            await ack()
 
     async def _deliver(self, change: SlackChange, *, event_id: str) -> BoltResponse | None:
         events, directory = self._events, self._directory

@@ -15,17 +15,29 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
+from threadline.history.model import (
+    MessageMetadata,
+    Participant,
+    Scope,
+    StoredMessage,
+    utc_now,
+)
 
 CHANNEL_TYPE = "slack"
+CHOICE_ACTION = "threadline_command"  # action_id prefix of a command answer's buttons
+# A section block's text limit: a longer answer is posted without buttons (it says what to type).
+_SECTION_CHARS = 3000
 
 # Subtypes that are someone saying something; every other subtype (joins, topic changes,
 # `message_replied` bookkeeping, ...) is not a turn.
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 _POST_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message", "bot_message"})
 _MARKUP = re.compile(r"<([@#!]?)([^>|]+)(?:\|([^>]*))?>")
 _USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
@@ -259,4 +271,128 @@ def to_stored_message(
             reply_to_participant_id=post.parent_user_id,
             extra={"is_bot": True} if post.is_bot else {},
         ),
+    )
+
+
+def choice_blocks(text: str, choices: Sequence[CommandChoice]) -> list[dict[str, Any]] | None:
+    """Block Kit for `text` (already escaped) with a button per choice; None without choices
+    or when the text is too long for a section block."""
+    if not choices or len(text) > _SECTION_CHARS:
+        return None
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+        {"type": "actions", "elements": [
+            {"type": "button", "action_id": f"{CHOICE_ACTION}_{number}", "value": choice.command,
+             "text": {"type": "plain_text", "text": choice.label}}
+            for number, choice in enumerate(choices)]},
+    ]
+
+
+def choice_turn(body: Mapping[str, Any], *, team_id: str) -> StoredMessage | None:
+    """The turn a pressed button sends: its command, as the person who pressed it.
+
+    Read as the slash command the button stands for, in the conversation of the message the
+    button is on (its thread, when it is in one).
+    """
+    actions = body.get("actions") or [{}]
+    command, _, text = str(actions[0].get("value") or "").partition(" ")
+    user = body.get("user") or {}
+    container = body.get("container") or {}
+    channel = body.get("channel") or {}
+    return slash_command_turn({
+        "command": command, "text": text, "user_id": user.get("id"),
+        "user_name": user.get("username") or user.get("name"),
+        "channel_id": channel.get("id") or container.get("channel_id"),
+        "channel_name": channel.get("name"), "team_id": (body.get("team") or {}).get("id"),
+        "trigger_id": body.get("trigger_id"),
+    }, team_id=team_id, thread_ts=container.get("thread_ts"))
+
+
+def slash_command_turn(command: Mapping[str, Any], *, team_id: str,
+                       thread_ts: str | None = None) -> StoredMessage | None:
+    """The inbound turn for a slash command payload (`/forget confirm` as its text).
+
+    A slash command has no message `ts`: its `trigger_id`, unique per invocation, names the
+    turn. Slack runs slash commands in channels and DMs, never inside a thread, so the turn
+    belongs to the channel's (or DM's) own conversation; a button pressed in a thread
+    (`choice_turn`) gives its `thread_ts`. None when a field is missing.
+    """
+    name, channel_id = str(command.get("command") or ""), str(command.get("channel_id") or "")
+    user_id, trigger = str(command.get("user_id") or ""), str(command.get("trigger_id") or "")
+    if not (name.startswith("/") and channel_id and user_id and trigger):
+        return None
+    team_id = str(command.get("team_id") or team_id)
+    scope: Scope = "dm" if channel_id.startswith("D") else ("thread" if thread_ts else "channel")
+    return StoredMessage(
+        id=f"slack:{team_id}:{channel_id}:command:{trigger}",
+        conversation_id=conversation_id(team_id=team_id, channel_id=channel_id, ts="",
+                                        thread_ts=thread_ts),
+        participant=Participant(kind="user", id=user_id,
+                                display_name=str(command.get("user_name") or user_id)),
+        content=f"{name} {command.get('text') or ''}".strip(),
+        timestamp=utc_now(),
+        scope=scope,
+        metadata=MessageMetadata(
+            channel_type=CHANNEL_TYPE,
+            channel_name=None if scope == "dm" else command.get("channel_name"),
+            channel_id=channel_id,
+            thread_id=thread_ts,
+            extra={"slash_command": name},
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantThread:
+    """An `assistant_thread_started` / `assistant_thread_context_changed` event, read.
+
+    The thread lives in the DM between the person and the app; `context_channel_id` is the
+    channel the person is looking at beside it (None when Slack gave none).
+    """
+
+    conversation_id: str
+    channel_id: str
+    thread_ts: str
+    user_id: str
+    context_channel_id: str | None
+
+
+def assistant_thread(event: Mapping[str, Any], *, team_id: str) -> AssistantThread | None:
+    """The assistant thread an event is about, or None when the event lacks one."""
+    thread = event.get("assistant_thread") or {}
+    channel_id, thread_ts = str(thread.get("channel_id") or ""), str(thread.get("thread_ts") or "")
+    if not channel_id or not thread_ts:
+        return None
+    context = thread.get("context") or {}
+    return AssistantThread(
+        # The same id a message in that thread gets, so the context joins its conversation.
+        conversation_id=conversation_id(team_id=team_id, channel_id=channel_id, ts="",
+                                        thread_ts=thread_ts),
+        channel_id=channel_id, thread_ts=thread_ts, user_id=str(thread.get("user_id") or ""),
+        context_channel_id=str(context["channel_id"]) if context.get("channel_id") else None)
+
+
+def context_turn(thread: AssistantThread, *, event_ts: str, team_id: str,
+                 channel_name: str | None) -> StoredMessage | None:
+    """The system turn saying which channel the person looks at (None without one).
+
+    Named after the event's `event_ts`, so a retried event is stored once.
+    """
+    if thread.context_channel_id is None:
+        return None
+    shown = f"#{channel_name} ({thread.context_channel_id})" if channel_name else (
+        f"channel {thread.context_channel_id}")
+    return StoredMessage(
+        id=f"slack:{team_id}:{thread.channel_id}:assistant-context:{event_ts}",
+        conversation_id=thread.conversation_id,
+        participant=Participant(kind="system", id="slack:assistant-context",
+                                display_name="Slack"),
+        content=f"The person in this assistant thread is now looking at {shown}.",
+        timestamp=datetime.fromtimestamp(float(event_ts), tz=UTC) if event_ts else utc_now(),
+        scope="dm",
+        metadata=MessageMetadata(channel_type=CHANNEL_TYPE, channel_id=thread.channel_id,
+                                 thread_id=thread.thread_ts,
+                                 extra={"assistant_context": {
+                                     "channel_id": thread.context_channel_id,
+                                     "user_id": thread.user_id}}),
     )

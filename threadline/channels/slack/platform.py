@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 from threadline.channels.slack.channel import SlackChannel
+
+
+class SuggestedPrompt(BaseModel):
+    """One suggested prompt of Slack's assistant pane: the button's title, the message sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field(min_length=1)
+    message: str = Field(min_length=1)
 
 
 class SlackSettings(LiveReplySettings):
@@ -26,6 +35,8 @@ class SlackSettings(LiveReplySettings):
     api_base_url: str | None = None
     reply_in_thread: bool = True
     agent_name_as_username: bool = False
+    # Offered when someone opens the app's assistant pane (at most 4, as Slack allows).
+    assistant_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
 
     def problems(self) -> list[str]:
         if self.mode == "http" and not self.signing_secret:
@@ -42,6 +53,7 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         host=settings.host, port=settings.port, path=settings.path,
         api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
         agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
+        assistant_prompts=[p.model_dump() for p in settings.assistant_prompts],
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
@@ -61,6 +73,8 @@ STARTER = """\
     reply_in_thread: true
     streaming: true      # replies appear as they are written (false: posted once, whole)
     # stream_interval: 1   # seconds between two changes of one Slack channel
+    # assistant_prompts:                     # suggested in each new assistant thread (max 4)
+    #   - {title: Order status, message: Where is my order?}
 """
 
 PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)

@@ -22,6 +22,11 @@ What to know when running it:
 - Replies are plain text (no parse_mode), so nothing in a user's or model's text can break
   them; they go to the inbound message's chat and forum topic and, outside private chats,
   reply to it. `send_reply` ignores `agent_name`: a bot cannot post under another name.
+- Commands (`/forget`, `/forget@this_bot` in groups) arrive as ordinary messages; the team's
+  commands are set as the bot's command menu at start (setMyCommands; `-` becomes `_`, which
+  Telegram requires). A menu Telegram refuses is logged; typed commands still work. A
+  command's buttons (`send_choices`, the Forget of `/forget`) are inline keyboard buttons; a
+  press arrives as a callback query and becomes the button's command, sent by whoever pressed.
 - 429s are waited out by PTB's `AIORateLimiter`, which also keeps to Telegram's documented
   flood limits (30 messages/s, 20 per minute per group) unless `throttle=False`.
 - While an agent works the chat shows `typing`; with `streaming` on, the reply is shown as it
@@ -32,10 +37,20 @@ What to know when running it:
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from telegram import Message, ReplyParameters, Update, User
+from telegram import (
+    BotCommand,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+    User,
+)
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -51,6 +66,7 @@ from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveRe
 from threadline.channels.live import RateGate
 from threadline.channels.telegram.inbound import (
     Sender,
+    button_turn,
     conversation_id,
     inbound_turn,
     sender_of,
@@ -69,10 +85,13 @@ from threadline.errors import (
 )
 from threadline.history.model import StoredMessage
 
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
 log = structlog.get_logger("threadline.channels.telegram")
 
 Mode = Literal["polling", "webhook"]
-_ALLOWED_UPDATES = ["message", "edited_message"]
+_ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _RATE_LIMIT_RETRIES = 5
 
@@ -170,6 +189,7 @@ class TelegramChannel(Channel):
         self._learn_identity(bot.bot)
         self._events = events
         self._conflict = None
+        await self._offer_commands(bot)
         try:
             self._intake = await self._start_updates(bot)
         except BaseException:
@@ -177,6 +197,17 @@ class TelegramChannel(Channel):
             raise
         self._bot = bot
         self._log.info("telegram.started", mode=self._mode, bot=bot.bot.username)
+
+    async def _offer_commands(self, bot: ExtBot[Any]) -> None:
+        """The team's commands as the bot's command menu (what "/" shows in every chat)."""
+        if not self.commands:
+            return
+        menu = [BotCommand(c.name.replace("-", "_"), c.description) for c in self.commands]
+        try:
+            await bot.set_my_commands(menu)
+        except TelegramError as exc:
+            self._log.warning("telegram.commands_not_set", error=str(exc),
+                              outcome="the menu is missing; typed commands still work")
 
     async def _start_updates(self, bot: ExtBot[Any]) -> UpdatePoller | WebhookReceiver:
         try:
@@ -241,6 +272,8 @@ class TelegramChannel(Channel):
                 await self._deliver_message(update.message)
             elif update.edited_message is not None:
                 await self._deliver_edit(update.edited_message)
+            elif update.callback_query is not None:
+                await self._deliver_press(update.callback_query)
         except TurnNotRecordedError:
             raise
         except Exception:
@@ -264,6 +297,17 @@ class TelegramChannel(Channel):
         if turn is None:
             return  # stickers, joins and other messages without text
         await self._events.on_message(turn, self)
+
+    async def _deliver_press(self, query: CallbackQuery) -> None:
+        """A button press: its command as a turn of the chat the button is in."""
+        assert self._events is not None and self._bot is not None
+        turn = button_turn(query)
+        if turn is not None and not query.from_user.is_bot:
+            await self._events.on_message(turn, self)
+        try:
+            await self._bot.answer_callback_query(query.id)  # stops the button's spinner
+        except TelegramError as exc:
+            self._log.warning("telegram.press_not_answered", error=str(exc))
 
     async def _deliver_edit(self, message: Message) -> None:
         assert self._events is not None
@@ -308,9 +352,22 @@ class TelegramChannel(Channel):
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
+        return await self._post(inbound, text)
+
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The text with an inline keyboard button per choice (under its last part)."""
+        keyboard = InlineKeyboardMarkup(
+            [[InlineKeyboardButton(c.label, callback_data=c.command) for c in choices]])
+        return await self._post(inbound, text, keyboard=keyboard)
+
+    async def _post(self, inbound: StoredMessage, text: str, *,
+                    keyboard: InlineKeyboardMarkup | None = None) -> list[str]:
         bot = self._started("send a reply")
         chat_id, reply_to = self.reply_target(inbound)
-        meta = inbound.metadata
+        topic = inbound.metadata.thread_id
         parts = split_text(text, self.max_message_chars)
         posted: list[str] = []
         for part in parts:
@@ -318,8 +375,9 @@ class TelegramChannel(Channel):
                 sent = await bot.send_message(
                     chat_id=chat_id,
                     text=part,
-                    message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
+                    message_thread_id=None if topic is None else int(topic),
                     reply_parameters=reply_to,
+                    reply_markup=keyboard if len(posted) == len(parts) - 1 else None,
                 )
             except TelegramError as exc:
                 raise self.reply_failure(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from telegram import Chat, Message, MessageEntity
+from telegram import CallbackQuery, Chat, Message, MessageEntity
 
 from threadline.channels.base import BotIdentity
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
@@ -142,5 +142,32 @@ def inbound_turn(message: Message, *, sender: Sender, bot: BotIdentity) -> Store
             mentions=mentions(entities, bot),
             reply_to_message_id=reply_to_message_id,
             reply_to_participant_id=reply_to_participant_id,
+        ),
+    )
+
+
+def button_turn(query: CallbackQuery) -> StoredMessage | None:
+    """The turn a pressed inline button sends: its `callback_data` (a command, `/forget
+    confirm`) said by whoever pressed it, in the chat (and topic) of the button's message.
+
+    None when the button's message is too old for Telegram to say where it is. The query id
+    names the turn, so a redelivered press is one turn.
+    """
+    message = query.message
+    if not isinstance(message, Message) or not query.data:
+        return None
+    user = query.from_user
+    topic = message.message_thread_id if message.is_topic_message else None
+    return StoredMessage(
+        conversation_id=conversation_id(message),
+        participant=Participant(kind="user", id=str(user.id),
+                                display_name=user.full_name or str(user.id)),
+        content=query.data,
+        id=f"telegram:{message.chat.id}:button:{query.id}",
+        scope=_scope(message),
+        metadata=MessageMetadata(
+            channel_type="telegram", channel_name=message.chat.effective_name,
+            channel_id=str(message.chat.id), thread_id=None if topic is None else str(topic),
+            extra={"button_of": str(message.message_id)},
         ),
     )
