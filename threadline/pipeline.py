@@ -19,7 +19,8 @@
 
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
-it (logged, not reposted blindly).
+it (logged, not reposted blindly); a reply the process was still streaming when it died was
+never whole, and the turn is answered again (`reply_delivery`).
 """
 
 from __future__ import annotations
@@ -29,19 +30,20 @@ import contextlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from threadline.channels.base import Channel
+from threadline.channels.base import Channel, Post
 from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
-from threadline.errors import ChannelError, StoreError, TurnNotRecordedError
+from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
+from threadline.reply_delivery import LedgeredReply, interrupted_stream
 from threadline.turn import AgentResult, Deliver, reply_turn_id
 
 if TYPE_CHECKING:
@@ -51,13 +53,6 @@ log = structlog.get_logger("threadline.pipeline")
 
 MAX_REMEMBERED_REPLIES = 10_000
 SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
-
-
-class Post(Protocol):
-    """Posts a reply's text where `inbound` was said: `Channel.send_reply`'s shape."""
-
-    async def __call__(self, inbound: StoredMessage, text: str, *,
-                       agent_name: str | None = None) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +339,11 @@ class TurnPipeline:
                 earlier = await self.inbox.delivery(reply_id)
             except StoreError as exc:
                 bound.warning("pipeline.ledger_unavailable", agent=agent.name, error=str(exc))
-        if earlier is not None:
+        if earlier is not None and interrupted_stream(earlier):
+            bound.warning("pipeline.interrupted_stream", agent=agent.name, reply_id=reply_id,
+                          detail="the process answering it died while the reply was being "
+                                 "written; answered again")
+        elif earlier is not None:
             return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
         deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None
@@ -439,8 +438,9 @@ class TurnPipeline:
         channel = turn.attachment.channel
         ids: list[str] = []
         if channel is not None:
-            post = partial(channel.send_choices, choices=answer.choices) if answer.choices else None
-            ids = await self._deliver(channel, message, responder.name, post=post)(reply)
+            post: Post = (partial(channel.send_choices, choices=answer.choices)
+                          if answer.choices else channel.send_reply)
+            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
         if ids:
             reply = with_platform_ids(reply, ids)
         await self.writer.record(reply)
@@ -453,37 +453,10 @@ class TurnPipeline:
                  post: Post | None = None) -> Deliver:
         """Posts a reply once: claimed in the ledger first, recorded as delivered after.
 
-        `post` posts it (default: `channel.send_reply`; a command's answer with buttons uses
-        `send_choices`)."""
-        send = post or channel.send_reply
-
-        async def deliver(outbound: StoredMessage) -> list[str]:
-            bound = log.bind(conversation_id=inbound.conversation_id, agent=agent_name,
-                             reply_id=outbound.id, channel=channel.name)
-            try:
-                earlier = await self.inbox.start_delivery(outbound)
-                ledger = True
-            except StoreError as exc:
-                # The reply matters more than the ledger: post it, and say so.
-                bound.warning("pipeline.ledger_unavailable", error=str(exc))
-                earlier, ledger = None, False
-            if earlier is not None:
-                bound.warning("pipeline.reply_not_reposted", state=earlier.state.value)
-                return list(earlier.platform_ids)
-            try:
-                ids = await send(inbound, outbound.content, agent_name=agent_name)
-            except ChannelError as exc:
-                bound.error("pipeline.delivery_failed", error=str(exc),
-                            error_type=type(exc).__name__)
-                ids = []
-            if ledger:
-                try:
-                    await self.inbox.finish_delivery(outbound.id, ids)
-                except StoreError as exc:
-                    bound.warning("pipeline.ledger_unavailable", error=str(exc))
-            return ids
-
-        return deliver
+        `post` posts it whole instead of the channel's live reply (a command's answer with
+        buttons uses `send_choices`)."""
+        return LedgeredReply(inbox=self.inbox, channel=channel, inbound=inbound,
+                             agent_name=agent_name, post=post)
 
     def _resolve(self, turn_id: str, results: list[AgentResult]) -> None:
         for waiter in self._waiting.pop(turn_id, []):

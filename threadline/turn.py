@@ -6,7 +6,6 @@ them, so none of them imports another just to name a turn.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,9 +25,31 @@ class ModelUsage:
     cache_creation_input_tokens: int = 0
 
 
-# Posts a reply (the outbound turn) where the inbound turn was said; returns the platform ids of
-# the parts posted (none when it could not be posted).
-Deliver = Callable[[StoredMessage], Awaitable[list[str]]]
+class Deliver(Protocol):
+    """Where one agent's reply to one inbound turn goes while it is being written.
+
+    The pipeline gives one per agent turn (it keeps the reply ledger); the agent says it is
+    working (`activity` names a tool being run), shows the reply so far as the model writes it,
+    and finally posts the whole reply once, or gives up with the error that stopped the turn.
+    """
+
+    async def working(self, activity: str | None = None) -> None:
+        """The agent is thinking (None) or running the tool `activity`."""
+        ...
+
+    async def show(self, outbound: StoredMessage) -> None:
+        """The reply so far (its whole text); it may start over after a tool round."""
+        ...
+
+    async def post(self, outbound: StoredMessage) -> list[str]:
+        """The reply is complete: post it (or end what was shown with it); its platform ids,
+        none when it could not be posted."""
+        ...
+
+    async def abandon(self, error: BaseException | None) -> None:
+        """No reply comes (the turn failed with `error`, or has nothing to say): end whatever
+        was shown with an apology, and clear the status."""
+        ...
 
 
 def reply_turn_id(inbound_id: str, agent_name: str) -> str:
@@ -105,8 +126,9 @@ class TurnContext:
     """One turn of one agent: who is answering, what, where, and a logger that says so.
 
     `aliases` are extra names the agent answers to in this channel (the bot's platform ids).
-    `deliver`, when given, posts the reply on the platform (the pipeline's delivery step runs
-    inside capture, so the stored reply carries the platform's message id). `reason` says why
+    `deliver`, when given, shows the agent working and the reply as it is written, then posts
+    it on the platform (the pipeline's delivery step runs inside capture, so the stored reply
+    carries the platform's message id). `reason` says why
     the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
     `agent_mention`), or is None when no team routed the turn.
     """

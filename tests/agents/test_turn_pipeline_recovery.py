@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -16,7 +17,8 @@ from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
 from threadline.history import SqlConversationStore
-from threadline.history.inbox import TurnState
+from threadline.history.inbox import DeliveryState, TurnState
+from threadline.reply_delivery import streaming_claim
 from threadline.turn import reply_turn_id
 
 
@@ -24,6 +26,21 @@ async def answered_all(store: SqlConversationStore) -> None:
     async with asyncio.timeout(10):
         while await store.inbox.conversations_waiting():  # noqa: ASYNC110 - polls a database
             await asyncio.sleep(0.02)
+
+
+async def restart(store: SqlConversationStore, model: ScriptedModel | None = None
+                  ) -> tuple[ScriptedModel, RecordingChannel, list[dict[str, Any]]]:
+    """A new process on what the dead one left: it answers everything open, then stops."""
+    model = model or ScriptedModel()
+    team = Team([Agent(name="support", conversation_history=store, provider=model)],
+                scan_interval=0.05)
+    channel = RecordingChannel()
+    team.attach(channel)
+    with capture_logs() as logs:
+        await team.start()
+        await answered_all(store)
+    await team.stop()
+    return model, channel, logs
 
 
 async def test_turns_received_before_a_crash_are_answered_in_order_after_it(
@@ -70,15 +87,7 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
         assert claimed.id == reply_turn_id(uncertain.id, "support")
         await store.inbox.start_delivery(claimed)
 
-        model = ScriptedModel()
-        team = Team([Agent(name="support", conversation_history=store, provider=model)],
-                    scan_interval=0.05)
-        channel = RecordingChannel()
-        team.attach(channel)
-        with capture_logs() as logs:
-            await team.start()
-            await answered_all(store)
-        await team.stop()
+        model, channel, logs = await restart(store)
         one = await store.get("c1")
         two = await store.get("c2")
     # Both replies are in the history (the first with its platform id, the second marked).
@@ -90,6 +99,38 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
     events = [e["event"] for e in logs]
     assert "pipeline.reply_already_delivered" in events
     assert "pipeline.delivery_uncertain" in events
+
+
+async def test_a_reply_still_being_streamed_when_the_process_died_is_answered_again(
+        tmp_path: Path) -> None:
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
+        asked, finishing = (say("@support one", conversation_id="c1"),
+                            say("@support two", conversation_id="c2"))
+        writer = Agent(name="support", provider=ScriptedModel())
+        for message in (asked, finishing):
+            await store.inbox.receive(message, channel="room")
+            await store.inbox.begin(message.id)
+            await store.append(message)
+        # c1: its first words were being shown when the process died.
+        await store.inbox.start_delivery(
+            streaming_claim(writer._outbound(asked, "the answ", ())))
+        # c2: it had its whole text and was being finished: it may have been seen whole.
+        await store.inbox.start_delivery(
+            streaming_claim(writer._outbound(finishing, "the answ", ())))
+        await store.inbox.update_delivery(writer._outbound(finishing, "the answer to two", ()))
+
+        model, channel, logs = await restart(store)
+        one = await store.get("c1")
+        two = await store.get("c2")
+        ledger = await store.inbox.delivery(reply_turn_id(asked.id, "support"))
+    assert [m.content for m in one] == ["@support one", "re: Ann: @support one"]
+    assert channel.sent == [("c1", "re: Ann: @support one", "support")]
+    assert ledger is not None and ledger.state is DeliveryState.DELIVERED
+    assert ledger.reply.content == "re: Ann: @support one"
+    assert [m.content for m in two] == ["@support two", "the answer to two"]
+    assert two[1].metadata.extra["delivery"] == "uncertain"
+    assert len(model.requests) == 1  # only the interrupted one was asked again
+    assert "pipeline.interrupted_stream" in [e["event"] for e in logs]
 
 
 async def test_a_turn_that_keeps_failing_is_given_up_and_the_next_one_answered(
@@ -104,14 +145,7 @@ async def test_a_turn_that_keeps_failing_is_given_up_and_the_next_one_answered(
         await store.inbox.receive(next_one, channel="room")
         for _ in range(3):  # three processes died answering it
             await store.inbox.begin(poison.id)
-        team = Team([Agent(name="support", conversation_history=store,
-                           provider=ScriptedModel(reply))], scan_interval=0.05)
-        channel = RecordingChannel()
-        team.attach(channel)
-        with capture_logs() as logs:
-            await team.start()
-            await answered_all(store)
-        await team.stop()
+        _, channel, logs = await restart(store, ScriptedModel(reply))
         rows = await store._call("read", False, lambda conn: conn.rows(
             "SELECT turn_id, state, error FROM threadline_inbox ORDER BY row_id", {}))
     assert [(r[0], r[1]) for r in rows] == [(poison.id, TurnState.GIVEN_UP.value),

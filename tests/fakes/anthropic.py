@@ -9,6 +9,8 @@ empty text blocks, more than 4 cache_control breakpoints, bad tool names), and r
 request body it received, byte for byte.
 
 Replies are scripted per test, in order: `fake.script(text("hi"), error(529, ...), ...)`.
+A streamed text can be paced like a real model (`text(..., tokens_per_second=50)`: one word a
+token), and `stream_error(..., after_text=...)` breaks off after part of the reply was sent.
 With nothing scripted it asks `fake.responder(body)` when one is set, else answers
 "fake reply N". Usage figures are estimated (4 characters a token)
 and prompt caching is simulated: a request whose prefix up to a cache_control breakpoint was
@@ -23,6 +25,7 @@ import hashlib
 import itertools
 import json
 import re
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -66,11 +69,15 @@ class Reply:
     mid_stream_error: bool = False
     cut_off: bool = False
     delay: float = 0.0
+    pace: float = 0.0  # seconds between streamed text pieces
+    partial: str = ""  # text streamed before a mid-stream error
 
 
-def text(reply: str, *, usage: dict[str, int] | None = None, delay: float = 0.0) -> Reply:
-    """A plain text answer."""
-    return Reply(content=({"type": "text", "text": reply},), usage=usage, delay=delay)
+def text(reply: str, *, usage: dict[str, int] | None = None, delay: float = 0.0,
+         tokens_per_second: float | None = None) -> Reply:
+    """A plain text answer; streamed at `tokens_per_second` (a word a token) when given."""
+    pace = 1 / tokens_per_second if tokens_per_second else 0.0
+    return Reply(content=({"type": "text", "text": reply},), usage=usage, delay=delay, pace=pace)
 
 
 def tool_use(
@@ -92,10 +99,14 @@ def error(
     return Reply(status=status, error_type=error_type, error_message=message, headers=headers)
 
 
-def stream_error(error_type: str, message: str) -> Reply:
+def stream_error(error_type: str, message: str, *, after_text: str = "",
+                 tokens_per_second: float | None = None) -> Reply:
     """A 200 stream that breaks off with an `error` event, as the real API does when it is
-    overloaded mid-reply. Non-streaming requests get the matching HTTP status instead."""
-    return Reply(error_type=error_type, error_message=message, mid_stream_error=True)
+    overloaded mid-reply (after streaming `after_text`, when given). Non-streaming requests
+    get the matching HTTP status instead."""
+    pace = 1 / tokens_per_second if tokens_per_second else 0.0
+    return Reply(error_type=error_type, error_message=message, mid_stream_error=True,
+                 partial=after_text, pace=pace)
 
 
 def cut_off() -> Reply:
@@ -133,6 +144,7 @@ class FakeAnthropic:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.stream_ends: list[float] = []  # time.monotonic() of each stream's last event
         self._replies: deque[Reply] = deque()
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._ids = itertools.count(1)
@@ -286,12 +298,16 @@ class FakeAnthropic:
             request.transport.close()
             return response
         if reply.mid_stream_error:
+            if reply.partial:
+                await _stream_block(send, 0, {"type": "text", "text": reply.partial},
+                                    pace=reply.pace, close=False)
             await send("error", {"type": "error", "error": {
                 "type": reply.error_type, "message": reply.error_message}})
+            self.stream_ends.append(time.monotonic())
             await response.write_eof()
             return response
         for index, block in enumerate(message["content"]):
-            await _stream_block(send, index, block)
+            await _stream_block(send, index, block, pace=reply.pace)
             if index == 0:
                 await send("ping", {"type": "ping"})
         await send("message_delta", {
@@ -299,19 +315,26 @@ class FakeAnthropic:
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
             "usage": {"output_tokens": usage["output_tokens"]}})
         await send("message_stop", {"type": "message_stop"})
+        self.stream_ends.append(time.monotonic())
         await response.write_eof()
         return response
 
 
-async def _stream_block(send: Any, index: int, block: dict[str, Any]) -> None:
-    """One content block as start, deltas in small pieces (as the real API chunks), stop."""
+async def _stream_block(send: Any, index: int, block: dict[str, Any], *, pace: float = 0.0,
+                        close: bool = True) -> None:
+    """One content block as start, deltas in small pieces (as the real API chunks), stop;
+    `pace` seconds between text pieces."""
     if block["type"] == "text":
         await send("content_block_start", {"type": "content_block_start", "index": index,
                                            "content_block": {"type": "text", "text": ""}})
         for piece in re.findall(r"\S*\s*", block["text"]):
             if piece:
+                if pace:
+                    await asyncio.sleep(pace)
                 await send("content_block_delta", {"type": "content_block_delta", "index": index,
                                                    "delta": {"type": "text_delta", "text": piece}})
+        if not close:
+            return
     else:
         await send("content_block_start", {"type": "content_block_start", "index": index,
                                            "content_block": {**block, "input": {}}})

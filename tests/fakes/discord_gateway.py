@@ -16,7 +16,9 @@ HELLO, answers heartbeats, answers IDENTIFY with READY and one GUILD_CREATE per 
 dispatches events with increasing `s`, compresses with zlib-stream or zstd-stream when asked,
 answers RESUME with INVALID_SESSION (so clients identify again), and closes with 4004 for a wrong
 token and 4014 when a privileged intent was asked for but not granted. Like Discord, the bot's
-own posts are dispatched back to it as MESSAGE_CREATE. Every REST call is recorded in `calls`;
+own posts are dispatched back to it as MESSAGE_CREATE. Replies can be streamed: message edits
+(`PATCH`), deletions and the typing indicator are served, and `contents` holds what each of the
+bot's messages shows now. Every REST call is recorded in `calls` with the time it arrived;
 `fail_next` injects 429s, 403s and 404s.
 
 Application commands: a bulk overwrite (`PUT /applications/ID/commands`) is checked as Discord
@@ -63,6 +65,7 @@ class RecordedCall:
     json: Any
     status: int
     authorization: str | None
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass
@@ -163,6 +166,7 @@ class FakeDiscord:
         self.calls: list[RecordedCall] = []
         self.posts: list[Json] = []  # the bodies the bot posted, in order
         self.posted: list[Json] = []  # the messages those posts created, as Discord answered
+        self.contents: dict[str, str] = {}  # the bot's messages not deleted: what each shows
         self.gateway_closes: list[int] = []
         self.app_commands: list[Json] = []  # as the last bulk overwrite set them
         self.interaction_callbacks: list[Json] = []  # bodies posted to .../callback
@@ -472,7 +476,7 @@ class FakeDiscord:
         body = await request.json() if request.can_read_body else None
         response = self._answer(request.method, path, body, request.headers.get("Authorization"))
         self.calls.append(RecordedCall(request.method, path, body, response.status,
-                                       request.headers.get("Authorization")))
+                                       request.headers.get("Authorization"), time.monotonic()))
         posted = response.status == 200 and request.method == "POST" and path.endswith("/messages")
         if posted and self.echo_own_messages:
             await self.deliver("MESSAGE_CREATE", json.loads(response.body))  # type: ignore[arg-type]
@@ -513,7 +517,29 @@ class FakeDiscord:
             return self._channel(match[1])
         if match and method == "POST" and match[2]:
             return self._post_message(match[1], body)
+        if (typing := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":
+            return (web.Response(status=204) if typing[1] in self.channels
+                    else _json({"message": "Unknown Channel", "code": 10003}, 404))
+        one = re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path)
+        if one and method == "PATCH":
+            return self._edit_message(one[2], body)
+        if one and method == "DELETE":
+            if self.contents.pop(one[2], None) is None:
+                return _json({"message": "Unknown Message", "code": 10008}, 404)
+            return web.Response(status=204)
         return _json({"message": "404: Not Found", "code": 0}, 404)
+
+    def _edit_message(self, message_id: str, body: Json) -> web.Response:
+        message = self.messages.get(message_id)
+        if message is None or message_id not in self.contents:
+            return _json({"message": "Unknown Message", "code": 10008}, 404)
+        content = body.get("content") or ""
+        if len(content) > 2000:
+            return _too_long()
+        edited = {**message, "content": content, "edited_timestamp": _timestamp()}
+        self.messages[message_id] = edited
+        self.contents[message_id] = content
+        return _json(edited)
 
     def _overwrite_commands(self, body: list[Json]) -> web.Response:
         for command in body:
@@ -567,9 +593,7 @@ class FakeDiscord:
             return _json({"message": "Unknown Channel", "code": 10003}, 404)
         content = body.get("content") or ""
         if len(content) > 2000:
-            return _json({"message": "Invalid Form Body", "code": 50035, "errors": {
-                "content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                                         "message": "Must be 2000 or fewer in length."}]}}}, 400)
+            return _too_long()
         reference = body.get("message_reference")
         message = self.message_payload(
             channel_id, author=self.bot, content=content,
@@ -577,6 +601,7 @@ class FakeDiscord:
         self.posts.append(body)
         self.posted.append(message)
         self.messages[message["id"]] = message
+        self.contents[message["id"]] = content
         return _json(message)
 
     def _failure_response(self, failure: Failure) -> web.Response:
@@ -594,6 +619,12 @@ class FakeDiscord:
         codes = {403: 50013, 404: 10003}
         return _json({"message": messages.get(failure.status, "Error"),
                       "code": failure.code or codes.get(failure.status, 0)}, failure.status)
+
+
+def _too_long() -> web.Response:
+    return _json({"message": "Invalid Form Body", "code": 50035, "errors": {
+        "content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                                 "message": "Must be 2000 or fewer in length."}]}}}, 400)
 
 
 def _timestamp() -> str:

@@ -11,9 +11,13 @@ slack-bolt unchanged, pointed here through `api_base_url`:
         [post] = await fake.wait_for_calls("chat.postMessage", 1)
 
 - Web API at `/api/<method>` (JSON, form or query parameters, as slack_sdk sends them):
-  `auth.test`, `chat.postMessage`, `users.info`, `conversations.info`, `apps.connections.open`.
-  Every call is recorded in `calls`; `fail(...)` makes the next calls of a method answer 429
-  with Retry-After or a Slack error code; `hold(...)` keeps a method's answers waiting.
+  `auth.test`, `chat.postMessage`, `chat.update`, `chat.startStream` / `chat.appendStream` /
+  `chat.stopStream` (streams only in threads, as Slack), `assistant.threads.setStatus`,
+  `users.info`, `conversations.info`, `apps.connections.open`. Every call is recorded in
+  `calls` with the time it arrived; `messages` holds what each of the bot's messages shows
+  now and `statuses` each thread's assistant status. `fail(...)` makes the next calls of a
+  method answer 429 with Retry-After or a Slack error code; `hold(...)` keeps a method's
+  answers waiting.
 - Events API: `deliver_event` POSTs an `event_callback` to the app signed with the signing
   secret (or a wrong one), optionally with `X-Slack-Retry-Num`; `verify_url` sends the
   `url_verification` challenge.
@@ -43,6 +47,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
+import pytest
 from aiohttp import ClientSession, WSMsgType, web
 
 from tests.channels.recording import RecordingEvents
@@ -62,6 +67,7 @@ class ApiCall:
     method: str
     params: dict[str, Any]
     token: str | None
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,9 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.channels: dict[str, dict[str, Any]] = {}
         self.calls: list[ApiCall] = []
+        self.messages: dict[str, str] = {}  # the bot's messages by ts: what each shows now
+        self.streaming: set[str] = set()  # chat streams started and not stopped
+        self.statuses: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> status
         self.socket_acks: list[dict[str, Any]] = []
         self.responses: list[tuple[str, dict[str, Any]]] = []  # (response_url, body) posted
         self._failures: dict[str, list[_Failure]] = {}
@@ -440,7 +449,8 @@ class FakeSlack:
         authorization = request.headers.get("Authorization", "")
         token = authorization.removeprefix("Bearer ") or params.pop("token", None)
         async with self._changed:
-            self.calls.append(ApiCall(method=method, params=params, token=token))
+            self.calls.append(ApiCall(method=method, params=params, token=token,
+                                      at=time.monotonic()))
             self._changed.notify_all()
         if method in self._holds:
             await self._holds[method].wait()
@@ -456,7 +466,10 @@ class FakeSlack:
             return web.json_response({"ok": False, "error": "invalid_auth"}, headers=headers)
         handler = {
             "auth.test": self._auth_test, "chat.postMessage": self._post_message,
-            "users.info": self._users_info, "conversations.info": self._conversations_info,
+            "chat.update": self._update, "chat.startStream": self._start_stream,
+            "chat.appendStream": self._append_stream, "chat.stopStream": self._stop_stream,
+            "assistant.threads.setStatus": self._set_status, "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
             "apps.connections.open": self._connections_open,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
         }.get(method)
@@ -489,7 +502,54 @@ class FakeSlack:
                    "text": text, "ts": ts}
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
+        self.messages[ts] = text
         return {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        ts, text = str(params.get("ts")), str(params.get("text") or "")
+        if ts not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        if ts in self.streaming:
+            return {"ok": False, "error": "message_is_streaming"}
+        if len(text) > MAX_TEXT_CHARS:
+            return {"ok": False, "error": "msg_too_long"}
+        self.messages[ts] = text
+        return {"ok": True, "channel": params.get("channel"), "ts": ts, "text": text}
+
+    def _start_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not params.get("recipient_user_id") or not params.get("recipient_team_id"):
+            return {"ok": False, "error": "missing_recipient_user_id"}
+        ts = self.next_ts()
+        self.messages[ts] = str(params.get("markdown_text") or "")
+        self.streaming.add(ts)
+        return {"ok": True, "channel": params.get("channel"), "ts": ts}
+
+    def _append_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        ts = str(params.get("ts"))
+        if ts not in self.streaming:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        if not params.get("markdown_text"):
+            return {"ok": False, "error": "invalid_arguments"}
+        self.messages[ts] += str(params["markdown_text"])
+        return {"ok": True, "channel": params.get("channel"), "ts": ts}
+
+    def _stop_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        ts = str(params.get("ts"))
+        if ts not in self.streaming:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        self.messages[ts] += str(params.get("markdown_text") or "")
+        self.streaming.discard(ts)
+        return {"ok": True, "channel": params.get("channel"), "ts": ts,
+                "message": {"type": "message", "text": self.messages[ts], "ts": ts}}
+
+    def _set_status(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel_id") or not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        self.statuses[(str(params["channel_id"]), str(params["thread_ts"]))] = str(
+            params.get("status", ""))
+        return {"ok": True}
 
     def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self.users.get(str(params.get("user")))
@@ -514,6 +574,20 @@ class FakeSlack:
 
     def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket?ticket=fake"}
+
+
+def fake_slack_fixture() -> Callable[[], AsyncIterator[FakeSlack]]:
+    """A pytest fixture serving a fresh fake with Alice (`U0ALICE`) and `#general`
+    (`C0GENERAL`): `slack = fake_slack_fixture()`."""
+
+    @pytest.fixture
+    async def slack() -> AsyncIterator[FakeSlack]:
+        async with FakeSlack() as fake:
+            fake.add_user("U0ALICE", display_name="Alice")
+            fake.add_channel("C0GENERAL", name="general")
+            yield fake
+
+    return slack
 
 
 @asynccontextmanager

@@ -6,7 +6,11 @@ It serves `/bot<TOKEN>/<method>` (JSON, form or multipart bodies, like the real 
 Updates built with `message()` / `edit()` are handed out by `getUpdates` long polls (returning
 as soon as one is queued; an `offset` confirms earlier ones) or, once `setWebhook` was called,
 posted to the webhook with its secret header. `fail()` injects errors (429 with retry_after,
-409, 400, 403) into the next calls of a method.
+409, 400, 403) into the next calls of a method. Replies can be streamed: `sendMessageDraft`
+(private chats only), `editMessageText` (kept in `texts`, what each bot message shows now) and
+`sendChatAction` are served; every call is recorded with the time it arrived, and with
+`flood_interval` set, a chat changed again sooner than that is refused with a 429, as
+Telegram's flood control does.
 
     async with FakeTelegram() as fake:
         channel = TelegramChannel(name="tg", token=fake.token, base_url=fake.api_url)
@@ -23,7 +27,7 @@ import re
 import socket
 import time
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -90,7 +94,10 @@ _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z][A-Za-z0-9_]{3,31}
 _JSON_FIELDS = {"reply_parameters", "allowed_updates", "entities", "reply_markup",
                 "link_preview_options", "commands"}
 _BOT_COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
-_INT_FIELDS = {"offset", "limit", "timeout", "message_thread_id", "max_connections"}
+_INT_FIELDS = {"offset", "limit", "timeout", "message_thread_id", "max_connections",
+               "message_id", "draft_id"}
+# Calls that change what a chat shows: Telegram's per-chat flood limit counts them.
+CHAT_CHANGES = frozenset({"sendMessage", "editMessageText", "sendMessageDraft"})
 _BOOL_FIELDS = {"drop_pending_updates", "disable_notification", "protect_content"}
 
 
@@ -121,6 +128,7 @@ class ApiCall:
     method: str
     params: dict[str, Any]
     status: int
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass
@@ -168,6 +176,9 @@ class FakeTelegram:
         self.can_join_groups = can_join_groups
         self.calls: list[ApiCall] = []
         self.sent: list[dict[str, Any]] = []
+        self.texts: dict[tuple[int, int], str] = {}  # (chat, message id) -> what it shows
+        self.flood_interval: float | None = None
+        self._last_change: dict[int, float] = {}
         self.webhook: dict[str, Any] | None = None
         self.my_commands: list[dict[str, Any]] = []  # the menu setMyCommands last set
         self._queue: list[dict[str, Any]] = []
@@ -234,6 +245,12 @@ class FakeTelegram:
         async with asyncio.timeout(5.0), self._recorded:
             await self._recorded.wait_for(lambda: len(self.calls_to(method)) >= count)
         return self.calls_to(method)[:count]
+
+    async def wait_until_text(self, condition: Callable[[str], bool]) -> None:
+        """Wait until one of the bot's messages shows a text meeting `condition` (5 s)."""
+        async with asyncio.timeout(5.0), self._recorded:
+            await self._recorded.wait_for(
+                lambda: any(condition(shown) for shown in self.texts.values()))
 
     def fail(
         self,
@@ -382,12 +399,14 @@ class FakeTelegram:
             failure = _Failure(401, "Unauthorized")
         elif self._failures[method]:
             failure = self._failures[method].popleft()
+        if failure is None and method in CHAT_CHANGES:
+            failure = self._flood_control(params.get("chat_id"))
         if failure is None:
             handler = getattr(self, f"_api_{method}", None)
             result = await handler(params) if handler else _Failure(404, "Not Found")
             failure = result if isinstance(result, _Failure) else None
         status = failure.error_code if failure else 200
-        self.calls.append(ApiCall(method, params, status))
+        self.calls.append(ApiCall(method, params, status, time.monotonic()))
         async with self._recorded:
             self._recorded.notify_all()
         if failure is not None:
@@ -450,8 +469,53 @@ class FakeTelegram:
                 return _Failure(400, "Bad Request: BUTTON_DATA_INVALID")
             message["reply_markup"] = markup
         self._messages[(chat.id, message["message_id"])] = message
+        self.texts[(chat.id, message["message_id"])] = text
         self.sent.append(message)
         return message
+
+    def _flood_control(self, chat_id: Any) -> _Failure | None:
+        now = time.monotonic()
+        last = self._last_change.get(chat_id)
+        if self.flood_interval is not None and last is not None and (
+                now - last < self.flood_interval):
+            return _Failure(429, "Too Many Requests: retry after 1", {"retry_after": 1})
+        self._last_change[chat_id] = now
+        return None
+
+    async def _api_sendMessageDraft(self, params: dict[str, Any]) -> bool | _Failure:
+        chat = self._chats.get(params.get("chat_id"))  # type: ignore[arg-type]
+        if chat is None:
+            return _Failure(400, "Bad Request: chat not found")
+        if chat.type != "private":
+            return _Failure(400, "Bad Request: method is available only for private chats")
+        if not params.get("draft_id"):
+            return _Failure(400, "Bad Request: draft_id must be non-zero")
+        if len(str(params.get("text", ""))) > MAX_TEXT:
+            return _Failure(400, "Bad Request: message is too long")
+        return True
+
+    async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        key = (params.get("chat_id"), params.get("message_id"))
+        message = self._messages.get(key)  # type: ignore[arg-type]
+        text = str(params.get("text", ""))
+        if message is None or message["from"]["id"] != self.bot.id:
+            return _Failure(400, "Bad Request: message to edit not found")
+        if not text.strip():
+            return _Failure(400, "Bad Request: message text is empty")
+        if len(text) > MAX_TEXT:
+            return _Failure(400, "Bad Request: MESSAGE_TOO_LONG")
+        if text == message["text"]:
+            return _Failure(400, "Bad Request: message is not modified: specified new message "
+                                 "content and reply markup are exactly the same")
+        message["text"] = text
+        message["edit_date"] = int(time.time())
+        self.texts[(message["chat"]["id"], message["message_id"])] = text
+        return message
+
+    async def _api_sendChatAction(self, params: dict[str, Any]) -> bool | _Failure:
+        if params.get("chat_id") not in self._chats:
+            return _Failure(400, "Bad Request: chat not found")
+        return True
 
     async def _api_answerCallbackQuery(self, params: dict[str, Any]) -> bool:
         return True

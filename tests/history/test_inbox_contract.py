@@ -66,3 +66,18 @@ async def test_a_reply_is_claimed_once_and_delivered_once(store: ConversationSto
     assert done is not None
     assert (done.state, done.platform_ids, done.reply) == (
         DeliveryState.DELIVERED, ("p1", "p2"), reply)
+
+
+async def test_a_streamed_reply_is_claimed_with_its_first_words_and_kept_whole(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    shown = turn("The order", id="t2>support")
+    whole = turn("The order shipped on Monday.", id="t2>support")
+    assert await inbox.start_delivery(shown) is None
+    await inbox.update_delivery(whole)
+    await inbox.finish_delivery(whole.id, ["p9"])
+    await inbox.update_delivery(shown)  # a delivered reply is not changed any more
+    done = await inbox.delivery(whole.id)
+    assert done is not None
+    assert (done.state, done.platform_ids, done.reply) == (
+        DeliveryState.DELIVERED, ("p9",), whole)

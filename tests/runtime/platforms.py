@@ -34,7 +34,16 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def platform(name: str) -> AsyncIterator[Platform]:
+async def platform(name: str, *, streaming: bool = True) -> AsyncIterator[Platform]:
+    """The fake platform `name` and its channel config (`streaming: false` when asked)."""
+    async with _platform(name) as where:
+        if not streaming:
+            where.channel_yaml += "    streaming: false\n"
+        yield where
+
+
+@asynccontextmanager
+async def _platform(name: str) -> AsyncIterator[Platform]:
     if name == "telegram":
         async with FakeTelegram() as telegram:
             yield Platform(f"""\
@@ -95,11 +104,12 @@ async def say(name: str, where: Platform, person: int, words: str) -> bool:
 
 
 def replies_sent(name: str, where: Platform) -> list[str]:
+    """What each of the bot's messages shows now (a streamed reply as it ended)."""
     if name == "telegram":
-        return [c.params["text"] for c in where.fake.calls_to("sendMessage")]
+        return list(where.fake.texts.values())
     if name == "slack":
-        return [c.params["text"] for c in where.fake.calls_to("chat.postMessage")]
-    return [post["content"] for post in where.fake.posts]
+        return list(where.fake.messages.values())
+    return list(where.fake.contents.values())
 
 
 async def wait_for_log(stream: asyncio.StreamReader, event: str) -> None:

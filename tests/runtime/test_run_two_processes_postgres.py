@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -71,7 +72,8 @@ class Rig:
         return delivery.status, delivery.event_id
 
     def answers(self) -> Counter[str]:
-        return Counter(c.params["text"] for c in self.slack.calls_to("chat.postMessage"))
+        """What the bot's messages show (a streamed reply as it ended)."""
+        return Counter(self.slack.messages.values())
 
 
 async def start_worker(tmp_path: Path, name: str, store_url: str, rig: Rig) -> Worker:
@@ -108,6 +110,8 @@ agents:
     process = await asyncio.create_subprocess_exec(
         str(THREADLINE), "run", str(config), cwd=tmp_path,
         env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
+             # the code under test, when it is not the installed copy
+             "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
              "SLACK_BOT_TOKEN": rig.slack.bot_token,
              "SLACK_SIGNING_SECRET": rig.slack.signing_secret},
         stdout=subprocess.DEVNULL, stderr=sink)

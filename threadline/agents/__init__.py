@@ -5,7 +5,13 @@
 """
 
 from threadline.agents.agent import Agent
-from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ToolSpec
+from threadline.agents.llm import (
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    StreamingProvider,
+    ToolSpec,
+)
 from threadline.agents.offline import OfflineModel
 from threadline.agents.providers import ProviderPlug, ProviderSettings, register_provider
 from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
@@ -24,6 +30,7 @@ __all__ = [
     "OfflineModel",
     "ProviderPlug",
     "ProviderSettings",
+    "StreamingProvider",
     "SummarizerAgent",
     "Team",
     "Tool",

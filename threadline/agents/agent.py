@@ -6,7 +6,8 @@
 
 One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
 the turn pipeline passes `deliver`) -> the agent's own interceptors -> `assemble_prompt` from
-the store -> model call -> the tools it asked for -> model call ... until the model ends its
+the store -> model call (its text shown as it is written, where the provider streams) -> the
+tools it asked for (the status names them) -> model call ... until the model ends its
 turn, `max_tool_rounds` tool rounds have run, or `timeout` seconds have passed -> an
 `AgentResult` whose reply delivery posts and capture then stores.
 
@@ -29,7 +30,13 @@ from typing import Any
 import structlog
 
 from threadline.agents.anthropic_provider import DEFAULT_MODEL
-from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
+from threadline.agents.llm import (
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    StreamingProvider,
+)
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
@@ -320,7 +327,7 @@ class Agent:
                                    max_tokens=self.max_tokens)
             called = time.perf_counter()
             try:
-                response = await self.provider.complete(request)
+                response = await self._ask(context, request)
             except BaseException as exc:
                 run.trace.model_called(request, None, latency=time.perf_counter() - called,
                                        error=exc)
@@ -335,11 +342,31 @@ class Agent:
                 context.log.warning("agent.max_tool_rounds", max_tool_rounds=self.max_tool_rounds,
                                     unrun=[c.name for c in response.tool_calls])
                 return "max_tool_rounds"
+            if context.deliver is not None:
+                await context.deliver.working(", ".join(c.name for c in response.tool_calls))
             exchanges = await asyncio.gather(
                 *(self._run_tool(context, call, by_name) for call in response.tool_calls))
+            if context.deliver is not None:
+                await context.deliver.working()
             run.exchanges.extend(exchanges)
             history.append(PromptMessage("assistant", response.text, tuple(exchanges)))
         raise AssertionError("unreachable: the loop returns on its last round")
+
+    async def _ask(self, context: TurnContext, request: ModelRequest) -> ModelResponse:
+        """One model call; its text is shown on the platform as it is written, where both the
+        provider and the turn's delivery can."""
+        deliver = context.deliver
+        if deliver is None or not isinstance(self.provider, StreamingProvider):
+            return await self.provider.complete(request)
+        draft: StoredMessage | None = None
+
+        async def show(text: str) -> None:
+            nonlocal draft
+            draft = (self._outbound(context.inbound, text, ()) if draft is None
+                     else replace(draft, content=text))
+            await deliver.show(draft)
+
+        return await self.provider.stream(request, on_text=show)
 
     async def _run_tool(
         self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool]

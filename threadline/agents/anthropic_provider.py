@@ -32,7 +32,7 @@ from anthropic import (
 )
 
 from threadline.agents.convert import to_anthropic
-from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, TextSink, ToolSpec
 from threadline.agents.providers import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -64,8 +64,9 @@ class AnthropicProvider:
     given. `max_retries` is how often the SDK retries 429/529/5xx and connection failures with
     backoff (None keeps a given client's own setting; a default client gets 4). `timeout`
     bounds one whole `complete` call in seconds, retries included. `stream` reads replies as
-    server-sent events (no server-side limit on long replies); turn it off for gateways that
-    do not pass streams through.
+    server-sent events (no server-side limit on long replies, and `stream()` hands the text
+    over as it arrives); turn it off for gateways that do not pass streams through (`stream()`
+    then reports no text before the reply is whole).
     """
 
     def __init__(
@@ -115,6 +116,12 @@ class AnthropicProvider:
         return params
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._call(request, None)
+
+    async def stream(self, request: ModelRequest, *, on_text: TextSink) -> ModelResponse:
+        return await self._call(request, on_text)
+
+    async def _call(self, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         client = self._client
         if client.api_key is None and client.auth_token is None and client.credentials is None:
             raise ModelError(
@@ -125,7 +132,7 @@ class AnthropicProvider:
         bound = log.bind(model=request.model)
         try:
             async with asyncio.timeout(self._timeout):
-                message = await self._send(params)
+                message = await self._send(params, on_text)
             response = _response(message)
         except TimeoutError as exc:
             bound.warning("model_timeout", timeout=self._timeout)
@@ -145,10 +152,16 @@ class AnthropicProvider:
                     cache_read=response.usage.cache_read_input_tokens)
         return response
 
-    async def _send(self, params: dict[str, Any]) -> Any:
+    async def _send(self, params: dict[str, Any], on_text: TextSink | None) -> Any:
         if not self._stream:
             return await self._client.messages.create(**params, timeout=self._timeout)
         async with self._client.messages.stream(**params, timeout=self._timeout) as stream:
+            if on_text is not None:
+                written = ""
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        written += event.text
+                        await on_text(written)
             return await stream.get_final_message()
 
     def _failure(self, model: str, exc: Exception) -> ModelError:

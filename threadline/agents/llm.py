@@ -2,12 +2,14 @@
 
 The agent loop speaks only this; `AnthropicProvider` (the default, the SDK's own
 `AsyncAnthropic`), `OpenAIProvider` (any OpenAI-compatible server) and the offline model
-implement it, and `threadline.agents.providers` registers them for configurations.
+implement it, and `threadline.agents.providers` registers them for configurations. A provider
+that can also hand over the reply's text as it is written implements `StreamingProvider`; the
+agent then shows the reply on the platform while the model is still writing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -56,3 +58,16 @@ class ModelProvider(Protocol):
     """Turns a `ModelRequest` into a `ModelResponse`; raises `ModelError` subclasses on failure."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+# Hears the reply's text so far (the whole text of this model call, not a delta).
+TextSink = Callable[[str], Awaitable[None]]
+
+
+@runtime_checkable
+class StreamingProvider(Protocol):
+    """A provider that reports the reply's text while the model writes it."""
+
+    async def stream(self, request: ModelRequest, *, on_text: TextSink) -> ModelResponse:
+        """Like `complete`, calling `on_text` with the text so far as it grows."""
+        ...

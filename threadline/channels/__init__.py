@@ -9,7 +9,7 @@ platform's channel is imported from its own package:
     from threadline.channels.local import LocalChannel
 """
 
-from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.text import split_text
 
-__all__ = ["BotIdentity", "Channel", "ChannelEvents", "split_text"]
+__all__ = ["BotIdentity", "Channel", "ChannelEvents", "LiveReply", "split_text"]

@@ -15,6 +15,10 @@ Normalization, shared by every adapter:
   of the message it replies to. The runtime matches both against each agent's aliases, which
   include the channel's `identity` ids.
 - The bot's own messages are never delivered; other bots only when `allow_bots` is set.
+
+Replies are written live where the platform allows: `open_reply` gives a `LiveReply` that
+shows a status while the agent works, the text as the model writes it (when `streaming` is
+on), and ends as the final text, once. The default posts once at the end with `send_reply`.
 """
 
 from __future__ import annotations
@@ -86,15 +90,68 @@ class ChannelEvents(Protocol):
         ...
 
 
+class LiveReply(ABC):
+    """One reply on a platform while it is written: a status, the text so far, the final text.
+
+    `working` and `show` never wait for the platform (they hand work to the reply's own pace,
+    within the platform's rate limits), so a slow platform never slows the model. `finish` is
+    called once and leaves the platform showing exactly the final text, status cleared;
+    `close` clears the status and stops without posting (a turn with nothing to say). Both
+    are safe to call after the other.
+    """
+
+    async def working(self, activity: str | None = None) -> None:
+        """Show that the agent is thinking (None) or running the tool `activity`; by default
+        nothing is shown."""
+        return None
+
+    def show(self, text: str) -> None:
+        """The reply so far, whole (it may start over after a tool round); by default it is
+        not shown before it is finished."""
+        return None
+
+    @abstractmethod
+    async def finish(self, text: str) -> list[str]:
+        """Make the reply read `text` exactly; the platform ids of every message it occupies.
+
+        Raises `ChannelError` (`ChannelPermanentError` when retrying cannot help) as
+        `send_reply` does.
+        """
+
+    async def close(self) -> None:
+        """Clear the status and stop background work without posting anything more (by
+        default there is none)."""
+        return None
+
+
+class Post(Protocol):
+    """Posts a reply's text where `inbound` was said: `Channel.send_reply`'s shape."""
+
+    async def __call__(self, inbound: StoredMessage, text: str, *,
+                       agent_name: str | None = None) -> list[str]: ...
+
+
+class PostedOnce(LiveReply):
+    """The reply posted whole through `post` when it is finished: for channels and settings
+    without streaming, and for answers that are never streamed (a command's)."""
+
+    def __init__(self, post: Post, inbound: StoredMessage, agent_name: str | None) -> None:
+        self._post, self._inbound, self._agent_name = post, inbound, agent_name
+
+    async def finish(self, text: str) -> list[str]:
+        return await self._post(self._inbound, text, agent_name=self._agent_name)
+
+
 class Channel(ABC):
     """One connection to one platform (one bot token)."""
 
     channel_type: ClassVar[str]
     max_message_chars: ClassVar[int]
 
-    def __init__(self, *, name: str, allow_bots: bool = False) -> None:
+    def __init__(self, *, name: str, allow_bots: bool = False, streaming: bool = True) -> None:
         self.name = name
         self.allow_bots = allow_bots
+        self.streaming = streaming
         self.identity: BotIdentity | None = None
         # The commands people may send here (`/forget`), set by the team that attaches the
         # channel; a platform with a command menu is told them at start. A command arrives as
@@ -118,6 +175,10 @@ class Channel(ABC):
         Long text is split under `max_message_chars`; rate limits are waited out; a permanent
         failure raises `ChannelPermanentError` naming the conversation.
         """
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        """A reply to `inbound` written live (see `LiveReply`); the default posts it once."""
+        return PostedOnce(self.send_reply, inbound, agent_name)
 
     async def send_choices(
         self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,

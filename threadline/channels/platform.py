@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
 
@@ -37,6 +37,15 @@ class ChannelSettings(BaseModel):
     def problems(self) -> list[str]:
         """Settings that are each valid but do not work together, as what to set instead."""
         return []
+
+
+class LiveReplySettings(ChannelSettings):
+    """The settings of a platform that shows replies as they are written (`LiveReply`):
+    `streaming: false` posts each reply once, whole; `stream_interval` is the least time in
+    seconds between two changes of one chat."""
+
+    streaming: bool = True
+    stream_interval: float = Field(default=1.0, gt=0)
 
 
 def _never_stop() -> None:

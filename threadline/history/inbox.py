@@ -10,7 +10,10 @@ Replies have a ledger of their own, keyed by the reply's id (the turn answered a
 a reply is `delivering`, with its text, before it is posted and `delivered`, with its platform
 ids, after. A retried turn never posts a reply twice; a `delivering` entry found later means
 the process died between posting and recording, which is logged and not reposted blindly (the
-reply is kept in the history, marked as possibly not posted).
+reply is kept in the history, marked as possibly not posted). A reply streamed while it is
+written is claimed at its first words (marked as streaming) and updated to its final text just
+before it is finished: a process that died mid-stream left only part of an answer, and the
+turn is answered again (`threadline.reply_delivery`).
 
 `SqlConversationStore` keeps both in its database (shared by every worker process);
 `MemoryInbox` serves the in-memory store and custom stores, for one process.
@@ -97,6 +100,11 @@ class TurnInbox(Protocol):
         """Claim a reply for posting: None if claimed now, else the entry already there."""
         ...
 
+    async def update_delivery(self, reply: StoredMessage) -> None:
+        """Replace a claimed, not yet delivered reply with `reply` (same id): a streamed reply
+        is claimed with its first words, and holds its final text before it is finished."""
+        ...
+
     async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
         """Record that the claimed reply was posted, as these platform ids."""
         ...
@@ -152,6 +160,11 @@ class MemoryInbox:
         while len(self._deliveries) > self._remember:
             del self._deliveries[next(iter(self._deliveries))]
         return None
+
+    async def update_delivery(self, reply: StoredMessage) -> None:
+        claimed = self._deliveries.get(reply.id)
+        if claimed is not None and claimed.state is DeliveryState.DELIVERING:
+            self._deliveries[reply.id] = replace(claimed, reply=reply)
 
     async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
         self._deliveries[reply_id] = replace(self._deliveries[reply_id],

@@ -101,6 +101,13 @@ def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     return None if inserted == 1 else _select_delivery(conn, reply.id)
 
 
+def _update_delivery(conn: SqlRunner, reply: StoredMessage) -> None:
+    conn.rowcount(
+        "UPDATE threadline_deliveries SET message_json = :message, updated_us = :now "
+        "WHERE delivery_key = :key AND state = 'delivering'",
+        {"key": reply.id, "message": _encode(reply), "now": _now_us()})
+
+
 def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
     conn.rowcount(
         "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "
@@ -140,6 +147,9 @@ class SqlTurnInbox:
         existing: Delivery | None = await self._run("claim a reply", True, _start_delivery,
                                                     reply)
         return existing
+
+    async def update_delivery(self, reply: StoredMessage) -> None:
+        await self._run("update a reply being posted", True, _update_delivery, reply)
 
     async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
         await self._run("record a delivered reply", True, _finish_delivery, reply_id,

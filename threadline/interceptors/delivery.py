@@ -1,6 +1,8 @@
 """Delivery: the reply is posted on the platform before capture stores it.
 
-Why it exists: the stored reply must carry the platform's message id, so a later reply to it
+Why it exists: people should see the agent working and read its reply as it is written (the
+agent shows its text through `context.deliver` as the model writes it), and the stored reply
+must carry the platform's message id, so a later reply to it
 reaches the agent that wrote it, and delivery is a step of its own (the pipeline's `deliver`
 keeps the reply ledger that makes a retried turn never post twice). It sits right inside
 capture, outside the agent's own interceptors, so a friendly error reply is delivered too.
@@ -17,13 +19,24 @@ from threadline.turn import AgentResult, TurnContext
 
 
 class DeliveryInterceptor:
-    """Posts `result.outbound` through `context.deliver` and notes the platform ids it got."""
+    """Shows the agent working, posts `result.outbound` through `context.deliver` and notes the
+    platform ids it got; a turn that fails or has nothing to say abandons the reply (the
+    status is cleared and any text shown is ended with an apology)."""
 
     async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
-        result = await call_next()
-        if context.deliver is None or result.outbound is None or not result.output:
+        deliver = context.deliver
+        if deliver is None:
+            return await call_next()
+        await deliver.working()
+        try:
+            result = await call_next()
+        except BaseException as exc:
+            await deliver.abandon(exc)
+            raise
+        if result.outbound is None or not result.output:
+            await deliver.abandon(None)
             return result
-        ids = await context.deliver(result.outbound)
+        ids = await deliver.post(result.outbound)
         if not ids:
             return result
         return replace(result, delivered_ids=tuple(ids),

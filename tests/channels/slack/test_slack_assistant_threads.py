@@ -76,11 +76,13 @@ async def test_the_assistant_thread_is_the_agents_conversation(
         question = slack.message_event("what is this channel about?", channel="D0ALICE",
                                        channel_type="im", thread_ts=THREAD_TS)
         await slack.deliver_event(channel.events_url, question)
-        [reply] = await slack.wait_for_calls("chat.postMessage", 1)
+        [stop] = await slack.wait_for_calls("chat.stopStream", 1)  # streamed into the thread
         await team.stop()  # the reply is stored just after it is posted
         stored = await store.get(THREAD)
 
+    [reply] = slack.calls_to("chat.startStream")
     assert slack.calls_to("assistant.threads.setSuggestedPrompts") == []  # none configured
     assert reply.params["channel"] == "D0ALICE" and reply.params["thread_ts"] == THREAD_TS
+    assert stop.params["ts"] == stored[-1].metadata.message_id
     assert "#general (C0GENERAL)" in json.dumps(model.bodies[0])
     assert [m.participant.kind for m in stored] == ["system", "user", "agent"]

@@ -135,7 +135,7 @@ async def test_forget_is_confirmed_with_the_button_under_the_question(
     async with running(sqlite_url, model) as app:
         post = app.slack.message_event("<@U0BOT> my order 7781 never arrived")
         await app.slack.deliver_event(app.channel.events_url, post)
-        await app.slack.wait_for_calls("chat.postMessage", 1)
+        await app.slack.wait_for_calls("chat.stopStream", 1)  # answered, streamed in a thread
         question = await app.command("/forget")
         press = app.slack.block_action(question["blocks"], "Forget")  # type: ignore[arg-type]
         status, _ = await app.slack.deliver_action(app.channel.events_url, press)

@@ -18,7 +18,8 @@ wants an answer within 3 s and never sends it again, so there is no redelivery t
 recorded; the pipeline's answer is the deferred reply's follow-up. After a restart, when the
 interaction is no longer known, the answer is posted in the channel.
 Rate limits are waited out by discord.py's own per-route buckets; Forbidden, NotFound and other
-4xx answers become `ChannelPermanentError`.
+4xx answers become `ChannelPermanentError`. While an agent works the channel shows typing;
+with `streaming` on, replies are shown as they are written (`discord.live`).
 
 `api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
 `wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 import structlog
 
-from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.discord.client import ENDPOINTS, build_client
 from threadline.channels.discord.commands import (
     choice_view,
@@ -44,6 +45,7 @@ from threadline.channels.discord.commands import (
     command_turn,
     pressed_command,
 )
+from threadline.channels.discord.live import DiscordLiveReply
 from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
@@ -54,6 +56,7 @@ from threadline.channels.discord.normalize import (
     to_stored_message,
 )
 from threadline.channels.intake import RecentKeys
+from threadline.channels.live import RateGate
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -102,19 +105,27 @@ class DiscordChannel(Channel):
         guild_ready_timeout: float = 2.0,
         start_timeout: float = 60.0,
         dedup_size: int = 10_000,
+        streaming: bool = True,
+        stream_interval: float = 1.0,
     ) -> None:
         """`sharded` uses discord.py's AutoShardedClient (Discord requires shards from 2,500
         servers); `shard_count` None asks Discord for its recommendation.
         `guild_ready_timeout` is how long start waits for more servers to arrive after the last;
-        `start_timeout` how long it waits for the gateway in all.
+        `start_timeout` how long it waits for the gateway in all. `streaming` shows replies as
+        they are written, editing at most once per `stream_interval` seconds per channel
+        (see `discord.live`).
         """
-        super().__init__(name=name, allow_bots=allow_bots)
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         if not isinstance(token, str) or not token.strip():
             raise ConfigError(
                 f"Discord channel '{name}': the `token` setting is empty; copy the bot token "
                 "from the Discord Developer Portal (Applications -> your app -> Bot)."
             )
+        if stream_interval <= 0:
+            raise ConfigError(f"Discord channel '{name}': stream_interval must be > 0 seconds, "
+                              f"got {stream_interval}")
         self._token = token.strip()
+        self._gate = RateGate(stream_interval)
         self._api_base_url = api_base_url
         self._gateway_url = gateway_url
         self._sharded = sharded
@@ -427,6 +438,27 @@ class DiscordChannel(Channel):
 
     # -- outbound --------------------------------------------------------------------------
 
+    def reply_target(self, inbound: StoredMessage
+                     ) -> tuple[discord.PartialMessageable, discord.MessageReference | None]:
+        """Where a reply to `inbound` goes, and the message it replies to."""
+        client = self._client
+        if client is None or self._runner is None:
+            raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
+        metadata = inbound.metadata
+        target_id = int(metadata.thread_id or self.delivered_here(inbound))
+        # A reply to a message that may be gone by now.
+        reference = discord.MessageReference(
+            message_id=int(metadata.message_id), channel_id=target_id,
+            fail_if_not_exists=False) if metadata.message_id else None
+        return client.get_partial_messageable(target_id), reference
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        client = self._client
+        if client is None:
+            raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
+        return DiscordLiveReply(channel=self, client=client, inbound=inbound,
+                                agent_name=agent_name, gate=self._gate, log=self._log)
+
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
@@ -434,28 +466,19 @@ class DiscordChannel(Channel):
 
         Discord shows every part under the bot's own name; `agent_name` is only logged.
         """
-        client = self._client
-        if client is None or self._runner is None:
-            raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
-        metadata = inbound.metadata
         bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         interaction = self._interactions.pop(inbound.id, None)
         if interaction is not None:
             return await self._answer_command(interaction, inbound, text, bound, choices=())
-        target_id = int(metadata.thread_id or self.delivered_here(inbound))
-        target = client.get_partial_messageable(target_id)
-        # Only the first part is a reply (to a message that may be gone by now); the rest follow.
-        first: dict[str, Any] = {}
-        if metadata.message_id:
-            first["reference"] = discord.MessageReference(
-                message_id=int(metadata.message_id), channel_id=target_id,
-                fail_if_not_exists=False)
+        target, reference = self.reply_target(inbound)
+        # Only the first part is a reply; the rest follow.
+        first: dict[str, Any] = {"reference": reference} if reference else {}
         posted: list[str] = []
         for part in split_text(text, self.max_message_chars):
             try:
                 sent = await target.send(part, **(first if not posted else {}))
             except discord.HTTPException as exc:
-                raise self._send_error(exc, inbound, posted, bound) from exc
+                raise self.send_failure(exc, inbound, len(posted), bound) from exc
             posted.append(str(sent.id))
         bound.debug("discord.replied", parts=len(posted))
         return posted
@@ -488,14 +511,15 @@ class DiscordChannel(Channel):
                                                            view=view)
                     view.stop()  # presses are handled by custom_id, not by this view
             except discord.HTTPException as exc:
-                raise self._send_error(exc, inbound, posted, bound) from exc
+                raise self.send_failure(exc, inbound, len(posted), bound) from exc
             posted.append(str(sent.id))
         return posted
 
-    def _send_error(self, exc: discord.HTTPException, inbound: StoredMessage,
-                    posted: list[str], bound: Any) -> ChannelError:
+    def send_failure(self, exc: discord.HTTPException, inbound: StoredMessage,
+                     posted: int, bound: Any) -> ChannelError:
+        """Our error for a reply Discord refused: permanent or not, with what was posted."""
         where = (f"Discord channel '{self.name}', conversation {inbound.conversation_id!r} "
-                 f"(after {len(posted)} part(s) posted)")
+                 f"(after {posted} part(s) posted)")
         bound.error("discord.reply_failed", status=exc.status, code=exc.code, text=exc.text)
         if isinstance(exc, discord.Forbidden):
             return ChannelPermanentError(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from threadline.channels.discord.channel import DiscordChannel
-from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 
 
-class DiscordSettings(ChannelSettings):
+class DiscordSettings(LiveReplySettings):
     """One bot token; `api_base_url` and `gateway_url` point it at a proxy or a local server."""
 
     secret_fields = frozenset({"token"})
@@ -25,7 +25,8 @@ def build(name: str, settings: DiscordSettings, context: ChannelContext) -> Disc
     return DiscordChannel(
         name=name, token=settings.token, api_base_url=settings.api_base_url,
         gateway_url=settings.gateway_url, sharded=settings.sharded,
-        shard_count=settings.shard_count, allow_bots=settings.allow_bots)
+        shard_count=settings.shard_count, allow_bots=settings.allow_bots,
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
 STARTER = """\
@@ -37,6 +38,8 @@ STARTER = """\
     # A proxy or a local server for the REST API and the gateway:
     # api_base_url: http://127.0.0.1:8082/api/v10
     # gateway_url: ws://127.0.0.1:8082/gateway
+    streaming: true      # one message edited as the reply is written
+    # stream_interval: 1   # seconds between two edits in one channel
 """
 
 PLATFORM = Platform(name="discord", settings=DiscordSettings, build=build, starter=STARTER)

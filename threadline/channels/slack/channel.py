@@ -41,6 +41,8 @@ answered in a new thread under it (`reply_in_thread=True`, the default) or in th
 (`reply_in_thread=False`); a top-level DM is answered in the DM itself. Text is escaped as
 Slack asks, then split under `max_message_chars` (well under Slack's 40,000 hard limit, for
 readability). Rate limits (429 with Retry-After) are waited out by slack_sdk's retry handler.
+With `streaming` on, replies are shown as they are written and the assistant status says the
+agent is working (`slack.live`).
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.intake import RecentKeys
+from threadline.channels.live import RateGate
 from threadline.channels.slack.directory import SlackDirectory
 from threadline.channels.slack.events import (
     CHANNEL_TYPE,
@@ -94,6 +97,7 @@ from threadline.channels.slack.events import (
     thread_conversation_id,
     to_stored_message,
 )
+from threadline.channels.slack.live import SlackLiveReply
 from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
 from threadline.errors import (
@@ -156,13 +160,16 @@ class SlackChannel(Channel):
         rate_limit_retries: int = 5,
         connect_timeout: float = 30.0,
         assistant_prompts: Sequence[Mapping[str, str]] = (),
+        streaming: bool = True,
+        stream_interval: float = 1.0,
     ) -> None:
         """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
         where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
         agent's name, which needs the `chat:write.customize` scope. `assistant_prompts`
         (`{"title": ..., "message": ...}`, at most 4) are suggested in each new assistant
-        thread."""
-        super().__init__(name=name, allow_bots=allow_bots)
+        thread. `streaming` shows replies as they are written, calling Slack at most once per
+        `stream_interval` seconds per Slack channel (see `slack.live`)."""
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"Slack channel {name!r}"
         if not bot_token:
             raise ConfigError(f"{where}: bot_token is empty; set it to the app's xoxb- token")
@@ -178,6 +185,9 @@ class SlackChannel(Channel):
             raise ConfigError(f"{where}: port must be 0..65535, got {port}")
         if not path.startswith("/"):
             raise ConfigError(f"{where}: path must start with '/', got {path!r}")
+        if stream_interval <= 0:
+            raise ConfigError(f"{where}: stream_interval must be > 0 seconds, got "
+                              f"{stream_interval}")
         if len(assistant_prompts) > 4 or not all(
                 p.get("title") and p.get("message") for p in assistant_prompts):
             raise ConfigError(f"{where}: assistant_prompts takes at most 4 entries, each with a "
@@ -207,6 +217,11 @@ class SlackChannel(Channel):
         self._socket: AsyncSocketModeHandler | None = None
         self._team_id = ""
         self._own_ids: frozenset[str] = frozenset()
+        self._gate = RateGate(stream_interval)
+        # Conversations where Slack refused the assistant status or chat streaming: not
+        # asked again (each refusal is logged once).
+        self._no_status: set[str] = set()
+        self._no_stream: set[str] = set()
         self._response_urls: OrderedDict[str, str] = OrderedDict()
         self._log = log.bind(channel=name)
 
@@ -294,6 +309,37 @@ class SlackChannel(Channel):
             return inbound.conversation_id
         return thread_conversation_id(inbound.conversation_id, inbound.metadata.message_id)
 
+    def reply_target(self, inbound: StoredMessage) -> tuple[str, str | None]:
+        """The Slack channel id and the thread (None: the channel itself) a reply goes to."""
+        meta = inbound.metadata
+        channel_id = self.delivered_here(inbound)
+        thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
+        return channel_id, thread_ts
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        return SlackLiveReply(channel=self, client=self._require_client(), inbound=inbound,
+                              agent_name=agent_name, gate=self._gate, log=self._log)
+
+    @property
+    def team_id(self) -> str:
+        return self._team_id
+
+    def may_set_status(self, channel_id: str) -> bool:
+        return channel_id not in self._no_status
+
+    def status_refused(self, channel_id: str, error: Exception) -> None:
+        self._no_status.add(channel_id)
+        self._log.info("slack_status_refused", slack_channel=channel_id, error=_code(error),
+                       outcome="replies there go on without an assistant status")
+
+    def may_stream(self, channel_id: str) -> bool:
+        return self.streaming and channel_id not in self._no_stream
+
+    def stream_refused(self, channel_id: str, error: Exception) -> None:
+        self._no_stream.add(channel_id)
+        self._log.info("slack_stream_refused", slack_channel=channel_id, error=_code(error),
+                       outcome="replies there are posted and updated as they are written")
+
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
@@ -309,15 +355,13 @@ class SlackChannel(Channel):
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
                     choices: Sequence[CommandChoice] = ()) -> list[str]:
         client = self._require_client()
-        meta = inbound.metadata
         parts = split_text(escape_outgoing(text), self.max_message_chars)
         last = len(parts) - 1
         response_url = self._response_urls.pop(inbound.id, None)
         if response_url is not None:
             return await self._answer_command(inbound, parts, response_url,
                                               blocks=choice_blocks(parts[last], choices))
-        channel_id = self.delivered_here(inbound)
-        thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
+        channel_id, thread_ts = self.reply_target(inbound)
         username = agent_name if self.agent_name_as_username else None
         posted: list[str] = []
         for number, part in enumerate(parts):
@@ -327,8 +371,8 @@ class SlackChannel(Channel):
                     channel=channel_id, text=part, thread_ts=thread_ts, username=username,
                     blocks=blocks)
             except SlackApiError as error:
-                raise self._reply_error(inbound, error, posted=len(posted),
-                                        total=len(parts)) from error
+                raise self.reply_error(inbound, error, posted=len(posted),
+                                       total=len(parts)) from error
             except (aiohttp.ClientError, TimeoutError) as error:
                 raise ChannelError(
                     f"Slack channel {self.name!r}: posting to conversation "
@@ -357,11 +401,12 @@ class SlackChannel(Channel):
                     f"({response.body[:200]!r}); it expires 30 minutes after the command")
         return []
 
-    def _reply_error(
+    def reply_error(
         self, inbound: StoredMessage, error: SlackApiError, *, posted: int, total: int
     ) -> ChannelError:
+        """Our error for a reply Slack refused: permanent or not, with what was posted."""
         code = str(error.response.get("error", "unknown_error"))
-        where = (f"Slack channel {self.name!r}: chat.postMessage to conversation "
+        where = (f"Slack channel {self.name!r}: posting a reply to conversation "
                  f"{inbound.conversation_id!r} failed with {code!r} after {posted} of {total} "
                  "parts were posted")
         self._log.error("slack_reply_failed", conversation_id=inbound.conversation_id,
@@ -616,3 +661,9 @@ class SlackChannel(Channel):
             bound.warning("slack_names_late", budget_seconds=_LOOKUP_BUDGET_SECONDS,
                           outcome="turn recorded with user ids instead of names")
         return to_stored_message(post, names=names, channel_name=channel_name)
+
+
+def _code(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error", "unknown_error"))
+    return repr(error)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 from threadline.channels.slack.channel import SlackChannel
 
 
@@ -19,7 +19,7 @@ class SuggestedPrompt(BaseModel):
     message: str = Field(min_length=1)
 
 
-class SlackSettings(ChannelSettings):
+class SlackSettings(LiveReplySettings):
     """One Slack app; `api_base_url` points the Web API at a proxy or a local server."""
 
     secret_fields = frozenset({"bot_token", "signing_secret", "app_token"})
@@ -53,7 +53,8 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         host=settings.host, port=settings.port, path=settings.path,
         api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
         agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
-        assistant_prompts=[p.model_dump() for p in settings.assistant_prompts])
+        assistant_prompts=[p.model_dump() for p in settings.assistant_prompts],
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
 STARTER = """\
@@ -70,6 +71,8 @@ STARTER = """\
     path: /slack/events
     # api_base_url: http://127.0.0.1:8080/api/  # a proxy or a local Web API server
     reply_in_thread: true
+    streaming: true      # replies appear as they are written (false: posted once, whole)
+    # stream_interval: 1   # seconds between two changes of one Slack channel
     # assistant_prompts:                     # suggested in each new assistant thread (max 4)
     #   - {title: Order status, message: Where is my order?}
 """

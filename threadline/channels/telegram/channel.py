@@ -29,6 +29,9 @@ What to know when running it:
   press arrives as a callback query and becomes the button's command, sent by whoever pressed.
 - 429s are waited out by PTB's `AIORateLimiter`, which also keeps to Telegram's documented
   flood limits (30 messages/s, 20 per minute per group) unless `throttle=False`.
+- While an agent works the chat shows `typing`; with `streaming` on, the reply is shown as it
+  is written (drafts in private chats, edits in groups), within `stream_interval` per chat
+  (`telegram.live`).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ from telegram.error import (
 )
 from telegram.ext import AIORateLimiter, ExtBot
 
-from threadline.channels.base import BotIdentity, Channel, ChannelEvents
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.live import RateGate
 from threadline.channels.telegram.inbound import (
     Sender,
     button_turn,
@@ -69,6 +73,7 @@ from threadline.channels.telegram.inbound import (
     text_of,
     turn_id,
 )
+from threadline.channels.telegram.live import TelegramLiveReply
 from threadline.channels.telegram.updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
 from threadline.errors import (
@@ -118,15 +123,22 @@ class TelegramChannel(Channel):
         drop_pending_updates: bool = False,
         throttle: bool = True,
         allow_bots: bool = False,
+        streaming: bool = True,
+        stream_interval: float = 1.0,
     ) -> None:
         """Settings; `base_url`/`base_file_url` follow PTB: the token is appended, or replaces
-        `{token}` (e.g. `http://127.0.0.1:8081/bot` for a self-hosted Bot API server)."""
-        super().__init__(name=name, allow_bots=allow_bots)
+        `{token}` (e.g. `http://127.0.0.1:8081/bot` for a self-hosted Bot API server).
+        `streaming` shows replies as they are written, changing a chat's reply at most once
+        per `stream_interval` seconds (see `telegram.live`)."""
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"telegram channel {name!r}"
         if not token:
             raise ConfigError(f"{where}: token is empty; set it to the token @BotFather gave.")
         if mode not in ("polling", "webhook"):
             raise ConfigError(f"{where}: mode must be 'polling' or 'webhook', got {mode!r}.")
+        if stream_interval <= 0:
+            raise ConfigError(f"{where}: stream_interval must be > 0 seconds, got "
+                              f"{stream_interval}.")
         if mode == "webhook":
             if not webhook_url:
                 raise ConfigError(f"{where}: mode 'webhook' needs webhook_url, the public HTTPS "
@@ -152,6 +164,7 @@ class TelegramChannel(Channel):
         self._intake: UpdatePoller | WebhookReceiver | None = None
         self._events: ChannelEvents | None = None
         self._conflict: str | None = None
+        self._gate = RateGate(stream_interval)
         self._log = log.bind(channel=name)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -312,6 +325,30 @@ class TelegramChannel(Channel):
             raise ChannelError(f"telegram channel {self.name!r} cannot {action} before start().")
         return self._bot
 
+    def reply_target(self, inbound: StoredMessage) -> tuple[int, ReplyParameters | None]:
+        """The chat a reply to `inbound` goes to, and what it replies to (outside DMs)."""
+        meta = inbound.metadata
+        chat_id = int(self.delivered_here(inbound))
+        reply_to = None
+        if inbound.scope != "dm" and meta.message_id is not None:
+            reply_to = ReplyParameters(
+                message_id=int(meta.message_id), allow_sending_without_reply=True
+            )
+        return chat_id, reply_to
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        return TelegramLiveReply(channel=self, bot=self._started("send a reply"),
+                                 inbound=inbound, agent_name=agent_name, gate=self._gate,
+                                 log=self._log)
+
+    def reply_failure(self, exc: TelegramError, *, inbound: StoredMessage,
+                      action: str) -> ChannelError:
+        """Our error for a reply Telegram refused, logged with its conversation."""
+        error = self._failure(exc, action=action, conversation=inbound.conversation_id)
+        self._log.error("telegram.reply_failed", conversation_id=inbound.conversation_id,
+                        error=str(error))
+        return error
+
     async def send_reply(
         self, inbound: StoredMessage, text: str, *, agent_name: str | None = None
     ) -> list[str]:
@@ -329,13 +366,8 @@ class TelegramChannel(Channel):
     async def _post(self, inbound: StoredMessage, text: str, *,
                     keyboard: InlineKeyboardMarkup | None = None) -> list[str]:
         bot = self._started("send a reply")
-        meta = inbound.metadata
-        chat_id = int(self.delivered_here(inbound))
-        reply_to = None
-        if inbound.scope != "dm" and meta.message_id is not None:
-            reply_to = ReplyParameters(
-                message_id=int(meta.message_id), allow_sending_without_reply=True
-            )
+        chat_id, reply_to = self.reply_target(inbound)
+        topic = inbound.metadata.thread_id
         parts = split_text(text, self.max_message_chars)
         posted: list[str] = []
         for part in parts:
@@ -343,18 +375,14 @@ class TelegramChannel(Channel):
                 sent = await bot.send_message(
                     chat_id=chat_id,
                     text=part,
-                    message_thread_id=None if meta.thread_id is None else int(meta.thread_id),
+                    message_thread_id=None if topic is None else int(topic),
                     reply_parameters=reply_to,
                     reply_markup=keyboard if len(posted) == len(parts) - 1 else None,
                 )
             except TelegramError as exc:
-                error = self._failure(
-                    exc, action=f"post part {len(posted) + 1} of {len(parts)} of a reply",
-                    conversation=inbound.conversation_id,
-                )
-                self._log.error("telegram.reply_failed", conversation_id=inbound.conversation_id,
-                                error=str(error), posted=len(posted))
-                raise error from exc
+                raise self.reply_failure(
+                    exc, inbound=inbound,
+                    action=f"post part {len(posted) + 1} of {len(parts)} of a reply") from exc
             posted.append(str(sent.message_id))
         return posted
 

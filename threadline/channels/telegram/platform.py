@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
+from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 from threadline.channels.telegram.channel import TelegramChannel
 
 
-class TelegramSettings(ChannelSettings):
+class TelegramSettings(LiveReplySettings):
     """One bot token; `base_url` points the Bot API at a proxy or a local Bot API server."""
 
     secret_fields = frozenset({"token", "webhook_secret_token"})
@@ -39,7 +39,8 @@ def build(name: str, settings: TelegramSettings, context: ChannelContext) -> Tel
         webhook_path=settings.webhook_path, webhook_listen=settings.webhook_listen,
         webhook_port=settings.webhook_port, webhook_secret_token=settings.webhook_secret_token,
         base_url=settings.base_url, base_file_url=settings.base_file_url,
-        drop_pending_updates=settings.drop_pending_updates, allow_bots=settings.allow_bots)
+        drop_pending_updates=settings.drop_pending_updates, allow_bots=settings.allow_bots,
+        streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
 STARTER = """\
@@ -56,6 +57,8 @@ STARTER = """\
     # A proxy or a local Bot API server (telegram-bot-api --local):
     # base_url: http://127.0.0.1:8081/bot
     # base_file_url: http://127.0.0.1:8081/file/bot
+    streaming: true      # drafts in private chats, edits in groups, as the reply is written
+    stream_interval: 1   # seconds between two changes of one chat (Telegram allows about 1/s)
 """
 
 PLATFORM = Platform(name="telegram", settings=TelegramSettings, build=build, starter=STARTER)
