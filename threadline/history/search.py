@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -199,9 +200,17 @@ def conversation_key(conversation_id: str) -> str:
     return "c" + hashlib.blake2b(conversation_id.encode(), digest_size=12).hexdigest()
 
 
-@lru_cache(maxsize=1)
+_per_thread = threading.local()
+
+
 def _stemmer() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("english")
+    """This thread's stemmer: a Snowball stemmer keeps the word it is working on in itself, and
+    the SQLite store stems in its own threads beside the event loop (one shared stemmer gave
+    IndexErrors under load)."""
+    stemmer: snowballstemmer.stemmer | None = getattr(_per_thread, "stemmer", None)
+    if stemmer is None:
+        stemmer = _per_thread.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=200_000)
