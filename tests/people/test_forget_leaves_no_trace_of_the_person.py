@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from threadline.channels.local import LocalChannel
 from threadline.cli import main as threadline
 from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
+from threadline.history.database_url import sqlite_file
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 from threadline.inspector import ReplyRecorder, records_for
 from threadline.interceptors.outbox import Outbox
@@ -70,13 +73,16 @@ async def _conversations(url: str) -> None:
 
 async def _raw(url: str, sql: str) -> list[tuple[object, ...]]:
     """Rows read straight from the database, past every store method."""
-    if url.startswith("postgresql"):
-        base, _, options = url.partition("?")
-        schema = options.rsplit("search_path=", 1)[-1]
-        engine = create_async_engine(base, connect_args={"server_settings": {
-            "search_path": schema}})
-    else:
-        engine = create_async_engine(url)
+    path = sqlite_file(url)
+    if path is not None:  # the stdlib driver: the store itself needs no async SQLite driver
+        def read() -> list[tuple[object, ...]]:
+            with closing(sqlite3.connect(path)) as connection:
+                return [tuple(r) for r in connection.execute(sql).fetchall()]
+
+        return await asyncio.to_thread(read)
+    base, _, options = url.partition("?")
+    schema = options.rsplit("search_path=", 1)[-1]
+    engine = create_async_engine(base, connect_args={"server_settings": {"search_path": schema}})
     try:
         async with engine.connect() as connection:
             return [tuple(r) for r in (await connection.execute(text(sql))).all()]
