@@ -29,6 +29,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.tcp_proxy import TcpProxy, unused_port
 from tests.runtime.test_run_kill9_answers_everything import logged, until
+from threadline.history import SqlConversationStore
 
 pytestmark = pytest.mark.postgres
 _TAG = re.compile(r"q\d+")
@@ -59,6 +60,14 @@ class Rig:
     anthropic: FakeAnthropic
     proxy: TcpProxy
     workers: list[Worker]
+    store_url: str  # the database itself, not through the proxy
+
+    async def settled(self) -> None:
+        """Returns once no process has a turn left to answer: a reply is posted before its turn
+        is finished, so every answer there will be is on Slack by then."""
+        async with SqlConversationStore(self.store_url) as store, asyncio.timeout(30):
+            while await store.inbox.conversations_waiting():  # noqa: ASYNC110 - other processes write it
+                await asyncio.sleep(0.05)
 
     def event(self, words: str, *, thread: str) -> dict[str, Any]:
         return self.slack.message_event(f"<@{self.slack.bot_user_id}> {words}",
@@ -129,7 +138,7 @@ async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
     store_url = url.set(port=proxy.port).render_as_string(hide_password=False)
     async with FakeSlack() as slack, FakeAnthropic() as anthropic:
         anthropic.responder = answer_the_newest_question
-        made = Rig(slack, anthropic, proxy, [])
+        made = Rig(slack, anthropic, proxy, [], pg_url)
         try:
             for name in ("a", "b"):
                 made.workers.append(await start_worker(tmp_path, name, store_url, made))
@@ -165,7 +174,7 @@ async def test_slack_retries_reaching_the_other_process_are_not_answered_twice(
         retry, _ = await rig.send(1 - n % 2, event, event_id=event_id, retry_num=1)
         assert retry == 200
     await answered(rig, *(f"q{n}" for n in range(5)))
-    await asyncio.sleep(1.0)
+    await rig.settled()
     assert max(rig.answers().values()) == 1, rig.answers()
 
 
@@ -186,7 +195,7 @@ async def test_with_the_store_down_no_process_answers_and_the_retry_after_it_is_
             status, _ = await rig.send(worker, event, event_id=event_id, retry_num=2)
             assert status == 200
     await answered(rig, "q0", "q1", "q2")
-    await asyncio.sleep(1.0)
+    await rig.settled()
     assert max(rig.answers().values()) == 1, rig.answers()
 
 
