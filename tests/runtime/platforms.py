@@ -8,6 +8,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.fakes.discord_gateway import FakeDiscord
@@ -123,3 +124,28 @@ async def wait_for_log(stream: asyncio.StreamReader, event: str) -> None:
                     return
             except ValueError:
                 continue
+
+
+def write_config(tmp_path: Path, name: str, where: Platform, model_url: str) -> Path:
+    """`threadline run`'s config: one support agent on the platform, a SQLite file in
+    `tmp_path`, the model at `model_url`, JSON logs."""
+    config = tmp_path / "threadline.yaml"
+    config.write_text(f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+model:
+  provider: anthropic
+  api_key: ${{ANTHROPIC_API_KEY}}
+  base_url: {model_url}
+log:
+  format: json
+ops:
+  port: 0
+channels:
+  {name}:
+{where.channel_yaml}agents:
+  support:
+    system_prompt: You help.
+    channels: [{name}]
+""", encoding="utf-8")
+    return config

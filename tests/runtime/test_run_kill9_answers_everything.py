@@ -23,7 +23,7 @@ import pytest
 
 from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
-from tests.runtime.platforms import PEOPLE, Platform, platform, replies_sent, say
+from tests.runtime.platforms import PEOPLE, Platform, platform, replies_sent, say, write_config
 from threadline.history.sql_store import SqlConversationStore
 
 QUESTIONS = 4
@@ -36,29 +36,6 @@ def answer_the_newest_question(body: dict[str, Any]) -> Reply:
     words = last if isinstance(last, str) else " ".join(
         block.get("text", "") for block in last if isinstance(block, dict))
     return text(f"answer {_TAG.findall(words)[-1]}", delay=0.4)
-
-
-def write_config(tmp_path: Path, name: str, where: Platform, model_url: str) -> Path:
-    config = tmp_path / "threadline.yaml"
-    config.write_text(f"""\
-store:
-  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
-model:
-  provider: anthropic
-  api_key: ${{ANTHROPIC_API_KEY}}
-  base_url: {model_url}
-log:
-  format: json
-ops:
-  port: 0
-channels:
-  {name}:
-{where.channel_yaml}agents:
-  support:
-    system_prompt: You help.
-    channels: [{name}]
-""", encoding="utf-8")
-    return config
 
 
 def logged(log: Path, event: str) -> bool:

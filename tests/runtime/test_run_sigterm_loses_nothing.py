@@ -18,7 +18,14 @@ import pytest
 
 from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, text
-from tests.runtime.platforms import PEOPLE, platform, replies_sent, say, wait_for_log
+from tests.runtime.platforms import (
+    PEOPLE,
+    platform,
+    replies_sent,
+    say,
+    wait_for_log,
+    write_config,
+)
 from threadline.history.sql_store import SqlConversationStore
 
 
@@ -28,25 +35,7 @@ async def test_sigterm_mid_conversation_loses_nothing(tmp_path: Path, name: str)
     async with platform(name) as where, FakeAnthropic() as anthropic:
         # Each answer is held back long enough for SIGTERM to arrive while it is pending.
         anthropic.script(*(text(f"answer {n}", delay=1.0) for n in range(PEOPLE)))
-        config = tmp_path / "threadline.yaml"
-        config.write_text(f"""\
-store:
-  url: sqlite+aiosqlite:///{db}
-model:
-  provider: anthropic
-  api_key: ${{ANTHROPIC_API_KEY}}
-  base_url: {anthropic.url}
-log:
-  format: json
-ops:
-  port: 0
-channels:
-  {name}:
-{where.channel_yaml}agents:
-  support:
-    system_prompt: You help.
-    channels: [{name}]
-""", encoding="utf-8")
+        config = write_config(tmp_path, name, where, anthropic.url)
         process = await asyncio.create_subprocess_exec(
             str(THREADLINE), "run", str(config), cwd=tmp_path,
             env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
