@@ -28,7 +28,9 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
+def insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
+    """Record `message` as to be answered inside the caller's transaction (a scheduled turn is
+    recorded with the claim of its schedule); False when the inbox or history has it."""
     if conn.rows("SELECT 1 FROM threadline_messages WHERE id = :id", {"id": message.id}):
         return False
     now = _now_us()
@@ -122,7 +124,7 @@ class SqlTurnInbox:
         self._run = run
 
     async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
-        inserted: bool = await self._run("record an inbound turn", True, _insert_turn, message,
+        inserted: bool = await self._run("record an inbound turn", True, insert_turn, message,
                                          channel)
         return inserted
 
