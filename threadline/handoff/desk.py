@@ -96,8 +96,8 @@ class HandoffDesk:
 
     async def hand_off(self, asking: StoredMessage, *, channel: Channel | None,
                        reason: str = "", summary: str = "") -> str:
-        """Hand `asking`'s conversation to people and notify the team (once); what to tell
-        the customer."""
+        """Hand `asking`'s conversation to people and notify the team (once per handoff: asking
+        again while it holds tells nobody twice); what to tell the customer."""
         now = self.clock.now()
         customer = asking.participant
         new = await self.book.start(Handoff(
@@ -107,6 +107,9 @@ class HandoffDesk:
         hours = self.pause.total_seconds() / 3600
         log.info("handoff.started", conversation_id=asking.conversation_id, new=new,
                  customer=customer.id)
+        if not new:
+            return ("This conversation is already with the team; a person will answer here "
+                    "(the bot stays quiet until someone sends /bot on).")
         notified = await self._notify(asking, channel, reason=reason, summary=summary)
         told = " The team has been told." if notified else ""
         return (f"A person will answer here; the bot stays quiet in this conversation until "
