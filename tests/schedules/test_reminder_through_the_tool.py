@@ -55,7 +55,7 @@ def in_the_asking_thread(name: str, where: Platform) -> bool:
                   if REMINDER in str(c.params.get("text"))]
         return bool(post.params.get("thread_ts") == where.extra["threads"][0])
     [post] = [m for m in where.fake.posted if REMINDER in m["content"]]
-    return bool(str(post["channel_id"]) == str(where.extra["channels"][0].id))
+    return bool(str(post["channel_id"]) == str(where.extra["channels"][0]))
 
 
 async def stored_reminders(tmp_path: Path) -> list[Any]:
