@@ -123,8 +123,9 @@ _INSERT = (f"INSERT INTO threadline_schedules ({_COLUMNS}) VALUES (:id, :name, :
            ":created)")
 
 
-def _add(conn: SqlRunner, schedule: Schedule) -> None:
-    conn.rowcount(_INSERT, _params(schedule))
+def _add(conn: SqlRunner, schedules: Sequence[Schedule]) -> None:
+    for schedule in schedules:
+        conn.rowcount(_INSERT, _params(schedule))
 
 
 def _put_named(conn: SqlRunner, schedule: Schedule) -> bool:
@@ -245,8 +246,12 @@ class ScheduleBook:
         self.store = store
 
     async def add(self, schedule: Schedule) -> Schedule:
-        await self.store.run("add a schedule", _add, schedule, write=True)
+        await self.store.run("add a schedule", _add, [schedule], write=True)
         return schedule
+
+    async def add_many(self, schedules: Sequence[Schedule]) -> None:
+        """Add schedules in one transaction (an import, a benchmark)."""
+        await self.store.run("add schedules", _add, list(schedules), write=True)
 
     async def keep_configured(self, schedules: Sequence[Schedule]) -> None:
         """Make the named (configured) schedules these: added, updated, the others cancelled."""
