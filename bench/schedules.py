@@ -55,9 +55,12 @@ async def run(urls: list[str], count: int, spread: float) -> dict[str, Any]:
     await ScheduleBook(stores[0]).add_many(plan)
     late: list[float] = []
     woken: Counter[str] = Counter()
+    all_fired = asyncio.Event()
 
     def wake(conversation_id: str) -> None:
         woken[conversation_id] += 1
+        if len(woken) == count:
+            all_fired.set()
         moment = due[conversation_id]
         assert moment is not None
         late.append((datetime.now(UTC) - moment).total_seconds())
@@ -68,8 +71,7 @@ async def run(urls: list[str], count: int, spread: float) -> dict[str, Any]:
         scheduler.start()
     try:
         async with asyncio.timeout(spread + 120):
-            while len(woken) < count:
-                await asyncio.sleep(0.1)
+            await all_fired.wait()
         await asyncio.sleep(1.0)  # any double claim would show now
     finally:
         for scheduler in schedulers:
