@@ -1,6 +1,7 @@
 """A reminder the agent promises through its `schedule` tool, on each platform's fake, through
 `threadline run`: posted once at its time where it was asked; and with the process killed
-(`kill -9`) before it is due and started again after, posted once, marked late.
+(`kill -9`) before it is due and started again after, posted once, marked late. The time is
+read in the person's zone where the platform says it (Slack), else the config's.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ async def test_a_reminder_set_through_the_tool_is_posted_once_in_the_asking_thre
         tmp_path: Path, name: str) -> None:
     async with platform(name, streaming=False) as where, FakeAnthropic() as anthropic:
         anthropic.responder = remind_in(2)
+        if name == "slack":  # Slack says the person's time zone; the others do not
+            where.fake.add_user("U0ALICE", display_name="Alice", tz="Europe/Paris")
         process = await start(configure(tmp_path, name, where, anthropic.url), where,
                               tmp_path / "run.log")
         try:
@@ -88,6 +91,10 @@ async def test_a_reminder_set_through_the_tool_is_posted_once_in_the_asking_thre
         assert reminders(name, where) == [REMINDER]
         assert in_the_asking_thread(name, where)
         assert len(anthropic.requests) == 2  # the ask and the tool round; the post took none
+        zone = "Europe/Paris" if name == "slack" else "UTC"  # the person's, else the config's
+        [result] = [b for b in anthropic.bodies[1]["messages"][-1]["content"]
+                    if b.get("type") == "tool_result"]
+        assert f"{zone}. People can see or cancel it" in json.dumps(result), result
         [stored] = await stored_reminders(tmp_path)
         assert stored.metadata.message_id  # recorded as posted
 

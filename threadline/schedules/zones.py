@@ -26,7 +26,7 @@ class TimeZones:
         self.per_channel = dict(per_channel or {})
         for name in self.per_channel.values():
             zone(name)
-        self.channels: Mapping[str, Channel] = channels or {}
+        self.channels: Mapping[str, Channel] = channels if channels is not None else {}
 
     async def of(self, message: StoredMessage, channel: str | None) -> str:
         """The time zone `message`'s author reads times in."""
