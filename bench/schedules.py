@@ -32,6 +32,7 @@ from figures import percentile  # noqa: E402
 from store import ensure_pg_schema  # noqa: E402
 
 from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.log import configure_logging  # noqa: E402
 from threadline.schedules import Schedule, ScheduleBook, Scheduler  # noqa: E402
 
 
@@ -97,6 +98,7 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 schedules over 5 s")
     args = parser.parse_args()
     count, spread = (1_000, 5.0) if args.quick else (args.count, args.spread)
+    configure_logging("warning")  # a console line per firing would be measured too
     print(f"{count:,} schedules due over {spread:g} s ({count / spread:,.0f} a second)")
     with tempfile.TemporaryDirectory() as folder:
         report("SQLite, one process", await run([f"sqlite:///{folder}/bench.db"], count, spread))

@@ -28,9 +28,7 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
-    """Record `message` as to be answered inside the caller's transaction (a scheduled turn is
-    recorded with the claim of its schedule); False when the inbox or history has it."""
+def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
     if conn.rows("SELECT 1 FROM threadline_messages WHERE id = :id", {"id": message.id}):
         return False
     now = _now_us()
@@ -41,6 +39,23 @@ def insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) ->
         {"turn_id": message.id, "cid": message.conversation_id, "channel": channel,
          "message": _encode(message), "now": now},
     ) == 1
+
+
+def insert_new_turns(conn: SqlRunner, turns: Sequence[tuple[StoredMessage, str | None]]) -> None:
+    """Record turns no platform delivered (a schedule's slots, claimed once by their caller) as
+    to be answered, in one statement inside the caller's transaction."""
+    if not turns:
+        return
+    now = _now_us()
+    rows = ", ".join(f"(:turn_id{i}, :cid{i}, :channel{i}, 'received', 0, :message{i}, :now, "
+                     ":now)" for i in range(len(turns)))
+    params: dict[str, Any] = {"now": now}
+    for i, (message, channel) in enumerate(turns):
+        params.update({f"turn_id{i}": message.id, f"cid{i}": message.conversation_id,
+                       f"channel{i}": channel, f"message{i}": _encode(message)})
+    conn.rowcount(
+        "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
+        f"message_json, received_us, updated_us) VALUES {rows} ON CONFLICT DO NOTHING", params)
 
 
 def _open_turns(conn: SqlRunner, conversation_id: str) -> list[InboxTurn]:
@@ -124,7 +139,7 @@ class SqlTurnInbox:
         self._run = run
 
     async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
-        inserted: bool = await self._run("record an inbound turn", True, insert_turn, message,
+        inserted: bool = await self._run("record an inbound turn", True, _insert_turn, message,
                                          channel)
         return inserted
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from croniter import croniter
 
 from threadline.history.model import StoredMessage
-from threadline.history.sql_inbox import insert_turn
+from threadline.history.sql_inbox import insert_new_turns
 from threadline.history.sql_operations import SqlRunner
 from threadline.history.sql_store import SqlConversationStore
 from threadline.schedules.timing import Timing, next_occurrence, zone
@@ -210,27 +210,36 @@ def _claim_due(conn: SqlRunner, now: datetime, limit: int, late_after: float,
     rows = conn.rows(f"SELECT {_COLUMNS} FROM threadline_schedules WHERE state = 'active' "
                      f"AND due_us <= :now ORDER BY due_us LIMIT :limit{lock}",
                      {"now": _us(now), "limit": limit})
-    firings: list[Firing] = []
-    for schedule in map(_from_row, rows):
+    if not rows:
+        return []
+    plans: dict[str, tuple[Schedule, datetime, datetime | None, float]] = {}
+    moves: dict[str, Any] = {}
+    for i, schedule in enumerate(map(_from_row, rows)):
         slot, following = _slot_and_next(schedule, now)
         lateness = (now - slot).total_seconds()
         skipped = lateness > grace
-        state = "active" if following is not None else "missed" if skipped else "done"
-        moved = conn.rowcount(
-            "UPDATE threadline_schedules SET due_us = :next, state = :state, "
-            "fired = fired + :fired WHERE schedule_id = :id AND due_us = :due AND "
-            "state = 'active'",
-            {"next": None if following is None else _us(following), "state": state,
-             "fired": 0 if skipped else 1, "id": schedule.id,
-             "due": _us(schedule.due_at or now)})
-        if moved != 1:
-            continue  # another process claimed it first
-        turn = None
-        if not skipped:
-            turn = scheduled_turn(schedule, slot=slot, late_by=lateness
-                                  if lateness > late_after else None, expires=following)
-            insert_turn(conn, turn, schedule.channel)
+        plans[schedule.id] = (schedule, slot, following, lateness)
+        moves.update({f"id{i}": schedule.id, f"due{i}": _us(schedule.due_at or now),
+                      f"next{i}": None if following is None else _us(following),
+                      f"state{i}": "active" if following is not None
+                      else "missed" if skipped else "done",
+                      f"fired{i}": 0 if skipped else 1})
+    # One guarded update for the whole batch: a row another process moved first stays out.
+    values = ", ".join(f"(:id{i}, CAST(:due{i} AS BIGINT), CAST(:next{i} AS BIGINT), "
+                       f":state{i}, CAST(:fired{i} AS INTEGER))" for i in range(len(rows)))
+    moved = conn.rows(
+        "UPDATE threadline_schedules SET due_us = v.column3, state = v.column4, "
+        f"fired = fired + v.column5 FROM (VALUES {values}) AS v WHERE schedule_id = v.column1 "
+        "AND threadline_schedules.due_us = v.column2 AND threadline_schedules.state = 'active' "
+        "RETURNING schedule_id", moves)
+    firings: list[Firing] = []
+    for (schedule_id,) in moved:
+        schedule, slot, following, lateness = plans[schedule_id]
+        turn = None if lateness > grace else scheduled_turn(
+            schedule, slot=slot, late_by=lateness if lateness > late_after else None,
+            expires=following)
         firings.append(Firing(schedule=schedule, slot=slot, turn=turn))
+    insert_new_turns(conn, [(f.turn, f.schedule.channel) for f in firings if f.turn is not None])
     return firings
 
 
