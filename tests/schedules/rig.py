@@ -20,16 +20,13 @@ from threadline.schedules import ScheduleBook, Scheduler, schedule_commands, sch
 
 
 class FakeClock:
-    """A clock tests move by hand; `sleep` only yields."""
+    """A clock tests move by hand."""
 
     def __init__(self, start: datetime) -> None:
         self.moment = start
 
     def now(self) -> datetime:
         return self.moment
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(0)
 
     def advance(self, **delta: float) -> None:
         self.moment += timedelta(**delta)

@@ -9,13 +9,11 @@ missed at start and fires them late (within `grace`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable, Collection
 
 import structlog
 
-from threadline.errors import StoreError
+from threadline.periodic import Periodic
 from threadline.schedules.book import Firing, ScheduleBook
 from threadline.schedules.clock import Clock, SystemClock
 from threadline.schedules.zones import TimeZones
@@ -23,7 +21,7 @@ from threadline.schedules.zones import TimeZones
 log = structlog.get_logger("threadline.schedules")
 
 
-class Scheduler:
+class Scheduler(Periodic):
     """Fires due schedules into the pipeline; also what the `schedule` tool and `/remind`
     need (the book, the clock, the time zones and who may cancel others' schedules)."""
 
@@ -33,15 +31,14 @@ class Scheduler:
                  late_after: float = 60.0, grace: float = 86_400.0, batch: int = 200) -> None:
         self.book = book
         self.wake = wake  # the turn pipeline's: its scan would find the turns a second later
-
         self.clock = clock or SystemClock()
         self.zones = zones or TimeZones()
         self.admins = frozenset(admins)
-        self.poll_interval = poll_interval
         self.late_after = late_after
         self.grace = grace
         self.batch = batch
-        self._task: asyncio.Task[None] | None = None
+        self._wait = poll_interval
+        super().__init__(self._round, every=poll_interval, name="schedules.round")
 
     async def fire_due(self) -> list[Firing]:
         """Claim every schedule due now and wake the conversations they post in."""
@@ -65,30 +62,16 @@ class Scheduler:
             if len(firings) < self.batch:
                 return fired
 
-    async def _run(self) -> None:
-        while True:
-            wait = self.poll_interval
-            try:
-                soonest = await self.book.next_due()  # a read; claiming writes
-                if soonest is not None:
-                    wait = min(wait, (soonest - self.clock.now()).total_seconds())
-                if wait <= 0:
-                    if not await self.fire_due():  # another replica holds them: look again
-                        await self.clock.sleep(0.05)
-                    continue
-            except StoreError as exc:
-                log.warning("schedules.store_unavailable", error=str(exc),
-                            retry_in=self.poll_interval)
-            await self.clock.sleep(max(wait, 0.01))
+    async def _round(self) -> None:
+        """Fire what is due; note when to look again (the soonest due, at most `every`)."""
+        self._wait = self.every
+        soonest = await self.book.next_due()  # a read; claiming writes
+        if soonest is None or soonest > self.clock.now():
+            if soonest is not None:
+                self._wait = min(self.every, (soonest - self.clock.now()).total_seconds())
+            return
+        fired = await self.fire_due()
+        self._wait = 0.0 if fired else 0.05  # none: another replica holds them; look again
 
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                                name="threadline-scheduler")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+    def next_wait(self) -> float:
+        return max(self._wait, 0.0)
