@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from asyncio.subprocess import Process
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,22 @@ def in_the_asking_thread(name: str, where: Platform) -> bool:
     return bool(str(post["channel_id"]) == str(where.extra["channels"][0]))
 
 
+@asynccontextmanager
+async def running(config: Path, where: Platform, log: Path) -> AsyncIterator[Process]:
+    """`threadline run` for the block, stopped with SIGTERM after it (killed if it lingers)."""
+    process = await start(config, where, log)
+    try:
+        yield process
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(60):
+                await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
 async def stored_reminders(tmp_path: Path) -> list[Any]:
     async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
         turns = [m for c in await store.list_conversations() for m in
@@ -73,21 +92,13 @@ async def test_a_reminder_set_through_the_tool_is_posted_once_in_the_asking_thre
         anthropic.responder = remind_in(2)
         if name == "slack":  # Slack says the person's time zone; the others do not
             where.fake.add_user("U0ALICE", display_name="Alice", tz="Europe/Paris")
-        process = await start(configure(tmp_path, name, where, anthropic.url), where,
-                              tmp_path / "run.log")
-        try:
+        async with running(configure(tmp_path, name, where, anthropic.url), where,
+                           tmp_path / "run.log"):
             await say(name, where, 0, "remind me in 2 seconds to stretch")
             await until(lambda: "Done, I will remind you." in replies_sent(name, where))
             assert reminders(name, where) == []  # not before its time
             await until(lambda: bool(reminders(name, where)))
             await asyncio.sleep(1.0)  # several scheduler rounds: none may post it again
-            process.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(60):
-                await process.wait()
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
         assert reminders(name, where) == [REMINDER]
         assert in_the_asking_thread(name, where)
         assert len(anthropic.requests) == 2  # the ask and the tool round; the post took none
@@ -105,29 +116,16 @@ async def test_a_reminder_due_while_killed_is_posted_once_late_after_the_restart
     async with platform(name, streaming=False) as where, FakeAnthropic() as anthropic:
         anthropic.responder = remind_in(3)
         config = configure(tmp_path, name, where, anthropic.url)
-        first = await start(config, where, tmp_path / "first.log")
-        try:
+        async with running(config, where, tmp_path / "first.log") as first:
             await say(name, where, 0, "remind me in 3 seconds to stretch")
             await until(lambda: "Done, I will remind you." in replies_sent(name, where))
             first.send_signal(signal.SIGKILL)
             await first.wait()
-        finally:
-            if first.returncode is None:
-                first.kill()
-                await first.wait()
         assert reminders(name, where) == []
         await asyncio.sleep(5)  # it falls due while no process runs
-        second = await start(config, where, tmp_path / "second.log")
-        try:
+        async with running(config, where, tmp_path / "second.log"):
             await until(lambda: bool(reminders(name, where)))
-            await asyncio.sleep(1.0)
-            second.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(60):
-                await second.wait()
-        finally:
-            if second.returncode is None:
-                second.kill()
-                await second.wait()
+            await asyncio.sleep(1.0)  # several scheduler rounds: none may post it again
         [posted] = reminders(name, where)
         assert posted.startswith(REMINDER) and "(late: this was due at" in posted
         assert in_the_asking_thread(name, where)
