@@ -266,7 +266,8 @@ class HandoffNotify(_Section):
 class HandoffSettings(_Section):
     """Human handoff (`threadline.handoff`): `/human`, `/bot on` and the `hand_off` tool. The
     bot stays quiet `pause_hours` after the last human reply. `team` (identities) are the
-    humans who answer; empty: anyone but the customer and bots."""
+    humans who answer; empty: anyone but the customer and bots. The tool is offered only
+    with `notify` set (someone to hand to)."""
 
     enabled: bool = True
     pause_hours: float = Field(default=24.0, gt=0)

@@ -55,7 +55,10 @@ class Proactive:
         tools: list[TurnTool] = []
         if self.scheduler is not None and self.settings.scheduler.tool:
             tools.append(schedule_tool(self.scheduler))
-        if self.desk is not None and self.settings.handoff.tool:
+        # Only with a team to hand to: without one, a model handing off would silence the bot
+        # with nobody told.
+        if (self.desk is not None and self.settings.handoff.tool
+                and self.settings.handoff.notify is not None):
             tools.append(hand_off_tool(self.desk, self.channels))
         return tools
 
