@@ -3,16 +3,21 @@
     receive          the channel hands over a normalized turn; a turn the inbox or the history
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
-                     acknowledge the platform (`receive` returned), so a crash loses nothing
+                     acknowledge the platform (`receive` returned), so a crash loses nothing;
+                     an edit or a deletion of it changes it there while it waits (`edit`,
+                     `delete`), the stored turn once it is answered
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
                      instead, never by a model, through the same reply ledger, and recorded
-    answer           each addressed agent runs its turn (capture, delivery and its own
-                     interceptors around it); its reply is claimed in the reply ledger, posted,
-                     recorded as delivered with its platform ids, and stored
+    answer           each addressed agent runs its turn inside the pipeline's reply step
+                     (the status shown while its own interceptors and the model run)
+    deliver, record  every reply, a model's or a command's, takes one path
+                     (`_deliver_and_record`): claimed in the reply ledger, posted, recorded
+                     as delivered with its platform ids, then stored through capture's
+                     durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
@@ -40,11 +45,16 @@ from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
+from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
-from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
-from threadline.reply_delivery import LedgeredReply, interrupted_stream
-from threadline.turn import AgentResult, Deliver, reply_turn_id
+from threadline.reply_delivery import (
+    LedgeredReply,
+    interrupted_stream,
+    post_result,
+    with_platform_ids,
+)
+from threadline.turn import AgentResult, Deliver, TurnContext, reply_turn_id
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
@@ -350,7 +360,8 @@ class TurnPipeline:
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
-            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason)
+            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
+                                      recording=self._reply_step(deliver))
         except StoreError:
             raise
         except Exception:
@@ -436,18 +447,44 @@ class TurnPipeline:
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))
         channel = turn.attachment.channel
-        ids: list[str] = []
+        deliver = None
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)
                           if answer.choices else channel.send_reply)
-            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
-        if ids:
-            reply = with_platform_ids(reply, ids)
-        await self.writer.record(reply)
-        bound.info("pipeline.command_answered", delivered=len(ids))
-        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
-                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
-                            stop_reason="command")]
+            deliver = self._deliver(channel, message, responder.name, post=post)
+        result = await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=message.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="command"))
+        bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
+        return [result]
+
+    def _reply_step(self, deliver: Deliver | None) -> Interceptor:
+        """An agent turn's outermost step: the status shown while the agent runs, then its
+        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
+
+        async def step(context: TurnContext, call_next: CallNext) -> AgentResult:
+            if deliver is None:
+                return await self._deliver_and_record(None, await call_next())
+            await deliver.working()
+            try:
+                result = await call_next()
+            except BaseException as exc:
+                await deliver.abandon(exc)
+                raise
+            return await self._deliver_and_record(deliver, result)
+
+        return step
+
+    async def _deliver_and_record(self, deliver: Deliver | None, result: AgentResult
+                                  ) -> AgentResult:
+        """Every reply's one path, a model's or a command's: posted once through the reply
+        ledger (when there is a channel), then stored by capture's writer (durable even while
+        the store is away, never fatal to the reply)."""
+        if deliver is not None:
+            result = await post_result(deliver, result)
+        if result.outbound is not None:
+            await self.writer.record(result.outbound)
+        return result
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

@@ -4,16 +4,16 @@
                     conversation_history=SqlConversationStore("sqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
-One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
-the turn pipeline passes `deliver`) -> the agent's own interceptors -> `assemble_prompt` from
-the store -> model call (its text shown as it is written, where the provider streams) -> the
-tools it asked for (the status names them) -> model call ... until the model ends its
-turn, `max_tool_rounds` tool rounds have run, or `timeout` seconds have passed -> an
-`AgentResult` whose reply delivery posts and capture then stores.
+One turn, top to bottom: the recording step (always first) -> the agent's own interceptors
+-> `assemble_prompt` from the store -> model call (its text shown as it is written, where the
+provider streams and the turn has a `deliver`) -> the tools it asked for (the status names
+them) -> model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run,
+or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores.
 
-Embedded without channels, `invoke` is the pipeline's answering step alone: both turns are
-recorded through the agent's writer, nothing is posted. With channels, `Team` runs the whole
-pipeline (`threadline.pipeline`) and gives every agent its one writer.
+Embedded without channels, `invoke` records through capture (`CaptureInterceptor`): the inbound
+turn before the run, the reply after it, through the agent's writer; nothing is posted. With
+channels, the turn pipeline (`threadline.pipeline`) owns the turn: it records the inbound turn
+itself and passes its own recording step, which delivers the reply and then records it.
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
-from threadline.interceptors.delivery import DeliveryInterceptor
 from threadline.people.memory import person_memory_for
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
@@ -217,11 +216,14 @@ class Agent:
         aliases: Sequence[str] = (),
         deliver: Deliver | None = None,
         reason: str | None = None,
+        recording: Interceptor | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
-        With `deliver`, the reply is posted through it before the outbound turn is stored.
-        `reason` says why this agent answers (the team's routing decision).
+        `recording` is the turn's outermost step, which stores what the turn says: capture by
+        default, the turn pipeline's when it drives the agent. `deliver` is where the reply is
+        shown while it is written (the status, streamed text). `reason` says why this agent
+        answers (the team's routing decision).
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
@@ -229,8 +231,7 @@ class Agent:
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
             aliases=tuple(aliases), deliver=deliver, reason=reason,
         )
-        delivery = (DeliveryInterceptor(),) if deliver is not None else ()
-        chain = (CaptureInterceptor(self.writer), *delivery, *self.interceptors)
+        chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
         try:
             result = await run_chain(chain, context, lambda c: self._turn(c, trace))
