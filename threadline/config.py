@@ -214,12 +214,15 @@ class PeopleSettings(_Section):
 class HistorySettings(_Section):
     """How long turns are kept: `retention_days` for all, `retention_days_for` per conversation
     id or workspace (`slack:T123`, `telegram:-100456`), the longest matching key winning
-    (None keeps forever). Pruning runs in the background every `prune_every_minutes`."""
+    (None keeps forever). Pruning runs in the background every `prune_every_minutes`.
+    `answer_edits`: a person's edit of a message already answered is stored, and answered
+    again only when this is on (a message still waiting is always answered as edited)."""
 
     retention_days: float | None = Field(default=None, gt=0)
     retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
         default_factory=dict)
     prune_every_minutes: float = Field(default=60, gt=0)
+    answer_edits: bool = False
 
 
 class AgentChannel(_Section):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
@@ -54,7 +55,7 @@ from threadline.reply_delivery import (
     post_result,
     with_platform_ids,
 )
-from threadline.turn import AgentResult, Deliver, TurnContext, reply_turn_id
+from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
@@ -100,6 +101,7 @@ class TurnPipeline:
         answer_bots: bool = False,
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
+        answer_edits: bool = False,
     ) -> None:
         self.agents = agents
         self.commands = commands or CommandRegistry()
@@ -113,6 +115,7 @@ class TurnPipeline:
         self.max_attempts = max_attempts
         self.answer_bots = answer_bots
         self.scan_interval = scan_interval
+        self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
@@ -172,6 +175,53 @@ class TurnPipeline:
                 waiting.remove(done)
             if not waiting:
                 self._waiting.pop(message.id, None)
+
+    # -- edits and deletions -----------------------------------------------------------------
+
+    async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
+        """A person edited a message: a turn still waiting is answered as edited; an answered
+        one is edited in the history (and answered again when `answer_edits` is on)."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.edit_waiting(turn_id, content):
+                bound.info("pipeline.waiting_turn_edited")
+                return
+            if not await self.store.edit_message(conversation_id, turn_id, content):
+                bound.warning("pipeline.edit_unknown_turn",
+                              detail="neither waiting nor stored (said before the bot joined, "
+                                     "or taken by a worker this very moment): nothing changed")
+                return
+            bound.info("pipeline.stored_turn_edited", answered_again=self.answer_edits)
+            if self.answer_edits:
+                await self._answer_again(conversation_id, turn_id, content, bound)
+        except StoreError as exc:
+            bound.error("pipeline.edit_failed", error=str(exc))
+
+    async def delete(self, conversation_id: str, turn_id: str) -> None:
+        """A person deleted a message: a turn still waiting is not answered; a stored one
+        leaves the history."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.cancel_waiting(turn_id):
+                bound.info("pipeline.waiting_turn_cancelled")
+                self._resolve(turn_id, [])
+            await self.store.delete_messages(conversation_id, [turn_id])
+        except StoreError as exc:
+            bound.error("pipeline.delete_failed", error=str(exc))
+
+    async def _answer_again(self, conversation_id: str, turn_id: str, content: str,
+                            bound: Any) -> None:
+        """The edited turn waits in the inbox once more, marked with its edit (so its replies
+        are new turns: `reply_turn_id`)."""
+        [stored] = await self.store.get_by_ids(conversation_id, [turn_id])
+        digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+        edited = replace(stored, sequence=None, token_count=None, metadata=replace(
+            stored.metadata, extra={**stored.metadata.extra, EDITED: digest}))
+        if await self.inbox.answer_again(edited):
+            self.wake(conversation_id)
+        else:
+            bound.warning("pipeline.edit_not_answered_again",
+                          detail="the inbox no longer holds this turn, or it is still open")
 
     # -- own each conversation -------------------------------------------------------------
 
@@ -342,7 +392,7 @@ class TurnPipeline:
                          *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
         (only a turn taken again after a crash can have one)."""
-        reply_id = reply_turn_id(inbound.id, agent.name)
+        reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
         if retried:
             try:
@@ -436,7 +486,7 @@ class TurnPipeline:
         targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
         responder = targets[0]
         bound = bound.bind(command=name, agent=responder.name)
-        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        earlier = (await self.inbox.delivery(reply_turn_id(message, responder.name))
                    if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]

@@ -183,7 +183,7 @@ class Runtime:
         ]
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
-        team = Team(agents, lock=lock)
+        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():

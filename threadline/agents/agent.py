@@ -400,7 +400,7 @@ class Agent:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
         return StoredMessage(
-            id=reply_turn_id(inbound.id, self.name),
+            id=reply_turn_id(inbound, self.name),
             conversation_id=inbound.conversation_id,
             participant=self.participant,
             content=text,
