@@ -48,7 +48,6 @@ from threadline.agents.agent import Agent  # noqa: E402
 from threadline.agents.anthropic_provider import AnthropicProvider  # noqa: E402
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
-from threadline.agents.team import Team  # noqa: E402
 from threadline.history import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
@@ -56,8 +55,9 @@ from threadline.history.prompt import PromptMessage  # noqa: E402
 from threadline.history.sql_operations import SqlRunner  # noqa: E402
 from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
-from threadline.interceptors.spend_limit import SpendLimitInterceptor  # noqa: E402
 from threadline.spend import Charge, DailyBudgets, Spend, SpendLedger  # noqa: E402
+from threadline.spend.limit import SpendLimitInterceptor  # noqa: E402
+from threadline.team import Team  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40

@@ -36,10 +36,11 @@ import hashlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
 from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import StoreError, TurnNotRecordedError
@@ -56,9 +57,6 @@ from threadline.reply_delivery import (
     with_platform_ids,
 )
 from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
 
 log = structlog.get_logger("threadline.pipeline")
 
@@ -490,13 +488,15 @@ class TurnPipeline:
                    if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]
+        channel = turn.attachment.channel
+        identity = channel.identity if channel is not None else None
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox))
+            bot=identity.username or identity.display_name if identity is not None else None,
+            store=self.store, outbox=self.writer.outbox))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))
-        channel = turn.attachment.channel
         deliver = None
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)

@@ -9,8 +9,8 @@ import pytest
 
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
-from threadline.agents.team import Team
 from threadline.history import SqlConversationStore
+from threadline.team import Team
 
 
 @pytest.mark.parametrize("answer_edits", [False, True])

@@ -22,7 +22,7 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from tests.fakes.slack import FakeSlack, fake_slack_fixture
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.channels.base import Channel
 from threadline.channels.discord.channel import DiscordChannel
@@ -30,6 +30,7 @@ from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
 from threadline.history import SqlConversationStore
 from threadline.history.inbox import TurnState
+from threadline.team import Team
 
 anthropic = fake_anthropic_fixture()
 slack = fake_slack_fixture()

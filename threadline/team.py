@@ -18,15 +18,22 @@ from collections.abc import Iterable, Sequence
 
 from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, ChannelEvents
-from threadline.commands import CommandRegistry, default_commands
+from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, SingleProcessLock
+from threadline.people.forget_me import FORGET_ME
 from threadline.pipeline import Attachment, TurnPipeline
 from threadline.turn import AgentResult
+
+
+def default_commands() -> CommandRegistry:
+    """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
+    `/forget-me` (`threadline.people.forget_me`)."""
+    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
 
 
 def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) -> frozenset[str]:
