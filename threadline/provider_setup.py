@@ -29,8 +29,10 @@ from pydantic import ValidationError
 
 from threadline.agents.llm import ModelProvider
 from threadline.agents.providers import (
+    AUTO,
     ProviderPlug,
     ProviderSettings,
+    default_plug,
     provider_names,
     provider_plug,
 )
@@ -68,7 +70,7 @@ class AgentModel:
 def key_variable(provider: str, *, base_url: str | None) -> str | None:
     """The environment variable a provider's key is taken from when the config names none
     (None: no such variable, or not for a server at `base_url`)."""
-    name = "anthropic" if provider == "auto" else provider
+    name = AUTO[0] if provider == "auto" else provider
     try:
         plug = provider_plug(name)
     except ConfigError:
@@ -222,13 +224,18 @@ def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:
             f"model provider {choice.entry} ({choice.plug.name})")
         if subject not in found:
             found[subject] = _check(choice, chosen.model)
-    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
+    if offline_by_default(settings):
         found["model"] = _offline_by_default
     return found
 
 
+def offline_by_default(settings: Settings) -> bool:
+    """`provider: auto` found no key for the default provider: the keyless fallback answers."""
+    return settings.model.provider == "auto" and settings.resolved_provider() == AUTO[-1]
+
+
 async def _offline_by_default() -> str:
-    return "no ANTHROPIC_API_KEY: agents will answer with the offline model"
+    return f"no {default_plug().key_variable}: agents will answer with the offline model"
 
 
 def _check(choice: ProviderChoice, model: str) -> Callable[[], Awaitable[str]]:

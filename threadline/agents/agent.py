@@ -29,7 +29,6 @@ from typing import Any
 
 import structlog
 
-from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.agents.llm import (
     ModelProvider,
     ModelRequest,
@@ -38,6 +37,7 @@ from threadline.agents.llm import (
     StreamingProvider,
 )
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
+from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, StoreError
@@ -112,13 +112,6 @@ def _as_tool(candidate: Any, agent_name: str) -> Tool:
     )
 
 
-def _default_provider() -> ModelProvider:
-    from threadline.agents.anthropic_provider import AnthropicProvider
-
-    provider: ModelProvider = AnthropicProvider()
-    return provider
-
-
 class Agent:
     """An LLM persona with a name, a system prompt, tools and a shared conversation store."""
 
@@ -127,7 +120,7 @@ class Agent:
         *,
         name: str,
         system_prompt: str = "",
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         tools: Iterable[Any] = (),
         conversation_history: ConversationStore | None = None,
         description: str = "",
@@ -155,7 +148,11 @@ class Agent:
             )
         self.name = name
         self.system_prompt = system_prompt
-        self.model = model
+        chosen = model or default_plug().default_model
+        if chosen is None:
+            raise ConfigError(f"agent {name!r}: name its model (model=...); the default "
+                              f"provider {default_plug().name!r} has no default model")
+        self.model = chosen
         self.description = description
         self.aliases = tuple(aliases)
         self.store: ConversationStore = conversation_history or InMemoryConversationStore()
@@ -173,7 +170,7 @@ class Agent:
             processors=(*options.processors, *processors),
         )
         self.interceptors = tuple(interceptors)
-        self.provider = provider if provider is not None else _default_provider()
+        self.provider = provider if provider is not None else build_default_provider()
         self.max_tool_rounds = max_tool_rounds
         self.timeout = timeout
         self.summarizer = summarizer
