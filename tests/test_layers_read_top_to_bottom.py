@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1] / "threadline"
 
 # Lowest first. A module belongs to the layer of the longest name that prefixes it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("threadline.errors", "threadline.log", "threadline.periodic"),
+    ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.plugs"),
     ("threadline.history", "threadline.backends"),
     ("threadline.turn", "threadline.locks"),
     ("threadline.interceptors",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from tests.cli.helpers import entry_point_package
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.providers import ProviderPlug, ProviderSettings
 
@@ -45,10 +46,5 @@ PLUG = ProviderPlug(name=NAME, settings=ShoutingSettings, build=_build, check=_c
 
 def registered_in(site: Path) -> Path:
     """A distribution in `site` (a folder to put on the path) that registers this provider."""
-    info = site / "threadline_shouting-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: threadline-shouting\n"
-                                   "Version: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        f"[threadline.providers]\n{NAME} = {__name__}:PLUG\n", encoding="utf-8")
-    return site
+    return entry_point_package(site, distribution="threadline-shouting",
+                               group="threadline.providers", name=NAME, value=f"{__name__}:PLUG")

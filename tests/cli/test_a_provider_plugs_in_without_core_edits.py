@@ -4,16 +4,13 @@ YAML, validated with its own settings, checked by `threadline check` and answers
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
 from pathlib import Path
 
 from tests.agents import shouting_provider
 from tests.channels import files_platform
-from tests.cli.helpers import THREADLINE, run_process
-from tests.cli.test_a_platform_plugs_in_without_core_edits import REPOSITORY, answered
+from tests.cli.helpers import run_process, run_until_replied
+from tests.cli.test_a_platform_plugs_in_without_core_edits import REPOSITORY
 
 CONFIG = """\
 ops:
@@ -53,20 +50,9 @@ async def test_a_plugged_in_provider_named_in_yaml_answers_through_run(tmp_path:
     assert "model provider loud (shouting): shouting with 'LOUD:'" in checked.out
 
     (tmp_path / "inbox.txt").write_text("@support is anyone there\n", encoding="utf-8")
-    environment = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **env}
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", "--no-input", str(config), cwd=tmp_path, env=environment,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    outbox = tmp_path / "outbox.txt"
-    try:
-        async with asyncio.timeout(60):
-            await answered(outbox)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    assert outbox.read_text(encoding="utf-8") == (
-        "support> LOUD: READER: @SUPPORT IS ANYONE THERE (shout-1)\n")
+    replies = await run_until_replied(config, cwd=tmp_path, env=env,
+                                      outbox=tmp_path / "outbox.txt")
+    assert replies == "support> LOUD: READER: @SUPPORT IS ANYONE THERE (shout-1)\n"
 
 
 def test_a_plugged_in_provider_checks_its_own_settings(tmp_path: Path) -> None:

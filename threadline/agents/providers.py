@@ -17,16 +17,15 @@ means (and which one an `Agent` built without one uses) is declared here, in `AU
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.agents.llm import ModelProvider
 from threadline.errors import ConfigError
+from threadline.plugs import load_plug, plug_references
 
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_TIMEOUT = 120.0
@@ -91,38 +90,28 @@ def register_provider(plug: ProviderPlug) -> None:
     _PLUGS[plug.name] = plug
 
 
-def _references() -> dict[str, str]:
-    """`name` -> `module:attribute`; a built-in name cannot be taken over by a plug-in."""
-    found = dict(BUILT_IN)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(entry.name, entry.value)
-    return found
-
-
 def provider_names() -> list[str]:
     """Every provider name a configuration may use: built in, plugged in or registered."""
-    return sorted({*_references(), *_PLUGS})
+    return sorted({*plug_references(ENTRY_POINT_GROUP, BUILT_IN), *_PLUGS})
 
 
 def provider_plug(name: str) -> ProviderPlug:
     """The plug named `name`, importing its module on first use."""
     if name in _PLUGS:
         return _PLUGS[name]
-    references = _references()
+    references = plug_references(ENTRY_POINT_GROUP, BUILT_IN)
     if name not in references:
         raise ConfigError(f"unknown model provider {name!r}; known providers: "
                           f"{', '.join(provider_names())} (a third-party provider registers "
                           f"under the {ENTRY_POINT_GROUP!r} entry point group)")
-    module_name, _, attribute = references[name].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        plug = load_plug(references[name])
     except ImportError as exc:
         extra = _EXTRAS.get(name) if name in BUILT_IN else None
         install = (f"run pip install 'threadline[{extra}]'" if extra else
                    "reinstall threadline" if name in BUILT_IN else "install its package")
         raise ConfigError(f"model provider {name!r} needs a package that is not installed "
                           f"({exc.name}); {install}") from exc
-    plug = getattr(module, attribute, None)
     if not isinstance(plug, ProviderPlug) or plug.name != name:
         raise ConfigError(f"{references[name]!r} is not the ProviderPlug for {name!r}")
     _PLUGS[name] = plug
