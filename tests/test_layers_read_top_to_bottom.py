@@ -2,8 +2,8 @@
 
 Reading one message's path top to bottom needs the layers to run one way: the command line and
 the runtime on top, then the app (the team and its turn pipeline), then what the app wires
-(inspector, spend, config, providers), the agents, people, the channels (the platforms), the
-commands they offer, the interceptors around an agent turn, the turn's own data, the history,
+(inspector, spend, config), provider set-up, the agents, people, the channels (the platforms),
+the commands they offer, the interceptors around an agent turn, the turn's own data, the history,
 and the errors everything shares at the bottom. A module may import its own layer and those
 below; an import that climbs, or a circle of imports (even through a function-local import),
 fails here with the line to fix.
@@ -34,20 +34,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.channels",),
     ("threadline.people",),
     ("threadline.agents",),
-    ("threadline.provider_setup", "threadline.config", "threadline.ops", "threadline.spend",
+    ("threadline.provider_setup",),
+    ("threadline.config", "threadline.ops", "threadline.spend",
      "threadline.inspector"),
     ("threadline.reply_delivery", "threadline.pipeline", "threadline.team"),
     ("threadline.runtime", "threadline.demo"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )
 
-# (importer, imported): why the import may climb.
-ALLOWED_UPWARD: dict[tuple[str, str], str] = {
-    ("threadline.provider_setup", "threadline.config"):
-        "type only: provider set-up reads the loaded `Settings`, and the loader checks the "
-        "provider entries with it; one layer, no runtime circle (the loader and the settings "
-        "models are one module today)",
-}
+# (importer, imported): why the import may climb. None today; an entry needs its reason.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -133,6 +129,7 @@ def test_no_import_climbs_a_layer() -> None:
 
 
 def test_each_allowed_exception_is_still_needed_and_type_only() -> None:
+    """An exception nobody needs any more, or one used at run time, is a mistake to fix."""
     for importer, imported in ALLOWED_UPWARD:
         uses = [i for i in ALL_IMPORTS if (i.importer, i.imported) == (importer, imported)]
         assert uses, f"{importer} no longer imports {imported}: drop the exception"

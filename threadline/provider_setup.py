@@ -21,9 +21,9 @@ built once and shared by the agents that use it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -39,11 +39,61 @@ from threadline.agents.providers import (
 from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from threadline.config import Settings
     from threadline.history.summary import Summarizer
 
 DEFAULT_ENTRY = "model"
 KeyPath = tuple[str | int, ...]
+
+
+class ModelSection(Protocol):
+    """The `model:` section as provider set-up reads it (`threadline.config.ModelSettings`)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def summary_model(self) -> str | None: ...
+
+    @property
+    def summary_provider(self) -> str | None: ...
+
+
+class AgentSection(Protocol):
+    """An agent's provider and model as provider set-up reads them."""
+
+    @property
+    def provider(self) -> str | None: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+
+class Settings(Protocol):
+    """What provider set-up reads of the loaded settings (`threadline.config.Settings` is
+    one): the config imports this module to check its provider entries, never the reverse."""
+
+    @property
+    def model(self) -> ModelSection: ...
+
+    @property
+    def providers(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    @property
+    def agents(self) -> Mapping[str, AgentSection]: ...
+
+    def resolved_provider(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +146,7 @@ def _plug(name: str, path: KeyPath) -> ProviderPlug:
         raise SettingError(path, str(exc)) from exc
 
 
-def _validated(plug: ProviderPlug, raw: dict[str, Any], where: KeyPath) -> ProviderSettings:
+def _validated(plug: ProviderPlug, raw: Mapping[str, Any], where: KeyPath) -> ProviderSettings:
     try:
         return plug.settings.model_validate(raw)
     except ValidationError as exc:
