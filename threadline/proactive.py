@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 import structlog
 
 from threadline.agents.agent import TurnTool
-from threadline.agents.team import Team
 from threadline.channels.base import Channel
 from threadline.config import Settings
 from threadline.handoff import HandoffBook, HandoffDesk, TeamDesk, hand_off_tool, handoff_commands
@@ -27,6 +26,7 @@ from threadline.schedules import (
     schedule_commands,
     schedule_tool,
 )
+from threadline.team import Team
 
 log = structlog.get_logger("threadline.runtime")
 
@@ -59,7 +59,7 @@ class Proactive:
         # with nobody told.
         if (self.desk is not None and self.settings.handoff.tool
                 and self.settings.handoff.notify is not None):
-            tools.append(hand_off_tool(self.desk, self.channels))
+            tools.append(hand_off_tool(self.desk))
         return tools
 
     def register(self, team: Team) -> None:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tests.fakes.anthropic import FakeAnthropic
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.channels.local import LocalChannel
 from threadline.handoff import HandoffBook, HandoffDesk, TeamDesk, handoff_commands
 from threadline.history import SqlConversationStore
 from threadline.schedules import ScheduleBook, Scheduler, schedule_commands, schedule_tool
+from threadline.team import Team
 
 
 class FakeClock:

@@ -22,7 +22,7 @@ from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
 from threadline.history.sql_store import SqlConversationStore
 from threadline.schedules import Schedule, ScheduleBook, parse_when
-from threadline.schedules.book import State
+from threadline.schedules.schedule import State
 
 ACTIONS = {
     "list": "List scheduled posts, the soonest first.",

@@ -94,10 +94,11 @@ class HandoffDesk:
             return "human"
         return "participant"
 
-    async def hand_off(self, asking: StoredMessage, *, channel: Channel | None,
+    async def hand_off(self, asking: StoredMessage, *, channel: str | None,
                        reason: str = "", summary: str = "") -> str:
         """Hand `asking`'s conversation to people and notify the team (once per handoff: asking
-        again while it holds tells nobody twice); what to tell the customer."""
+        again while it holds tells nobody twice); what to tell the customer. `channel` names
+        the channel it was asked on (the link to it is that platform's)."""
         now = self.clock.now()
         customer = asking.participant
         new = await self.book.start(Handoff(
@@ -121,7 +122,7 @@ class HandoffDesk:
         log.info("handoff.ended", conversation_id=conversation_id, ended=ended)
         return ended
 
-    async def _notify(self, asking: StoredMessage, channel: Channel | None, *, reason: str,
+    async def _notify(self, asking: StoredMessage, channel_name: str | None, *, reason: str,
                       summary: str) -> bool:
         desk = self.desk
         if desk is None or self._inbox is None:
@@ -132,6 +133,7 @@ class HandoffDesk:
                       channel=desk.channel, detail="handoff.notify.channel names no channel "
                       "of this deployment; the team was not told")
             return False
+        channel = self._channels.get(channel_name or "")
         link = channel.link_to(asking) if channel is not None else None
         text = "\n".join(line for line in (
             f"Handoff: {asking.participant.display_name} asked for a person in "

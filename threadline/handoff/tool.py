@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from threadline.agents.tools import input_problem
-from threadline.channels.base import Channel
 from threadline.handoff.desk import HandoffDesk
 from threadline.turn import TurnContext
 
@@ -34,22 +33,20 @@ class HandOffTool:
                    "person asks for a human or you cannot help. Then tell them a person will "
                    "answer.")
 
-    def __init__(self, desk: HandoffDesk, context: TurnContext, channel: Channel | None) -> None:
+    def __init__(self, desk: HandoffDesk, context: TurnContext) -> None:
         self._desk = desk
         self._context = context
-        self._channel = channel
         self.input_schema: dict[str, Any] = dict(_INPUT_SCHEMA)
 
     async def run(self, input: dict[str, Any]) -> str:
         problem = input_problem(_INPUT_SCHEMA, input)
         if problem is not None:
             return f"error: {problem}"
-        return await self._desk.hand_off(self._context.inbound, channel=self._channel,
+        return await self._desk.hand_off(self._context.inbound, channel=self._context.channel,
                                          reason=input.get("reason", ""),
                                          summary=input["summary"])
 
 
-def hand_off_tool(desk: HandoffDesk, channels: dict[str, Channel]) -> Any:
-    """The per-turn factory an agent takes in `turn_tools` (`channels` by name: the link to
-    the conversation is the platform's)."""
-    return lambda context: HandOffTool(desk, context, channels.get(context.channel or ""))
+def hand_off_tool(desk: HandoffDesk) -> Any:
+    """The per-turn factory an agent takes in `turn_tools`."""
+    return lambda context: HandOffTool(desk, context)

@@ -5,9 +5,10 @@ into the turn inbox when due (one process claims each slot), and answered by the
 like any turn: posted through the reply ledger, recorded in the history.
 """
 
-from threadline.schedules.book import Firing, Schedule, ScheduleBook
+from threadline.schedules.book import Firing, ScheduleBook
 from threadline.schedules.clock import Clock, SystemClock
 from threadline.schedules.commands import schedule_commands
+from threadline.schedules.schedule import Schedule
 from threadline.schedules.scheduler import Scheduler
 from threadline.schedules.timing import Timing, parse_when
 from threadline.schedules.tool import schedule_tool

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from threadline.commands.registry import Command, CommandReply, CommandRequest
 from threadline.history.speakers import identity_of
-from threadline.schedules.book import Schedule
+from threadline.schedules.schedule import Schedule
 from threadline.schedules.scheduler import Scheduler
 from threadline.schedules.timing import parse_when, split_when, zone
 
@@ -21,7 +21,7 @@ def schedule_commands(scheduler: Scheduler) -> tuple[Command, Command]:
 
     async def remind(request: CommandRequest) -> CommandReply:
         message = request.message
-        channel = request.channel.name if request.channel is not None else None
+        channel = request.channel
         tz = await scheduler.zones.of(message, channel)
         try:
             when, what = split_when(request.call.args)

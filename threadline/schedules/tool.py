@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from threadline.agents.tools import input_problem
-from threadline.schedules.book import Schedule
+from threadline.schedules.schedule import Schedule
 from threadline.schedules.scheduler import Scheduler
 from threadline.schedules.timing import WHEN_FORMS, parse_when, zone
 from threadline.turn import TurnContext

@@ -19,7 +19,7 @@ from threadline.history.model import MessageMetadata, Participant, StoredMessage
 from threadline.schedules.timing import zone
 
 if TYPE_CHECKING:
-    from threadline.schedules.book import Schedule
+    from threadline.schedules.schedule import Schedule
 
 SCHEDULE_PARTICIPANT = Participant(kind="system", id="schedule", display_name="schedule")
 NOTHING_TO_SAY = "NOTHING"
