@@ -46,6 +46,7 @@ from pydantic import (
     field_validator,
 )
 
+from threadline.agents.mcp import McpServerSettings, check_lists
 from threadline.agents.providers import auto_provider, provider_plug
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
@@ -61,7 +62,7 @@ AUTO_PROVIDER = "auto"  # `model: provider: auto`: see `resolved_provider`
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # Field names whose values are credentials, wherever they appear; a platform adds its own
 # (`ChannelSettings.secret_fields`) for its `channels:` entries.
-SECRET_FIELDS = frozenset({"token", "api_key"})
+SECRET_FIELDS = frozenset({"token", "api_key", "client_secret"})
 
 KeyPath = tuple[str | int, ...]
 
@@ -289,6 +290,16 @@ class AgentChannel(_Section):
     respond_to_all: bool = False
 
 
+class McpAccess(_Section):
+    """Which MCP tools an agent is offered: entries are a server name or `server/tool`.
+
+    Nothing is offered until `allow` names something; `deny` wins over `allow`.
+    """
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
 class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
@@ -298,6 +309,7 @@ class AgentSettings(_Section):
     # The provider's (or the plug's) default model when unset.
     model: str | None = None
     tools: list[str] = Field(default_factory=list)
+    mcp: McpAccess = Field(default_factory=McpAccess)
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     channels: list[AgentChannel] = Field(default_factory=list)
@@ -352,6 +364,8 @@ class Settings(_Section):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)
+    # Tool servers (Model Context Protocol) agents may use; see `threadline.agents.mcp`.
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).
@@ -607,6 +621,10 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
                 known = ", ".join(sorted(settings.channels)) or "none"
                 problems.append(f"{source.where(('agents', agent, 'channels', index))}: unknown "
                                 f"channel {joined.name!r} (channels defined: {known})")
+        for key in ("allow", "deny"):
+            entries = getattr(agent_settings.mcp, key)
+            problems += [f"{source.where(('agents', agent, 'mcp', key))}: {problem}"
+                         for problem in check_lists(settings.mcp_servers, entries)]
         if agent_settings.system_prompt and agent_settings.system_prompt_file:
             problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
                             "system_prompt_file, not both")

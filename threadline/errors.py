@@ -10,6 +10,9 @@
     ├── TokenizerUnavailableError   the offline tokenizer files are missing
     ├── ModelError                  the LLM could not produce a reply
     │   └── ModelUnavailableError   the provider stayed overloaded/rate limited past the retries
+    ├── ToolServerError             an MCP tool server failed a call
+    │   ├── ToolServerUnavailable   the server cannot be reached now (it is being retried)
+    │   └── ToolReportedError       the server ran the tool and said it failed
     └── ChannelError                a platform call failed
         ├── ChannelAuthError        a token, signature or secret was rejected
         └── ChannelPermanentError   retrying cannot help (channel gone, bot removed, too long)
@@ -56,6 +59,18 @@ class TurnNotRecordedError(StoreError):
 
 class TokenizerUnavailableError(ThreadlineError):
     """The tokenizer's bundled encoding files are missing; nothing is downloaded instead."""
+
+
+class ToolServerError(ThreadlineError):
+    """An MCP tool server could not give a tool's result."""
+
+
+class ToolServerUnavailable(ToolServerError):
+    """The server cannot be reached now; it is retried in the background."""
+
+
+class ToolReportedError(ToolServerError):
+    """The server ran the tool and said it failed (`isError`); the text is the server's."""
 
 
 class ModelError(ThreadlineError):

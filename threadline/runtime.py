@@ -27,6 +27,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
+from threadline.agents.mcp import McpServer, McpToolset
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -130,7 +131,8 @@ class Runtime:
     def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
                  proactive: Proactive | None = None,
-                 stop_requested: asyncio.Event | None = None) -> None:
+                 stop_requested: asyncio.Event | None = None,
+                 mcp_servers: Sequence[McpServer] = ()) -> None:
         self.settings = settings
         self.store = store
         self.team = team
@@ -141,6 +143,7 @@ class Runtime:
                                           history.retention_days_for,
                                           every=history.prune_every_minutes * 60)
         self.channels = tuple(channels)
+        self.mcp_servers = tuple(mcp_servers)
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
@@ -170,6 +173,17 @@ class Runtime:
             interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         inspector = Inspector.for_settings(settings, store)
         proactive = Proactive(settings, store)  # schedules and handoff
+        mcp_servers = {name: McpServer(name, entry)
+                       for name, entry in settings.mcp_servers.items()}
+
+        def toolsets(agent: str) -> list[McpToolset]:
+            access = settings.agents[agent].mcp
+            if not access.allow:
+                return []
+            used = {entry.partition("/")[0] for entry in access.allow}
+            return [McpToolset([s for n, s in mcp_servers.items() if n in used],
+                               allow=tuple(access.allow), deny=tuple(access.deny))]
+
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name),
@@ -182,6 +196,7 @@ class Runtime:
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
                 observer=inspector.recorder, turn_tools=proactive.turn_tools(),
+                toolsets=toolsets(name),
             )
             for name, agent in settings.agents.items()
         ]
@@ -205,7 +220,8 @@ class Runtime:
             channels.append(channel)
             proactive.channels[name] = channel
         return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
-                   inspector=inspector, proactive=proactive, stop_requested=stop_requested)
+                   inspector=inspector, proactive=proactive, stop_requested=stop_requested,
+                   mcp_servers=list(mcp_servers.values()))
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
@@ -221,6 +237,8 @@ class Runtime:
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
         self.inspector.start()
         self.retention.start()
+        for server in self.mcp_servers:
+            server.start()  # in the background: a server that is down is retried, not awaited
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
             apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
@@ -286,6 +304,8 @@ class Runtime:
                 await agent.close()
             await self.inspector.stop()
             await self.retention.stop()
+            for server in self.mcp_servers:
+                await server.stop()
             if self.ops is not None:
                 await self.ops.stop()
             await self.team.lock.close()

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -53,7 +53,11 @@ from threadline.history.model import (
     ToolResult,
 )
 from threadline.history.person_memory import PersonMemory
-from threadline.history.processors import Processor
+from threadline.history.processors import (
+    Processor,
+    ToolResultMasking,
+    make_retrieve_tool_result_tool,
+)
 from threadline.history.projection import merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
@@ -70,6 +74,14 @@ log = structlog.get_logger("threadline.agent")
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
 # Makes a tool for one turn, bound to its conversation and person (`schedule`, `hand_off`).
 TurnTool = Callable[[TurnContext], Tool]
+
+
+class Toolset(Protocol):
+    """Tools that may change between turns (an MCP server's, filtered for one agent)."""
+
+    def tools(self) -> Sequence[Tool]: ...
+
+
 UNFINISHED_REPLY = {
     "max_tool_rounds": "I could not finish this: I reached my limit of tool steps for one turn.",
     "timeout": "I could not finish this in time. Please try again or ask something smaller.",
@@ -139,6 +151,7 @@ class Agent:
         outbox_path: str | Path | None = None,
         observer: TurnObserver | None = None,
         turn_tools: Sequence[TurnTool] = (),
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -187,6 +200,12 @@ class Agent:
         self.observer = observer
         # Tools made for each turn with the turn's conversation and person in their closure.
         self.turn_tools = tuple(turn_tools)
+        # Tools that come and go while the agent runs (an MCP server's), read at each turn.
+        self.toolsets = tuple(toolsets)
+        if self.toolsets:
+            # Their results can be large: older ones are hidden behind retrieve_tool_result.
+            self.assembler_options = replace(self.assembler_options, processors=(
+                *self.assembler_options.processors, ToolResultMasking()))
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -325,6 +344,9 @@ class Agent:
             exclude_ids=(context.inbound.id, *run.shown_ids),
             forgotten_through=run.forgotten_through, person=run.person)
         tools: list[Tool] = [*self.tools, *(make(context) for make in self.turn_tools), search]
+        if self.toolsets:
+            tools += [t for toolset in self.toolsets for t in toolset.tools()]
+            tools.append(make_retrieve_tool_result_tool(context.store, context.conversation_id))
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)

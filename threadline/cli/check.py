@@ -3,7 +3,9 @@
 Each channel is built from its settings and asked for its own `check()`, which works before the
 channel starts: it asks the platform who the bot is and reports what would keep the bot deaf or
 mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
-tried with its plug's own check (a model list: proves the key and the address); SQLite files
+tried with its plug's own check (a model list: proves the key and the address); each MCP server
+is connected and its tools listed (a server down here does not stop `run`, it is retried there);
+SQLite files
 that do not exist yet are not created, only their folder is checked.
 """
 
@@ -19,6 +21,7 @@ from functools import partial
 
 import aiohttp
 
+from threadline.agents.mcp import probe
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
 from threadline.config import Settings, load_settings
@@ -83,6 +86,10 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+    for name, server in settings.mcp_servers.items():
+        # Within the check's own time limit, so the server's last problem is what is reported.
+        checks[f"mcp server {name}"] = partial(probe, name, server,
+                                               min(server.connect_timeout, per_check * 0.8))
 
     async def one(subject: str, check: Check) -> Result:
         nothing = Report("")

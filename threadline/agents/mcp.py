@@ -1,0 +1,403 @@
+"""Tools from MCP servers: each configured server kept connected, its tools offered to agents.
+
+    mcp_servers:
+      files:                       # a local server Threadline starts and restarts
+        command: python
+        args: [files_server.py]
+        env: {ROOT: /srv/files}
+      search:                      # remote: Streamable HTTP (`transport: sse` for old servers)
+        url: https://search.example.com/mcp
+        token: ${SEARCH_TOKEN}     # sent as a bearer token; or `oauth:` (see docs/mcp.md)
+
+An `McpServer` owns one connection through the official SDK and supervises it: a server that is
+down at start, or dies later, is retried with backoff (the bot keeps running; `problem` says
+why it is down, for the log and `threadline check`). Its tool list is read on connect and again
+when the server sends `notifications/tools/list_changed`. An `McpToolset` is one agent's view:
+the servers' tools filtered by its allow and deny lists, so a denied tool is never offered to
+the model. A call has a timeout and is sent once: a call cut off by a dying server is reported
+to the model as an error, never repeated (a tool may have side effects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from threadline.errors import ToolReportedError, ToolServerUnavailable
+
+log = structlog.get_logger("threadline.mcp")
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
+_PING_EVERY = 15.0
+
+
+class McpOAuth(BaseModel):
+    """An operator's OAuth 2.1 client credential for a remote server (client_credentials)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    client_id: str
+    client_secret: str
+    scopes: str | None = None
+    issuer: str | None = None  # the authorization server the credential belongs to
+
+
+class McpServerSettings(BaseModel):
+    """One `mcp_servers:` entry: a command to start (stdio) or a URL to reach, never both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    headers: dict[str, str] = Field(default_factory=dict)
+    token: str | None = None  # sent as `Authorization: Bearer <token>`
+    oauth: McpOAuth | None = None
+    timeout: float = Field(default=30.0, gt=0)  # seconds for one tool call
+    connect_timeout: float = Field(default=10.0, gt=0)
+    # Every tool of this server waits for a person's approval in the channel.
+    require_approval: bool = False
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set `command:` (a local server) or `url:` (a remote one)")
+        if self.command is not None and (self.headers or self.token or self.oauth):
+            raise ValueError("headers, token and oauth are for `url:` servers")
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("args, env and cwd are for `command:` servers")
+        if self.token and self.oauth:
+            raise ValueError("set `token:` or `oauth:`, not both")
+        return self
+
+
+def model_tool_name(server: str, tool: str) -> str:
+    """The name the model sees: the server's name and the tool's, safe for every provider."""
+    return _UNSAFE.sub("_", f"{server}__{tool}")[:64]
+
+
+class McpServer:
+    """One supervised connection to an MCP server, with its current tool list."""
+
+    def __init__(self, name: str, settings: McpServerSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self.tools: dict[str, Any] = {}  # remote name -> mcp.types.Tool
+        self.problem: str | None = "not connected yet"
+        self._session: Any = None
+        self._up = asyncio.Event()
+        self._broken = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._log = log.bind(mcp_server=name)
+
+    def start(self) -> None:
+        """Connect in the background; the caller never waits for a server to come up."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def wait_up(self, within: float) -> bool:
+        """True once connected (within `within` seconds)."""
+        try:
+            async with asyncio.timeout(within):
+                await self._up.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> str:
+        """Run a tool once and return its text; `ToolReportedError` when the tool failed."""
+        if not await self.wait_up(self.settings.connect_timeout):
+            raise ToolServerUnavailable(f"MCP server {self.name!r} is unavailable "
+                                        f"({self.problem}); it is being retried")
+        session = self._session
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                result = await session.call_tool(tool, arguments)
+        except TimeoutError:
+            raise TimeoutError(f"MCP server {self.name!r} did not answer {tool!r} within "
+                               f"{self.settings.timeout:g} s") from None
+        except Exception as exc:
+            if not _is_tool_level(exc):
+                self._mark_broken(f"call to {tool!r} failed: {exc!r}")
+            raise
+        text = _result_text(result)
+        if result.isError:
+            raise ToolReportedError(text)
+        return text
+
+    # -- supervision ---------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        delay = _BACKOFF_FIRST
+        while True:
+            try:
+                await self._connected_once()
+                delay = _BACKOFF_FIRST
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # an ExceptionGroup from the SDK's task groups too
+                self.problem = _short(exc)
+                self._log.warning("mcp.server_down", problem=self.problem, retry_in=delay)
+            finally:
+                self._up.clear()
+                self._session = None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    async def _connected_once(self) -> None:
+        from mcp import ClientSession
+
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(self._transport())
+            session = await stack.enter_async_context(
+                ClientSession(read, write, message_handler=self._on_message))
+            async with asyncio.timeout(self.settings.connect_timeout):
+                await session.initialize()
+                self._session = session
+                await self._refresh()
+            self._broken.clear()
+            self.problem = None
+            self._up.set()
+            self._log.info("mcp.server_up", tools=sorted(self.tools))
+            while not self._broken.is_set():
+                with suppress(TimeoutError):
+                    async with asyncio.timeout(_PING_EVERY):
+                        await self._broken.wait()
+                if not self._broken.is_set():
+                    try:
+                        async with asyncio.timeout(self.settings.connect_timeout):
+                            await session.send_ping()
+                    except Exception as exc:
+                        self._mark_broken(f"ping failed: {exc!r}")
+            raise ConnectionError(self.problem or "connection lost")
+
+    def _transport(self) -> Any:
+        from mcp.client.sse import sse_client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        settings = self.settings
+        if settings.command is not None:
+            return _two_streams(stdio_client(StdioServerParameters(
+                command=settings.command, args=settings.args, env=settings.env or None,
+                cwd=settings.cwd)))
+        assert settings.url is not None
+        headers = dict(settings.headers)
+        if settings.token:
+            headers["Authorization"] = f"Bearer {settings.token}"
+        auth = self._oauth()
+        if settings.transport == "sse":
+            return _two_streams(sse_client(settings.url, headers=headers, auth=auth))
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, auth=auth)
+        return _two_streams(streamable_http_client(settings.url, http_client=client),
+                            closing=client)
+
+    def _oauth(self) -> httpx.Auth | None:
+        oauth = self.settings.oauth
+        if oauth is None or self.settings.url is None:
+            return None
+        from mcp.client.auth.extensions.client_credentials import (
+            ClientCredentialsOAuthProvider,
+        )
+
+        # Tokens live in memory: a restart asks for a new one with the same credential, and
+        # the SDK refreshes (or asks again) on a 401 instead of giving up on the server.
+        return ClientCredentialsOAuthProvider(
+            server_url=self.settings.url, storage=_MemoryTokens(), client_id=oauth.client_id,
+            client_secret=oauth.client_secret, scopes=oauth.scopes, issuer=oauth.issuer)
+
+    async def _refresh(self) -> None:
+        tools: dict[str, Any] = {}
+        cursor: str | None = None
+        while True:
+            from mcp.types import PaginatedRequestParams
+
+            page = await self._session.list_tools(
+                params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.update({t.name: t for t in page.tools})
+            cursor = page.nextCursor
+            if not cursor:
+                break
+        self.tools = tools
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp.types import ServerNotification, ToolListChangedNotification
+
+        if isinstance(message, ServerNotification) and isinstance(
+                message.root, ToolListChangedNotification):
+            # Not awaited here: the session's reader is what delivers the list's answer.
+            asyncio.get_running_loop().create_task(self._refresh_logged())
+
+    async def _refresh_logged(self) -> None:
+        try:
+            await self._refresh()
+            self._log.info("mcp.tools_changed", tools=sorted(self.tools))
+        except Exception as exc:
+            self._log.warning("mcp.tools_refresh_failed", error=repr(exc))
+
+    def _mark_broken(self, problem: str) -> None:
+        self.problem = problem
+        self._up.clear()
+        self._broken.set()
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One MCP tool as a Threadline `Tool` (the agent loop runs it like any other)."""
+
+    server: McpServer
+    remote_name: str
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.server.settings.require_approval
+
+    async def run(self, input: dict[str, Any]) -> str:
+        return await self.server.call(self.remote_name, input)
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolset:
+    """One agent's MCP tools: the servers' current tools through its allow and deny lists.
+
+    An entry is a server name (all its tools) or `server/tool`. An empty allow list allows
+    every tool of every server given; deny wins over allow.
+    """
+
+    servers: Sequence[McpServer]
+    allow: Sequence[str] = ()
+    deny: Sequence[str] = ()
+
+    def allowed(self, server: str, tool: str) -> bool:
+        def listed(entries: Sequence[str]) -> bool:
+            return server in entries or f"{server}/{tool}" in entries
+        return (not self.allow or listed(self.allow)) and not listed(self.deny)
+
+    def tools(self) -> list[McpTool]:
+        offered: list[McpTool] = []
+        for server in self.servers:
+            for remote in sorted(server.tools):
+                if not self.allowed(server.name, remote):
+                    continue
+                spec = server.tools[remote]
+                schema = dict(spec.inputSchema or {})
+                schema.setdefault("type", "object")
+                offered.append(McpTool(
+                    server=server, remote_name=remote,
+                    name=model_tool_name(server.name, remote),
+                    description=spec.description or f"{remote} (from MCP server {server.name})",
+                    input_schema=schema))
+        return offered
+
+
+def check_lists(servers: Mapping[str, Any], entries: Sequence[str]) -> list[str]:
+    """Problems with allow/deny entries naming servers that are not configured."""
+    return [f"{entry!r} names no configured MCP server (servers: "
+            f"{', '.join(sorted(servers)) or 'none'})"
+            for entry in entries if entry.partition("/")[0] not in servers]
+
+
+async def probe(name: str, settings: McpServerSettings, within: float = 10.0) -> str:
+    """Connect once and list the tools (`threadline check`); `ToolServerUnavailable` if not."""
+    server = McpServer(name, settings)
+    server.start()
+    try:
+        if not await server.wait_up(within):
+            raise ToolServerUnavailable(server.problem or f"no answer within {within:g} s")
+        return f"{len(server.tools)} tool(s): {', '.join(sorted(server.tools))}"
+    finally:
+        await server.stop()
+
+
+class _two_streams:  # noqa: N801 - used like the SDK's context managers it wraps
+    """The SDK's transports yield two or three values; the session needs the first two."""
+
+    def __init__(self, inner: Any, closing: httpx.AsyncClient | None = None) -> None:
+        self.inner = inner
+        self.closing = closing
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        streams = await self.inner.__aenter__()
+        return streams[0], streams[1]
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.inner.__aexit__(*exc)
+        finally:
+            if self.closing is not None:
+                await self.closing.aclose()
+
+
+class _MemoryTokens:
+    """The SDK's `TokenStorage`, in memory (one process's tokens for one server)."""
+
+    def __init__(self) -> None:
+        self._tokens: Any = None
+        self._client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self._tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self._tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self._client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self._client = client_info
+
+
+def _result_text(result: Any) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(block.resource.text)
+        else:
+            parts.append(f"[{kind} content: {getattr(block, 'mimeType', 'unknown type')}]")
+    if not parts and result.structuredContent is not None:
+        return json.dumps(result.structuredContent, sort_keys=True, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+def _is_tool_level(exc: Exception) -> bool:
+    """An error the server sent back (the connection is fine), as opposed to a broken pipe."""
+    from mcp.shared.exceptions import McpError
+
+    lost = ("closed", "session terminated")  # what the SDK says when the connection is gone
+    return isinstance(exc, McpError) and not any(w in str(exc).lower() for w in lost)
+
+
+def _short(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:300]
+
