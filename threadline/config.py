@@ -300,6 +300,29 @@ class McpAccess(_Section):
     deny: list[str] = Field(default_factory=list)
 
 
+class PeopleListSettings(_Section):
+    """Who may ask: platform identities (`telegram:42`) or persons (`person-...`)."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class RateSettings(_Section):
+    turns: int = Field(ge=1)
+    per_seconds: float = Field(gt=0)
+
+
+class AccessSettings(_Section):
+    """`access:` who may ask what (see `threadline.people.access`), and how often."""
+
+    channels: dict[str, PeopleListSettings] = Field(default_factory=dict)
+    admins: list[str] = Field(default_factory=list)
+    # Per person, across conversations; over it: one polite reply, then silence.
+    rate_limit: RateSettings | None = None
+    rate_limit_reply: str = ("You are sending messages faster than I can answer. "
+                             "Please wait a moment.")
+
+
 class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
@@ -310,6 +333,7 @@ class AgentSettings(_Section):
     model: str | None = None
     tools: list[str] = Field(default_factory=list)
     mcp: McpAccess = Field(default_factory=McpAccess)
+    access: PeopleListSettings | None = None
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     channels: list[AgentChannel] = Field(default_factory=list)
@@ -366,6 +390,7 @@ class Settings(_Section):
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     # Tool servers (Model Context Protocol) agents may use; see `threadline.agents.mcp`.
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    access: AccessSettings = Field(default_factory=AccessSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).
@@ -628,6 +653,10 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         if agent_settings.system_prompt and agent_settings.system_prompt_file:
             problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
                             "system_prompt_file, not both")
+    for name in settings.access.channels:
+        if name not in settings.channels:
+            problems.append(f"{source.where(('access', 'channels', name))}: unknown channel "
+                            f"{name!r} (channels: {', '.join(sorted(settings.channels))})")
     for name, channel in settings.channels.items():
         problems += [f"{source.where(('channels', name))}: {problem}"
                      for problem in channel.problems()]

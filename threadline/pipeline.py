@@ -45,7 +45,13 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
-from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
+from threadline.commands import (
+    Command,
+    CommandCall,
+    CommandRegistry,
+    CommandReply,
+    CommandRequest,
+)
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.handoff.desk import HandoffDesk
 from threadline.history.addressing import Listener, normalize_mention, route
@@ -54,6 +60,7 @@ from threadline.history.model import StoredMessage
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock
+from threadline.people.access import Access
 from threadline.reply_delivery import (
     LedgeredReply,
     interrupted_stream,
@@ -123,6 +130,8 @@ class TurnPipeline:
         self.attachments: dict[str, Attachment] = {}
         # Set before `start` when conversations can be handed to people (the runtime does).
         self.handoff: HandoffDesk | None = None
+        # Who may use commands that act on others (`access.admins`); None: anyone.
+        self.access: Access | None = None
         self.clock: Clock = SystemClock()  # when a scheduled turn's slot has passed
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
@@ -512,11 +521,17 @@ class TurnPipeline:
             return [await self._earlier_reply(responder, earlier, bound)]
         channel = turn.attachment.channel
         identity = channel.identity if channel is not None else None
-        answer = await turn.command.handler(CommandRequest(
-            call=turn.call, message=recorded[0], present=present, targets=targets,
-            bot=identity.username or identity.display_name if identity is not None else None,
-            store=self.store, outbox=self.writer.outbox,
-            channel=channel.name if channel is not None else None))
+        if (turn.command.acts_on_others and self.access is not None
+                and not await self.access.is_admin(self.store, message)):
+            bound.info("pipeline.command_refused", reason="not an admin")
+            answer = CommandReply(f"Only an admin may use /{name} here: it changes the "
+                                  "conversation for everyone. Ask one of them.")
+        else:
+            answer = await turn.command.handler(CommandRequest(
+                call=turn.call, message=recorded[0], present=present, targets=targets,
+                bot=identity.username or identity.display_name if identity is not None
+                else None, store=self.store, outbox=self.writer.outbox,
+                channel=channel.name if channel is not None else None))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))

@@ -40,9 +40,11 @@ from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
+from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
+from threadline.people.access import Access, AccessInterceptor, PeopleList
 from threadline.people.link_codes import LinkCodeInterceptor
 from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
@@ -74,6 +76,16 @@ def load_tool(reference: str, *, agent: str, settings: Settings) -> Any:
     except AttributeError as exc:
         raise ConfigError(f"agents.{agent}.tools: module {module_name!r} has no {attribute!r}"
                           ) from exc
+
+
+def access_for(settings: Settings) -> Access:
+    """The `access:` section and each agent's `access:` list, as the lists turns are held to."""
+    return Access(
+        channels={name: PeopleList.of(entry.allow, entry.deny)
+                  for name, entry in settings.access.channels.items()},
+        agents={name: PeopleList.of(agent.access.allow, agent.access.deny)
+                for name, agent in settings.agents.items() if agent.access is not None},
+        admins=frozenset(settings.access.admins))
 
 
 class MetricsInterceptor:
@@ -171,6 +183,15 @@ class Runtime:
         if settings.people.link_codes:
             # Before the spend limit: a link code costs no model call.
             interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
+        access = access_for(settings)
+        # Before anything that answers or spends: who may ask, then how often.
+        interceptors.insert(1, AccessInterceptor(access))
+        rate = settings.access.rate_limit
+        if rate is not None:
+            interceptors.insert(2, RateLimitInterceptor(
+                per_conversation=None, per_user=None,
+                per_person=Rate(rate.turns, rate.per_seconds),
+                reply=settings.access.rate_limit_reply))
         inspector = Inspector.for_settings(settings, store)
         proactive = Proactive(settings, store)  # schedules and handoff
         mcp_servers = {name: McpServer(name, entry)
@@ -203,6 +224,7 @@ class Runtime:
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
         team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
+        team.pipeline.access = access
         proactive.register(team)
         channels = []
         stop_requested = asyncio.Event()

@@ -129,7 +129,7 @@ async def agents(request: CommandRequest) -> CommandReply:
 
 
 FORGET = Command("forget", "Make the agents here forget this conversation (asks first)",
-                 forget, usage="[confirm] [agent]")
+                 forget, usage="[confirm] [agent]", acts_on_others=True)
 SUMMARY = Command("summary", "Show what the agents here remember of this conversation",
                   summary, usage="[agent]")
 AGENTS = Command("agents", "Who is here and how to address them", agents)

@@ -124,6 +124,8 @@ class Command:
     description: str
     handler: CommandHandler
     usage: str = ""  # the arguments it takes, as people should type them
+    # It changes what everyone here has (forgets, hands back): admins only, once any are set.
+    acts_on_others: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -24,4 +24,4 @@ def handoff_commands(desk: HandoffDesk) -> tuple[Command, Command]:
     return (Command("human", "Hand this conversation to a person (the bot stays quiet)", human,
                     usage="[why]"),
             Command("bot", "Give this conversation back to the bot: /bot on", bot,
-                    usage="on"))
+                    usage="on", acts_on_others=True))

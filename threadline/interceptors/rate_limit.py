@@ -1,8 +1,9 @@
-"""Rate limiting per conversation and per user, with token buckets.
+"""Rate limiting per conversation, per user in a conversation and per person, with token buckets.
 
 Why it exists: one chatty user, a script, or two bots answering each other must not run up the
-model bill or take the model away from everyone else. A limited turn gets a short polite reply
-(or, if configured, no reply at all) and the log says which limit was hit.
+model bill or take the model away from everyone else. A limited author gets one short polite
+reply (or, if configured, none), then silence until their bucket lets a turn through again, so
+the limit is not itself a flood; the log says which limit was hit each time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from threadline.errors import ConfigError
+from threadline.history.speakers import identity_of
 from threadline.interceptors.base import CallNext
 from threadline.turn import AgentResult, TurnContext
 
@@ -65,6 +67,7 @@ class _Buckets:
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
 
     def take(self, key: str, now: float) -> bool:
+        """Spend one of `key`'s turns; False when it has none left now."""
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = TokenBucket(self.rate, now)
@@ -76,10 +79,11 @@ class _Buckets:
 
 
 class RateLimitInterceptor:
-    """Answers over-eager conversations and users with a polite reply, or not at all.
+    """Answers over-eager conversations and people with one polite reply, then silence.
 
-    `reply=None` drops limited turns silently (they are still stored by capture). The clock is
-    injectable so tests can move time instead of waiting for it.
+    `per_person` counts a person's turns everywhere (by platform identity), `per_user` in one
+    conversation. `reply=None` drops limited turns silently (they are still stored). The clock
+    is injectable so tests can move time instead of waiting for it.
     """
 
     def __init__(
@@ -87,6 +91,7 @@ class RateLimitInterceptor:
         *,
         per_conversation: Rate | None = Rate(20, 60.0),
         per_user: Rate | None = Rate(6, 60.0),
+        per_person: Rate | None = None,
         reply: str | None = DEFAULT_REPLY,
         max_keys: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
@@ -95,11 +100,20 @@ class RateLimitInterceptor:
         self.clock = clock
         self._conversations = _Buckets(per_conversation, max_keys) if per_conversation else None
         self._users = _Buckets(per_user, max_keys) if per_user else None
+        self._people = _Buckets(per_person, max_keys) if per_person else None
+        # Authors already told they are limited, till a turn of theirs gets through again.
+        self._told: OrderedDict[str, None] = OrderedDict()
+        self._max_keys = max_keys
 
     def _limit_hit(self, context: TurnContext) -> str | None:
         now = self.clock()
         # Agents talking to each other are bounded by the team's hop limit, not by user limits.
         participant = context.inbound.participant
+        person = identity_of(context.inbound)
+        if self._people is not None and person is not None and not self._people.take(
+            person, now
+        ):
+            return "per_person"
         if self._users is not None and participant.kind == "user" and not self._users.take(
             f"{context.conversation_id}\x00{participant.id}", now
         ):
@@ -112,9 +126,17 @@ class RateLimitInterceptor:
 
     async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
         limit = self._limit_hit(context)
+        author = f"{context.conversation_id}\x00{context.inbound.participant.id}"
         if limit is None:
+            self._told.pop(author, None)
             return await call_next()
+        told = author in self._told
+        self._told[author] = None
+        self._told.move_to_end(author)
+        if len(self._told) > self._max_keys:
+            self._told.popitem(last=False)
+        reply = "" if told else self.reply or ""
         context.log.warning("turn.rate_limited", limit=limit,
                             participant=context.inbound.participant.id,
-                            action="replied" if self.reply else "dropped")
-        return context.agent.reply_result(context, self.reply or "", stop_reason="rate_limited")
+                            action="replied" if reply else "dropped")
+        return context.agent.reply_result(context, reply, stop_reason="rate_limited")
