@@ -323,6 +323,13 @@ class AccessSettings(_Section):
                              "Please wait a moment.")
 
 
+class ApprovalSettings(_Section):
+    """`approvals:` who may approve a tool call (the asker when empty), and for how long."""
+
+    approvers: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(default=600.0, gt=0)
+
+
 class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
@@ -334,6 +341,8 @@ class AgentSettings(_Section):
     tools: list[str] = Field(default_factory=list)
     mcp: McpAccess = Field(default_factory=McpAccess)
     access: PeopleListSettings | None = None
+    # Tools (by the name the model sees) whose calls wait for a person's approval.
+    require_approval: list[str] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     channels: list[AgentChannel] = Field(default_factory=list)
@@ -391,6 +400,7 @@ class Settings(_Section):
     # Tool servers (Model Context Protocol) agents may use; see `threadline.agents.mcp`.
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     access: AccessSettings = Field(default_factory=AccessSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).

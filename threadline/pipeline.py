@@ -44,6 +44,7 @@ from typing import Any
 import structlog
 
 from threadline.agents.agent import Agent
+from threadline.agents.approvals import ApprovalGate
 from threadline.channels.base import Channel, Post
 from threadline.commands import (
     Command,
@@ -132,6 +133,8 @@ class TurnPipeline:
         self.handoff: HandoffDesk | None = None
         # Who may use commands that act on others (`access.admins`); None: anyone.
         self.access: Access | None = None
+        # Decides tool approvals as their button presses arrive (see `agents.approvals`).
+        self.approvals: ApprovalGate | None = None
         self.clock: Clock = SystemClock()  # when a scheduled turn's slot has passed
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
@@ -160,6 +163,10 @@ class TurnPipeline:
             return False
         try:
             new = await self.inbox.receive(message, channel=channel.name if channel else None)
+            if self.approvals is not None:
+                # Decided now, not in its turn: the turn waiting for this decision holds the
+                # conversation. A redelivery decides again harmlessly (a guarded update).
+                await self.approvals.on_click(message)
         except StoreError as exc:
             raise TurnNotRecordedError(
                 f"turn {message.id} of conversation {message.conversation_id} was not recorded "

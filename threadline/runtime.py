@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from threadline.agents.agent import Agent
+from threadline.agents.approvals import ApprovalBook, ApprovalGate
 from threadline.agents.llm import ModelProvider
 from threadline.agents.mcp import McpServer, McpToolset
 from threadline.channels.base import Channel
@@ -196,6 +197,10 @@ class Runtime:
         proactive = Proactive(settings, store)  # schedules and handoff
         mcp_servers = {name: McpServer(name, entry)
                        for name, entry in settings.mcp_servers.items()}
+        channel_by_name: dict[str, Channel] = {}
+        approvals = ApprovalGate(ApprovalBook(store), channels=channel_by_name, access=access,
+                                 approvers=settings.approvals.approvers,
+                                 timeout=settings.approvals.timeout_seconds)
 
         def toolsets(agent: str) -> list[McpToolset]:
             access = settings.agents[agent].mcp
@@ -217,7 +222,8 @@ class Runtime:
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
                 observer=inspector.recorder, turn_tools=proactive.turn_tools(),
-                toolsets=toolsets(name),
+                toolsets=toolsets(name), approvals=approvals,
+                require_approval=agent.require_approval,
             )
             for name, agent in settings.agents.items()
         ]
@@ -225,6 +231,11 @@ class Runtime:
                 if store.dialect == "postgresql" else None)
         team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
         team.pipeline.access = access
+        if any(a.require_approval for a in settings.agents.values()) or any(
+                s.require_approval for s in settings.mcp_servers.values()):
+            team.pipeline.approvals = approvals
+            for command in approvals.commands():
+                team.pipeline.commands.register(command)
         proactive.register(team)
         channels = []
         stop_requested = asyncio.Event()
@@ -241,6 +252,7 @@ class Runtime:
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
             proactive.channels[name] = channel
+            channel_by_name[name] = channel
         return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
                    inspector=inspector, proactive=proactive, stop_requested=stop_requested,
                    mcp_servers=list(mcp_servers.values()))

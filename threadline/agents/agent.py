@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import (
     ModelProvider,
     ModelRequest,
@@ -101,6 +102,7 @@ class _Run:
     person: PersonMemory | None = None  # the answered person's memory (person_memory on)
     forgotten_through: int | None = None  # the agent was asked to forget up to here (/forget)
     trace: TurnTrace = NO_TRACE
+    deadline: asyncio.Timeout | None = None  # the turn's; moved on while a person decides
 
     def add(self, response: ModelResponse) -> None:
         self.calls += 1
@@ -152,6 +154,8 @@ class Agent:
         observer: TurnObserver | None = None,
         turn_tools: Sequence[TurnTool] = (),
         toolsets: Sequence[Toolset] = (),
+        approvals: ApprovalGate | None = None,
+        require_approval: Iterable[str] = (),
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -202,6 +206,9 @@ class Agent:
         self.turn_tools = tuple(turn_tools)
         # Tools that come and go while the agent runs (an MCP server's), read at each turn.
         self.toolsets = tuple(toolsets)
+        # Calls to these tools (or to any tool with `requires_approval`) wait for a person.
+        self.approvals = approvals
+        self.require_approval = frozenset(require_approval)
         if self.toolsets:
             # Their results can be large: older ones are hidden behind retrieve_tool_result.
             self.assembler_options = replace(self.assembler_options, processors=(
@@ -287,7 +294,7 @@ class Agent:
     async def _turn(self, context: TurnContext, trace: TurnTrace = NO_TRACE) -> AgentResult:
         started = time.perf_counter()
         run = _Run(trace=trace)
-        deadline = asyncio.timeout(self.timeout)
+        deadline = run.deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
                 messages = await self._prompt(context, run)
@@ -374,7 +381,7 @@ class Agent:
             if context.deliver is not None:
                 await context.deliver.working(", ".join(c.name for c in response.tool_calls))
             exchanges = await asyncio.gather(
-                *(self._run_tool(context, call, by_name) for call in response.tool_calls))
+                *(self._run_tool(context, call, by_name, run) for call in response.tool_calls))
             if context.deliver is not None:
                 await context.deliver.working()
             run.exchanges.extend(exchanges)
@@ -397,14 +404,26 @@ class Agent:
 
         return await self.provider.stream(request, on_text=show)
 
+    def needs_approval(self, tool: Tool) -> bool:
+        return self.approvals is not None and (
+            tool.name in self.require_approval or bool(getattr(tool, "requires_approval", False)))
+
     async def _run_tool(
-        self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool]
+        self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool], run: _Run
     ) -> ToolExchange:
         tool = by_name.get(call.name)
         if tool is None:
             content = (f"Error: there is no tool named {call.name!r}; available tools: "
                        f"{', '.join(sorted(by_name))}.")
             is_error = True
+        elif self.approvals is not None and self.needs_approval(tool):
+            loop = asyncio.get_running_loop()
+            waited = loop.time()
+            content, is_error = await self.approvals.run(context, call, tool)
+            when = run.deadline.when() if run.deadline is not None else None
+            if run.deadline is not None and when is not None:
+                # The time a person took to decide is not the agent's to spend.
+                run.deadline.reschedule(when + loop.time() - waited)
         else:
             try:
                 content = await tool.run(dict(call.input))

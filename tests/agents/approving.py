@@ -1,0 +1,36 @@
+"""A team whose `refund` tool waits for a person's approval, as the runtime wires it."""
+
+from __future__ import annotations
+
+from threadline.agents import Agent
+from threadline.agents.approvals import ApprovalBook, ApprovalGate
+from threadline.agents.llm import ModelProvider
+from threadline.channels.base import Channel
+from threadline.history import SqlConversationStore
+from threadline.team import Team
+
+
+class Refunds:
+    """The tool that needs approval, and every refund it really made."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    async def refund(self, order: str) -> str:
+        """Refund an order in full."""
+        self.made.append(order)
+        return f"order {order} refunded"
+
+
+def approving_team(store: SqlConversationStore, provider: ModelProvider, channel: Channel,
+                   refunds: Refunds, *, timeout: float = 600.0) -> Team:
+    gate = ApprovalGate(ApprovalBook(store), channels={channel.name: channel}, timeout=timeout,
+                        poll=0.05)
+    agent = Agent(name="support", conversation_history=store, provider=provider,
+                  tools=[refunds.refund], approvals=gate, require_approval=["refund"])
+    team = Team([agent])
+    team.pipeline.approvals = gate
+    for command in gate.commands():
+        team.pipeline.commands.register(command)
+    team.attach(channel)
+    return team
