@@ -483,15 +483,27 @@ class DiscordChannel(Channel):
         interaction = self._interactions.pop(inbound.id, None)
         if interaction is not None:
             return await self._answer_command(interaction, inbound, text, bound, choices=())
+        return await self._post_parts(inbound, text, bound, choices=())
+
+    async def _post_parts(self, inbound: StoredMessage, text: str, bound: Any, *,
+                          choices: Sequence[CommandChoice]) -> list[str]:
         target, reference = self.reply_target(inbound)
-        # Only the first part is a reply; the rest follow.
+        # Only the first part is a reply; the rest follow; buttons go under the last.
         first: dict[str, Any] = {"reference": reference} if reference else {}
+        parts = split_text(text, self.max_message_chars)
         posted: list[str] = []
-        for part in split_text(text, self.max_message_chars):
+        for number, part in enumerate(parts):
+            extra = dict(first if not posted else {})
+            view = choice_view(choices) if choices and number == len(parts) - 1 else None
+            if view is not None:
+                extra["view"] = view
             try:
-                sent = await target.send(part, **(first if not posted else {}))
+                sent = await target.send(part, **extra)
             except discord.HTTPException as exc:
                 raise self.send_failure(exc, inbound, len(posted), bound) from exc
+            finally:
+                if view is not None:
+                    view.stop()  # presses are handled by custom_id, not by this view
             posted.append(str(sent.id))
         bound.debug("discord.replied", parts=len(posted))
         return posted
@@ -500,13 +512,14 @@ class DiscordChannel(Channel):
         self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
         agent_name: str | None = None,
     ) -> list[str]:
-        """The answer to a command with a button per choice (under its last part); without the
-        command's interaction (after a restart) the text alone, which says what to type."""
-        interaction = self._interactions.pop(inbound.id, None)
-        if interaction is None:
-            return await self.send_reply(inbound, text, agent_name=agent_name)
+        """A button per choice under the last part: the command's follow-up when `inbound` is
+        a command's interaction, else a message in the channel (a tool call to approve)."""
         bound = self._log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
-        return await self._answer_command(interaction, inbound, text, bound, choices=choices)
+        interaction = self._interactions.pop(inbound.id, None)
+        if interaction is not None:
+            return await self._answer_command(interaction, inbound, text, bound,
+                                              choices=choices)
+        return await self._post_parts(inbound, text, bound, choices=choices)
 
     async def _answer_command(self, interaction: discord.Interaction, inbound: StoredMessage,
                               text: str, bound: Any, *, choices: Sequence[CommandChoice]
