@@ -28,7 +28,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
 from bench.figures import percentile  # noqa: E402
-
 from tests.agents.mcp_servers import HttpServerProcess, stdio_settings  # noqa: E402
 from threadline.agents.mcp import McpServer, McpToolset  # noqa: E402
 from threadline.agents.tools import Tool, function_tool  # noqa: E402
