@@ -13,11 +13,16 @@ import pytest
 
 from tests.agents.mcp_servers import HttpServerProcess, calls, server_pids, stdio_settings
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
-from tests.interceptors.scripted import say
+from tests.agents.test_agent_tool_loop import tools_then_text
+from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say, tool_call
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.agents.approvals import ApprovalBook, ApprovalGate
+from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.mcp import McpServer, McpServerSettings, McpToolset
 from threadline.history import SqlConversationStore
+from threadline.history.assembler import AssemblerOptions
+from threadline.team import Team
 
 fake = fake_anthropic_fixture()
 
@@ -178,3 +183,76 @@ async def test_a_server_down_at_start_is_retried_until_it_listens(tmp_path: Path
         if http.process is not None:
             http.kill()
 
+
+
+async def test_large_results_are_hidden_later_and_can_be_read_again(
+        calc: tuple[McpServer, Path, HttpServerProcess | None],
+        store: SqlConversationStore) -> None:
+    server, _, _ = calc
+
+    def report_when_asked(request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1]
+        if last.role == "user" and "report" in last.content:
+            return ModelResponse(text="", stop_reason="tool_use", tool_calls=(
+                tool_call("calc__big_report", lines=200),))
+        return ModelResponse(text="Here it is.")
+
+    model = ScriptedModel(report_when_asked)
+    agent = Agent(name="support", model="claude-test", conversation_history=store,
+                  provider=model, toolsets=[McpToolset([server])],
+                  assembler_options=AssemblerOptions(addressed_only_mode=False,
+                                                     token_budget=50_000))
+    for n in range(3):
+        await agent.invoke(say(f"report {n}", conversation_id="c1"))
+    await agent.invoke(say("and now?", conversation_id="c1"))
+
+    last = model.requests[-1]
+    shown = [e.result.content for m in last.messages for e in m.tool_exchanges]
+    assert shown[0].startswith("[tool result of calc__big_report (")  # hidden, referenced
+    assert shown[-1].startswith("line 0: all systems nominal")  # the newest shown whole
+    assert "retrieve_tool_result" in {t.name for t in last.tools}
+    first_id = next(e.call.id for m in last.messages for e in m.tool_exchanges)
+    stored = await store.get("c1")
+    whole = next(e.result.content for m in stored for e in m.tool_exchanges
+                 if e.call.id == first_id)
+    assert whole.count("\n") == 199  # storage keeps the whole result
+
+
+async def test_a_server_that_requires_approval_waits_for_the_asker(
+        calc: tuple[McpServer, Path, HttpServerProcess | None],
+        store: SqlConversationStore) -> None:
+    server, log, _ = calc
+    guarded = McpServer("calc", server.settings.model_copy(update={"require_approval": True}))
+    guarded.start()
+    assert await guarded.wait_up(30), guarded.problem
+    try:
+        model = tools_then_text([("calc__add", {"a": 20, "b": 22})], final="It is 42.")
+        channel = RecordingChannel(name="room")
+        gate = ApprovalGate(ApprovalBook(store), channels={"room": channel}, poll=0.05)
+        agent = Agent(name="support", conversation_history=store, provider=model,
+                      toolsets=[McpToolset([guarded])], approvals=gate)
+        team = Team([agent])
+        team.pipeline.approvals = gate
+        for command in gate.commands():
+            team.pipeline.commands.register(command)
+        team.attach(channel, respond_to_all=True)
+        await team.start()
+        try:
+            asked = asyncio.ensure_future(team.until_answered(
+                say("what is 20 + 22?", conversation_id="local:room"), channel))
+            for _ in range(400):
+                if channel.sent:
+                    break
+                await asyncio.sleep(0.05)
+            request = channel.sent[0][1]
+            assert "support wants to run calc__add" in request and calls(log) == []
+            command = request.split("type ")[1].split(" or ")[0]
+            await team.until_answered(say(command, conversation_id="local:room"), channel)
+            await asked
+        finally:
+            await team.stop()
+    finally:
+        await guarded.stop()
+
+    assert calls(log) == ["add"]
+    assert [text for _, text, _ in channel.sent[1:]] == ["It is 42.", "Approved: calc__add ran."]

@@ -202,7 +202,8 @@ class ApprovalGate:
         arguments = json.dumps(dict(approval.input), sort_keys=True, ensure_ascii=False)
         who = ", ".join(approval.approvers) or "nobody"
         text = (f"{approval.agent} wants to run {approval.tool} with {arguments}. "
-                f"May it? (Who may decide: {who}.)")
+                f"May it? (Who may decide: {who}. Without buttons, type /approve {approval.id} "
+                f"or /deny {approval.id}.)")
         await channel.send_choices(context.inbound, text, (
             CommandChoice("Approve", f"/approve {approval.id}"),
             CommandChoice("Deny", f"/deny {approval.id}")), agent_name=approval.agent)
