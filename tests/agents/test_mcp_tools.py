@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.agents.mcp_servers import HttpServerProcess, calls, server_pids, stdio_settings
-from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.agents.test_agent_tool_loop import tools_then_text
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say, tool_call
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
