@@ -141,6 +141,7 @@ class Runtime:
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
+        metrics.count_skipped_events(self.channels)
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
@@ -239,7 +240,8 @@ class Runtime:
         return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
 
     async def readiness(self) -> dict[str, str | None]:
-        """Each check's problem, or None: the store answers and every channel is connected."""
+        """Each check's problem, or None: the store answers and every channel is receiving
+        (its listener alive, not just connected once: `Channel.receiving`)."""
         checks: dict[str, str | None] = {}
         try:
             async with asyncio.timeout(5):
@@ -249,8 +251,8 @@ class Runtime:
             self.metrics.store_errors.labels("readyz").inc()
             checks["store"] = str(exc) or "timed out after 5 s"
         for channel in self.channels:
-            connected = channel.name in self._started and channel.identity is not None
-            checks[f"channel:{channel.name}"] = None if connected else "not connected"
+            checks[f"channel:{channel.name}"] = (
+                channel.receiving() if channel.name in self._started else "not connected")
         return checks
 
     def install_signal_handlers(self) -> None:
