@@ -54,7 +54,7 @@ from threadline.history.model import (
 )
 from threadline.history.person_memory import PersonMemory
 from threadline.history.processors import Processor
-from threadline.history.projection import merge_roles, project_turn
+from threadline.history.projection import TRANSCRIPT_NOTE, merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
@@ -322,7 +322,10 @@ class Agent:
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)
         for round_number in range(self.max_tool_rounds + 1):
-            request = ModelRequest(model=self.model, system=self.system_prompt,
+            # The note saying how turns are shown follows the agent's own prompt (constant,
+            # so the cached prefix stays the same).
+            system = "\n\n".join(p for p in (self.system_prompt, TRANSCRIPT_NOTE) if p)
+            request = ModelRequest(model=self.model, system=system,
                                    messages=list(history), tools=specs,
                                    max_tokens=self.max_tokens)
             called = time.perf_counter()

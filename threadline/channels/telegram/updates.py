@@ -29,15 +29,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import warnings
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import TelegramError, TimedOut
+from telegram.warnings import PTBUserWarning
 
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import TurnNotRecordedError
+
+# getUpdates is called through `do_api_request` on purpose (see `UpdatePoller._next_batch`).
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
+                        category=PTBUserWarning)
 
 UpdateTaker = Callable[[Update], Coroutine[Any, Any, None]]
 PollingErrorHandler = Callable[[TelegramError], None]
