@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from threadline.channels.base import Channel, Post
-from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
+from threadline.commands import (
+    Command,
+    CommandCall,
+    CommandChoice,
+    CommandRegistry,
+    CommandReply,
+    CommandRequest,
+)
+from threadline.commands.registry import Origin
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
@@ -43,6 +51,7 @@ from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
+from threadline.people.link_codes import seal_link_codes
 from threadline.reply_delivery import LedgeredReply, interrupted_stream
 from threadline.turn import AgentResult, Deliver, reply_turn_id
 
@@ -129,6 +138,7 @@ class TurnPipeline:
             log.debug("pipeline.own_echo_ignored", conversation_id=message.conversation_id,
                       turn_id=message.id)
             return False
+        message = seal_link_codes(message)  # before anything keeps the text
         try:
             new = await self.inbox.receive(message, channel=channel.name if channel else None)
         except StoreError as exc:
@@ -431,23 +441,54 @@ class TurnPipeline:
             return [await self._earlier_reply(responder, earlier, bound)]
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox))
-        reply = responder.reply_turn(message, answer.text)
-        reply = replace(reply, metadata=replace(reply.metadata, extra={
-            **answer.detail, "command": name}))
-        channel = turn.attachment.channel
-        ids: list[str] = []
-        if channel is not None:
-            post: Post = (partial(channel.send_choices, choices=answer.choices)
-                          if answer.choices else channel.send_reply)
-            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
-        if ids:
-            reply = with_platform_ids(reply, ids)
-        await self.writer.record(reply)
+            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox,
+            notify=partial(self._notify, command=name)))
+        reply, ids = await self._post_answer(
+            turn.attachment.channel, message, responder, answer, reply_id=None, command=name)
         bound.info("pipeline.command_answered", delivered=len(ids))
         return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
                             output=reply.content, outbound=reply, delivered_ids=tuple(ids),
                             stop_reason="command")]
+
+    async def _post_answer(self, channel: Channel | None, inbound: StoredMessage,
+                           responder: Agent, answer: CommandReply, *, reply_id: str | None,
+                           command: str) -> tuple[StoredMessage, list[str]]:
+        """A command's answer posted once (through the reply ledger) and recorded: the
+        recorded turn and its platform ids. `reply_id` names an answer other than the
+        command's own reply."""
+        reply = responder.reply_turn(inbound, answer.text)
+        reply = replace(reply, id=reply_id or reply.id, metadata=replace(
+            reply.metadata, extra={**answer.detail, "command": command}))
+        ids: list[str] = []
+        if channel is not None:
+            post: Post = (partial(channel.send_choices, choices=answer.choices)
+                          if answer.choices else channel.send_reply)
+            if answer.private_text is not None:
+                post = _posting(post, answer.private_text)
+            ids = await self._deliver(channel, inbound, responder.name, post=post).post(reply)
+        if ids:
+            reply = with_platform_ids(reply, ids)
+        await self.writer.record(reply)
+        return reply, ids
+
+    async def _notify(self, origin: Origin, text: str, *, choices: tuple[CommandChoice, ...] = (),
+                      tag: str, command: str) -> bool:
+        """A command's message posted where `origin` was said, on the channel that took it
+        (see `CommandRequest.notify`); False when that channel is not here or it failed."""
+        attachment = self.attachments.get(origin.channel)
+        if attachment is None or attachment.channel is None or not attachment.agents:
+            log.warning("pipeline.notice_not_posted", channel=origin.channel,
+                        conversation_id=origin.conversation_id,
+                        reason="that channel does not run in this process")
+            return False
+        found = await self.store.get_by_ids(origin.conversation_id, [origin.turn_id])
+        if not found:
+            return False
+        responder = attachment.agents[0]
+        _, ids = await self._post_answer(
+            attachment.channel, found[0], responder, CommandReply(text, choices=choices),
+            reply_id=f"{reply_turn_id(found[0].id, responder.name)}:{tag}", command=command)
+        return bool(ids)
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:
@@ -521,3 +562,12 @@ class TurnPipeline:
                           sequence=None, token_count=None)
         await self.writer.record(opening)
         return opening
+
+
+def _posting(post: Post, private: str) -> Post:
+    """`post` that posts `private` whatever text it is given (an answer's private text; the
+    ledger and the history keep the masked one)."""
+    async def posting(inbound: StoredMessage, text: str, *,
+                      agent_name: str | None = None) -> list[str]:
+        return await post(inbound, private, agent_name=agent_name)
+    return posting

@@ -31,6 +31,7 @@ from threadline.agents.team import Team
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
+from threadline.commands import default_commands
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
@@ -43,7 +44,7 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
-from threadline.people.link_codes import LinkCodeInterceptor
+from threadline.people.link_codes import link_command
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.turn import AgentResult, TurnContext
@@ -163,9 +164,6 @@ class Runtime:
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
             build_spend_limit(settings, store, providers, metrics)]
-        if settings.people.link_codes:
-            # Before the spend limit: a link code costs no model call.
-            interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         inspector = Inspector.for_settings(settings, store)
         agents = [
             Agent(
@@ -184,7 +182,10 @@ class Runtime:
         ]
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
-        team = Team(agents, lock=lock)
+        commands = default_commands()
+        if settings.people.link_codes:
+            commands.register(link_command(minutes=settings.people.code_minutes))
+        team = Team(agents, lock=lock, commands=commands)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():

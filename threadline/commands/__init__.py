@@ -11,12 +11,14 @@ from threadline.commands.registry import (
     CommandRequest,
 )
 from threadline.people.forget_me import FORGET_ME
+from threadline.people.link_codes import UNLINK
 
 
 def default_commands() -> CommandRegistry:
     """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
-    `/forget-me` (`threadline.people.forget_me`)."""
-    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
+    `/forget-me` and `/unlink` (`threadline.people`); `/link` is added where link codes are
+    on (`threadline.people.link_codes.link_command`)."""
+    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME, UNLINK))
 
 
 __all__ = ["BUILTIN_COMMANDS", "Command", "CommandCall", "CommandChoice", "CommandHandler",
