@@ -61,7 +61,7 @@ async def ops(runtime: Runtime, path: str) -> tuple[int, str]:
 
 async def until(condition: Callable[[], bool]) -> None:
     async with asyncio.timeout(WAIT):
-        while not condition():
+        while not condition():  # noqa: ASYNC110 - polls state another task changes
             await asyncio.sleep(0.05)
 
 
