@@ -19,7 +19,8 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
-from tests.runtime.platforms import Platform, platform
+from tests.runtime.platforms import Platform, free_port, platform
+from threadline.cli.check import run_checks
 from threadline.config import load_settings
 from threadline.runtime import Runtime
 
@@ -27,7 +28,8 @@ WAIT = 30.0
 
 
 @asynccontextmanager
-async def running(tmp_path: Path, name: str, where: Platform) -> AsyncIterator[Runtime]:
+async def running(tmp_path: Path, name: str, where: Platform, *,
+                  port: int = 0) -> AsyncIterator[Runtime]:
     config = tmp_path / "threadline.yaml"
     config.write_text(f"""\
 store:
@@ -35,7 +37,7 @@ store:
 model:
   provider: offline
 ops:
-  port: 0
+  port: {port}
 channels:
   {name}:
 {where.channel_yaml}agents:
@@ -97,15 +99,23 @@ async def test_telegram_skips_updates_it_cannot_read_and_answers_the_next(
 
 
 async def test_a_telegram_listener_killed_from_inside_is_restarted(tmp_path: Path) -> None:
-    async with platform("telegram") as where, running(tmp_path, "telegram", where) as runtime:
+    async with (platform("telegram") as where,
+                running(tmp_path, "telegram", where, port=free_port()) as runtime):
         telegram: FakeTelegram = where.fake
         [channel] = runtime.channels
         listener = channel._intake.listener  # type: ignore[attr-defined]
+        checked = asyncio.Event()
+        listener._before_restart = checked.wait  # held down until `check` saw it
         assert (await until_ready(runtime, True))["channel:telegram"] == "ok"
         listener.task.cancel()
 
         red = await until_ready(runtime, False)
         assert "not receiving" in red["channel:telegram"]
+        [(_, problem, report)] = [r for r in await run_checks(runtime.settings, 10)
+                                  if r[0] == "running process"]
+        assert problem is None and any(
+            w.startswith("channel telegram is not receiving") for w in report.warnings)
+        checked.set()
         await until_ready(runtime, True)
         assert listener.restarts == 1
         await telegram.deliver(telegram.message(private_chat(ALICE), ALICE, "still there"))
