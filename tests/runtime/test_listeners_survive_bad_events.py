@@ -172,3 +172,19 @@ async def test_a_discord_gateway_killed_from_inside_is_restarted(tmp_path: Path)
                                       content=f"<@{discord.bot.id}> back")
         posts = await discord.wait_for_posts(1)
         assert "back" in posts[-1]["content"]
+
+
+async def test_slack_acknowledges_and_skips_events_it_cannot_read(tmp_path: Path) -> None:
+    async with platform("slack") as where, running(tmp_path, "slack", where) as runtime:
+        slack = where.fake
+        broken = slack.message_event("unused", channel="D0ALICE", channel_type="im")
+        broken.update(text=["not", "text"], ts={"not": "a ts"}, blocks="nonsense")
+        delivery = await slack.deliver_event(where.extra["events_url"], broken)
+        assert delivery.status == 200  # acknowledged: Slack must not retry it forever
+        good = slack.message_event("hello after the broken one", channel="D0ALICE",
+                                   channel_type="im")
+        assert (await slack.deliver_event(where.extra["events_url"], good)).status == 200
+        [answer] = await slack.wait_for_calls("chat.postMessage", 1)
+        assert "hello after the broken one" in str(answer.params["text"])
+        _, metrics = await ops(runtime, "/metrics")
+        assert 'threadline_skipped_events_total{channel="slack"} 1.0' in metrics
