@@ -24,9 +24,10 @@ from threadline.commands import CommandRegistry, default_commands
 from threadline.errors import ConfigError, StoreError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
-from threadline.history.model import StoredMessage
+from threadline.history.model import StoredMessage, storable_text
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, SingleProcessLock
+from threadline.people.link_codes import mask_link_codes
 from threadline.pipeline import Attachment, TurnPipeline
 from threadline.turn import AgentResult
 
@@ -169,6 +170,9 @@ class Team:
         await self.pipeline.answered(message, channel)
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
+        # An edit is stored text too: codes masked and unstorable characters replaced, as
+        # the pipeline does for a new turn.
+        content = storable_text(mask_link_codes(content))
         await self._change("edit", conversation_id, self.store.edit_message(
             conversation_id, message_id, content))
 

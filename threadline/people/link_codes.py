@@ -44,6 +44,11 @@ CODE_KEY = "link_code"  # metadata.extra: the hash of the code a redemption said
 PLAIN = re.compile(r"^\s*(?:link my account|TL-\*{4}-\*{4})\s*[.!]?\s*$", re.IGNORECASE)
 
 
+def mask_link_codes(text: str) -> str:
+    """`text` with every link code in it masked."""
+    return _ANY_CODE.sub(MASKED, text) if "-" in text else text
+
+
 def seal_link_codes(message: StoredMessage) -> StoredMessage:
     """The turn with every link code masked; a redemption keeps the code's hash (see the
     module docstring)."""
@@ -53,7 +58,7 @@ def seal_link_codes(message: StoredMessage) -> StoredMessage:
     redemption = _REDEMPTION.match(message.content)
     if redemption is not None:
         extra[CODE_KEY] = code_hash(redemption.group(1))
-    return replace(message, content=_ANY_CODE.sub(MASKED, message.content),
+    return replace(message, content=mask_link_codes(message.content),
                    metadata=replace(message.metadata, extra=extra))
 
 
