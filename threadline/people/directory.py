@@ -17,17 +17,20 @@ import hashlib
 import secrets
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from threadline.history.model import utc_now
 from threadline.history.sql_operations import SqlRunner
 from threadline.history.sql_schema import from_micros, to_micros
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
+
+T = TypeVar("T")
+M = TypeVar("M")
 
 CODE_MINUTES = 10
 # No 0/O, 1/I/L: a code is read on one screen and typed on another.
@@ -282,11 +285,19 @@ _MEMORY: weakref.WeakKeyDictionary[ConversationStore, MemoryPeopleDirectory] = (
     weakref.WeakKeyDictionary())
 
 
+def beside_store(store: ConversationStore, sql: Callable[[SqlConversationStore], T],
+                 memory: Callable[[], M], kept: weakref.WeakKeyDictionary[ConversationStore, M],
+                 ) -> T | M:
+    """What lives beside a conversation store: in its database (SQL), or in process memory,
+    one per in-memory store (kept in `kept` while the store lives)."""
+    if isinstance(store, SqlConversationStore):
+        return sql(store)
+    found = kept.get(store)
+    if found is None:
+        found = kept[store] = memory()
+    return found
+
+
 def people_for(store: ConversationStore) -> PeopleDirectory:
     """The directory that lives beside a conversation store (one per in-memory store)."""
-    if isinstance(store, SqlConversationStore):
-        return SqlPeopleDirectory(store)
-    directory = _MEMORY.get(store)
-    if directory is None:
-        directory = _MEMORY[store] = MemoryPeopleDirectory()
-    return directory
+    return beside_store(store, SqlPeopleDirectory, MemoryPeopleDirectory, _MEMORY)

@@ -24,6 +24,7 @@ from threadline.history.sql_operations import SqlRunner
 from threadline.history.sql_schema import from_micros, to_micros
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
+from threadline.people.directory import beside_store
 
 MAX_WRONG_CODES = 5
 WRONG_CODES_WINDOW = timedelta(hours=1)
@@ -184,9 +185,4 @@ _MEMORY: weakref.WeakKeyDictionary[ConversationStore, MemoryLinkRequests] = (
 
 def link_requests_for(store: ConversationStore) -> LinkRequests:
     """The link requests that live beside a conversation store (one per in-memory store)."""
-    if isinstance(store, SqlConversationStore):
-        return SqlLinkRequests(store)
-    requests = _MEMORY.get(store)
-    if requests is None:
-        requests = _MEMORY[store] = MemoryLinkRequests()
-    return requests
+    return beside_store(store, SqlLinkRequests, MemoryLinkRequests, _MEMORY)
