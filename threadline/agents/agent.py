@@ -240,6 +240,13 @@ class Agent:
         trace.finished(result)
         return result
 
+    @property
+    def system_text(self) -> str:
+        """The system text a model is sent: the agent's prompt, then the fixed note saying how
+        the conversation's turns are shown (`projection.TRANSCRIPT_NOTE`; constant, so the
+        cached prefix stays the same)."""
+        return "\n\n".join(p for p in (self.system_prompt, TRANSCRIPT_NOTE) if p)
+
     def reply_result(
         self, context: TurnContext, text: str, *, stop_reason: str, latency: float = 0.0
     ) -> AgentResult:
@@ -322,10 +329,7 @@ class Agent:
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)
         for round_number in range(self.max_tool_rounds + 1):
-            # The note saying how turns are shown follows the agent's own prompt (constant,
-            # so the cached prefix stays the same).
-            system = "\n\n".join(p for p in (self.system_prompt, TRANSCRIPT_NOTE) if p)
-            request = ModelRequest(model=self.model, system=system,
+            request = ModelRequest(model=self.model, system=self.system_text,
                                    messages=list(history), tools=specs,
                                    max_tokens=self.max_tokens)
             called = time.perf_counter()
