@@ -3,16 +3,21 @@
     receive          the channel hands over a normalized turn; a turn the inbox or the history
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
-                     acknowledge the platform (`receive` returned), so a crash loses nothing
+                     acknowledge the platform (`receive` returned), so a crash loses nothing;
+                     an edit or a deletion of it changes it there while it waits (`edit`,
+                     `delete`), the stored turn once it is answered
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
                      instead, never by a model, through the same reply ledger, and recorded
-    answer           each addressed agent runs its turn (capture, delivery and its own
-                     interceptors around it); its reply is claimed in the reply ledger, posted,
-                     recorded as delivered with its platform ids, and stored
+    answer           each addressed agent runs its turn inside the pipeline's reply step
+                     (the status shown while its own interceptors and the model run)
+    deliver, record  every reply, a model's or a command's, takes one path
+                     (`_deliver_and_record`): claimed in the reply ledger, posted, recorded
+                     as delivered with its platform ids, then stored through capture's
+                     durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
@@ -27,13 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
 from threadline.commands import (
     Command,
@@ -47,16 +54,18 @@ from threadline.commands.registry import Origin
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
-from threadline.history.model import StoredMessage
+from threadline.history.model import StoredMessage, storable_text
+from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
-from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
-from threadline.people.link_codes import seal_link_codes
-from threadline.reply_delivery import LedgeredReply, interrupted_stream
-from threadline.turn import AgentResult, Deliver, reply_turn_id
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
+from threadline.people.link_codes import mask_link_codes, seal_link_codes
+from threadline.reply_delivery import (
+    LedgeredReply,
+    interrupted_stream,
+    post_result,
+    with_platform_ids,
+)
+from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.pipeline")
 
@@ -99,6 +108,7 @@ class TurnPipeline:
         answer_bots: bool = False,
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
+        answer_edits: bool = False,
     ) -> None:
         self.agents = agents
         self.commands = commands or CommandRegistry()
@@ -112,6 +122,7 @@ class TurnPipeline:
         self.max_attempts = max_attempts
         self.answer_bots = answer_bots
         self.scan_interval = scan_interval
+        self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
@@ -172,6 +183,55 @@ class TurnPipeline:
                 waiting.remove(done)
             if not waiting:
                 self._waiting.pop(message.id, None)
+
+    # -- edits and deletions -----------------------------------------------------------------
+
+    async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
+        """A person edited a message: a turn still waiting is answered as edited; an answered
+        one is edited in the history (and answered again when `answer_edits` is on)."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        # Edited text is kept like a new turn's: codes masked, unstorable characters replaced.
+        content = storable_text(mask_link_codes(content))
+        try:
+            if await self.inbox.edit_waiting(turn_id, content):
+                bound.info("pipeline.waiting_turn_edited")
+                return
+            if not await self.store.edit_message(conversation_id, turn_id, content):
+                bound.warning("pipeline.edit_unknown_turn",
+                              detail="neither waiting nor stored (said before the bot joined, "
+                                     "or taken by a worker this very moment): nothing changed")
+                return
+            bound.info("pipeline.stored_turn_edited", answered_again=self.answer_edits)
+            if self.answer_edits:
+                await self._answer_again(conversation_id, turn_id, content, bound)
+        except StoreError as exc:
+            bound.error("pipeline.edit_failed", error=str(exc))
+
+    async def delete(self, conversation_id: str, turn_id: str) -> None:
+        """A person deleted a message: a turn still waiting is not answered; a stored one
+        leaves the history."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.cancel_waiting(turn_id):
+                bound.info("pipeline.waiting_turn_cancelled")
+                self._resolve(turn_id, [])
+            await self.store.delete_messages(conversation_id, [turn_id])
+        except StoreError as exc:
+            bound.error("pipeline.delete_failed", error=str(exc))
+
+    async def _answer_again(self, conversation_id: str, turn_id: str, content: str,
+                            bound: Any) -> None:
+        """The edited turn waits in the inbox once more, marked with its edit (so its replies
+        are new turns: `reply_turn_id`)."""
+        [stored] = await self.store.get_by_ids(conversation_id, [turn_id])
+        digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+        edited = replace(stored, sequence=None, token_count=None, metadata=replace(
+            stored.metadata, extra={**stored.metadata.extra, EDITED: digest}))
+        if await self.inbox.answer_again(edited):
+            self.wake(conversation_id)
+        else:
+            bound.warning("pipeline.edit_not_answered_again",
+                          detail="the inbox no longer holds this turn, or it is still open")
 
     # -- own each conversation -------------------------------------------------------------
 
@@ -342,7 +402,7 @@ class TurnPipeline:
                          *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
         (only a turn taken again after a crash can have one)."""
-        reply_id = reply_turn_id(inbound.id, agent.name)
+        reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
         if retried:
             try:
@@ -360,7 +420,8 @@ class TurnPipeline:
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
-            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason)
+            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
+                                      recording=self._reply_step(deliver))
         except StoreError:
             raise
         except Exception:
@@ -435,41 +496,70 @@ class TurnPipeline:
         targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
         responder = targets[0]
         bound = bound.bind(command=name, agent=responder.name)
-        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        earlier = (await self.inbox.delivery(reply_turn_id(message, responder.name))
                    if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]
+        channel = turn.attachment.channel
+        identity = channel.identity if channel is not None else None
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox,
+            bot=identity.username or identity.display_name if identity is not None else None,
+            store=self.store, outbox=self.writer.outbox,
+            channel=channel.name if channel is not None else None,
             notify=partial(self._notify, command=name)))
-        reply, ids = await self._post_answer(
-            turn.attachment.channel, message, responder, answer, reply_id=None, command=name)
-        bound.info("pipeline.command_answered", delivered=len(ids))
-        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
-                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
-                            stop_reason="command")]
+        result = await self._post_answer(channel, message, responder, answer, reply_id=None,
+                                         command=name)
+        bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
+        return [result]
+
+    def _reply_step(self, deliver: Deliver | None) -> Interceptor:
+        """An agent turn's outermost step: the status shown while the agent runs, then its
+        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
+
+        async def step(context: TurnContext, call_next: CallNext) -> AgentResult:
+            if deliver is None:
+                return await self._deliver_and_record(None, await call_next())
+            await deliver.working()
+            try:
+                result = await call_next()
+            except BaseException as exc:
+                await deliver.abandon(exc)
+                raise
+            return await self._deliver_and_record(deliver, result)
+
+        return step
+
+    async def _deliver_and_record(self, deliver: Deliver | None, result: AgentResult
+                                  ) -> AgentResult:
+        """Every reply's one path, a model's or a command's: posted once through the reply
+        ledger (when there is a channel), then stored by capture's writer (durable even while
+        the store is away, never fatal to the reply)."""
+        if deliver is not None:
+            result = await post_result(deliver, result)
+        if result.outbound is not None:
+            await self.writer.record(result.outbound)
+        return result
 
     async def _post_answer(self, channel: Channel | None, inbound: StoredMessage,
                            responder: Agent, answer: CommandReply, *, reply_id: str | None,
-                           command: str) -> tuple[StoredMessage, list[str]]:
-        """A command's answer posted once (through the reply ledger) and recorded: the
-        recorded turn and its platform ids. `reply_id` names an answer other than the
-        command's own reply."""
+                           command: str) -> AgentResult:
+        """A command's answer to `inbound`, delivered and recorded like every reply.
+        `reply_id` names an answer other than the command's own reply (a notice elsewhere);
+        an answer's `private_text` is what is posted, its masked `text` what is kept."""
         reply = responder.reply_turn(inbound, answer.text)
         reply = replace(reply, id=reply_id or reply.id, metadata=replace(
             reply.metadata, extra={**answer.detail, "command": command}))
-        ids: list[str] = []
+        deliver = None
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)
                           if answer.choices else channel.send_reply)
             if answer.private_text is not None:
                 post = _posting(post, answer.private_text)
-            ids = await self._deliver(channel, inbound, responder.name, post=post).post(reply)
-        if ids:
-            reply = with_platform_ids(reply, ids)
-        await self.writer.record(reply)
-        return reply, ids
+            deliver = self._deliver(channel, inbound, responder.name, post=post)
+        return await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=inbound.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="command"))
 
     async def _notify(self, origin: Origin, text: str, *, choices: tuple[CommandChoice, ...] = (),
                       tag: str, command: str) -> bool:
@@ -485,10 +575,10 @@ class TurnPipeline:
         if not found:
             return False
         responder = attachment.agents[0]
-        _, ids = await self._post_answer(
+        result = await self._post_answer(
             attachment.channel, found[0], responder, CommandReply(text, choices=choices),
-            reply_id=f"{reply_turn_id(found[0].id, responder.name)}:{tag}", command=command)
-        return bool(ids)
+            reply_id=f"{reply_turn_id(found[0], responder.name)}:{tag}", command=command)
+        return bool(result.delivered_ids)
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

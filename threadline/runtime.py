@@ -27,11 +27,9 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.agents.team import Team
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
-from threadline.commands import default_commands
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
@@ -47,6 +45,7 @@ from threadline.ops import Metrics, OpsServer
 from threadline.people.link_codes import link_command
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
+from threadline.team import Team, default_commands
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -185,7 +184,8 @@ class Runtime:
         commands = default_commands()
         if settings.people.link_codes:
             commands.register(link_command(minutes=settings.people.code_minutes))
-        team = Team(agents, lock=lock, commands=commands)
+        team = Team(agents, lock=lock, commands=commands,
+                    answer_edits=settings.history.answer_edits)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():

@@ -7,10 +7,11 @@ never act on Ann's.
 
 from __future__ import annotations
 
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.offline import OfflineModel
 from threadline.channels.local import LocalChannel
 from threadline.history import SqlConversationStore
+from threadline.team import Team
 
 
 async def test_someone_elses_confirmation_and_chatter_leave_anns_question_open(

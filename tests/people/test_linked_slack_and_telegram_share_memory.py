@@ -20,15 +20,15 @@ from typing import Any
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import ALICE, FakeTelegram, TgUser, private_chat
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
-from threadline.commands import default_commands
 from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
 from threadline.people import people_for
 from threadline.people.link_codes import link_command
+from threadline.team import Team, default_commands
 
 FACT = "5531"
 MALLORY = TgUser(1666, "Mallory")

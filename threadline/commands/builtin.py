@@ -101,7 +101,7 @@ async def open_question(request: CommandRequest, command: str) -> StoredMessage 
         if call is None or CONFIRM_WORD in call.args.lower().split():
             return None
         answers = await request.store.get_by_ids(
-            message.conversation_id, [reply_turn_id(turn.id, a.name) for a in request.present])
+            message.conversation_id, [reply_turn_id(turn, a.name) for a in request.present])
         asked = [a for a in answers if a.metadata.extra.get(command) == "asked"]
         return asked[0] if asked else None
     return None
@@ -127,9 +127,7 @@ async def summary(request: CommandRequest) -> CommandReply:
 
 async def agents(request: CommandRequest) -> CommandReply:
     """Who is here, what each does, and how to address them."""
-    channel = request.channel
-    identity = channel.identity if channel is not None else None
-    bot = identity.username or identity.display_name if identity is not None else None
+    bot = request.bot
     lines = ["Agents here:"]
     for position, agent in enumerate(request.present):
         ways = [f"@{agent.name}"]

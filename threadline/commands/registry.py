@@ -17,16 +17,13 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from threadline.errors import ConfigError
+from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
-    from threadline.channels.base import Channel
-    from threadline.interceptors.outbox import Outbox
+from threadline.interceptors.outbox import Outbox
 
 _NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 # `/name`, `/name@bot` (Telegram in groups), then the arguments.
@@ -57,6 +54,22 @@ class CommandCall:
                    args=(match.group(3) or "").strip())
 
 
+class CommandAgent(Protocol):
+    """What a command handler may read of an agent (`threadline.agents.Agent` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+    @property
+    def assembler_options(self) -> AssemblerOptions: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where a turn was said: the channel (by its configured name), conversation, turn id."""
@@ -66,8 +79,9 @@ class Origin:
     turn_id: str
 
     @classmethod
-    def of(cls, message: StoredMessage, channel: Channel | None) -> Origin | None:
-        return cls(channel.name, message.conversation_id, message.id) if channel else None
+    def of(cls, message: StoredMessage, channel: str | None) -> Origin | None:
+        """Where `message` was said, on the channel named `channel` (None: no channel)."""
+        return cls(channel, message.conversation_id, message.id) if channel else None
 
     def to_json(self) -> str:
         return json.dumps([self.channel, self.conversation_id, self.turn_id])
@@ -94,16 +108,18 @@ class CommandRequest:
 
     `message` is the command turn as recorded (its `sequence` filled in). `present` are the
     agents on the channel it was sent in (the channel's default first); `targets` those it is
-    for: the agents named in the arguments, else every agent present.
+    for: the agents named in the arguments, else every agent present. `bot` is the bot's own
+    name on that channel's platform (None without a channel).
     """
 
     call: CommandCall
     message: StoredMessage
-    present: tuple[Agent, ...]
-    targets: tuple[Agent, ...]
-    channel: Channel | None
+    present: tuple[CommandAgent, ...]
+    targets: tuple[CommandAgent, ...]
+    bot: str | None
     store: ConversationStore
     outbox: Outbox | None = None  # turns waiting on disk for the store (erasing purges them)
+    channel: str | None = None  # the name of the channel it came through, if any
     # Tells someone elsewhere (`/link` asks a code's owner in their own direct message);
     # None where no channel can post (turns handed over without one).
     notify: Notify | None = None
