@@ -6,7 +6,7 @@ identity in a window (`threadline.people.link_requests`). A code now keeps where
 (`origin`), so its owner can be asked there.
 
 Revision ID: link_consent
-Revises: 0006
+Revises: schedules_handoffs
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "link_consent"
-down_revision = "0006"
+down_revision = "schedules_handoffs"
 branch_labels = None
 depends_on = None
 
