@@ -46,11 +46,11 @@ from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 from threadline.people.access import Access, AccessInterceptor, PeopleList
-from threadline.people.link_codes import LinkCodeInterceptor
+from threadline.people.link_codes import link_command
 from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
-from threadline.team import Team
+from threadline.team import Team, default_commands
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -160,6 +160,7 @@ class Runtime:
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
+        metrics.count_skipped_events(self.channels)
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
@@ -181,9 +182,6 @@ class Runtime:
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
             build_spend_limit(settings, store, providers, metrics)]
-        if settings.people.link_codes:
-            # Before the spend limit: a link code costs no model call.
-            interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         access = access_for(settings)
         # Before anything that answers or spends: who may ask, then how often.
         interceptors.insert(1, AccessInterceptor(access))
@@ -203,12 +201,12 @@ class Runtime:
                                  timeout=settings.approvals.timeout_seconds)
 
         def toolsets(agent: str) -> list[McpToolset]:
-            access = settings.agents[agent].mcp
-            if not access.allow:
+            chosen = settings.agents[agent].mcp
+            if not chosen.allow:
                 return []
-            used = {entry.partition("/")[0] for entry in access.allow}
+            used = {entry.partition("/")[0] for entry in chosen.allow}
             return [McpToolset([s for n, s in mcp_servers.items() if n in used],
-                               allow=tuple(access.allow), deny=tuple(access.deny))]
+                               allow=tuple(chosen.allow), deny=tuple(chosen.deny))]
 
         agents = [
             Agent(
@@ -229,7 +227,11 @@ class Runtime:
         ]
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
-        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
+        commands = default_commands()
+        if settings.people.link_codes:
+            commands.register(link_command(minutes=settings.people.code_minutes))
+        team = Team(agents, lock=lock, commands=commands,
+                    answer_edits=settings.history.answer_edits)
         team.pipeline.access = access
         if any(a.require_approval for a in settings.agents.values()) or any(
                 s.require_approval for s in settings.mcp_servers.values()):
@@ -298,7 +300,8 @@ class Runtime:
         return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
 
     async def readiness(self) -> dict[str, str | None]:
-        """Each check's problem, or None: the store answers and every channel is connected."""
+        """Each check's problem, or None: the store answers and every channel is receiving
+        (its listener alive, not just connected once: `Channel.receiving`)."""
         checks: dict[str, str | None] = {}
         try:
             async with asyncio.timeout(5):
@@ -308,8 +311,8 @@ class Runtime:
             self.metrics.store_errors.labels("readyz").inc()
             checks["store"] = str(exc) or "timed out after 5 s"
         for channel in self.channels:
-            connected = channel.name in self._started and channel.identity is not None
-            checks[f"channel:{channel.name}"] = None if connected else "not connected"
+            checks[f"channel:{channel.name}"] = (
+                channel.receiving() if channel.name in self._started else "not connected")
         return checks
 
     def install_signal_handlers(self) -> None:

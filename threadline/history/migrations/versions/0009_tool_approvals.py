@@ -6,7 +6,7 @@ pending -> approved -> running -> ran, or pending -> denied / expired, each step
 update, so the tool runs at most once.
 
 Revision ID: tool_approvals
-Revises: schedules_handoffs
+Revises: link_consent
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "tool_approvals"
-down_revision = "schedules_handoffs"
+down_revision = "link_consent"
 branch_labels = None
 depends_on = None
 
