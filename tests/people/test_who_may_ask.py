@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -12,11 +13,14 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import ANN, BOB, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
+from threadline.config import load_settings
+from threadline.errors import ConfigError
 from threadline.history import SqlConversationStore
 from threadline.history.model import Participant
 from threadline.interceptors.rate_limit import DEFAULT_REPLY, Rate, RateLimitInterceptor
 from threadline.people import people_for
 from threadline.people.access import Access, AccessInterceptor, PeopleList
+from threadline.runtime import access_for
 from threadline.team import Team
 
 
@@ -132,3 +136,30 @@ async def test_over_the_rate_limit_one_polite_reply_then_silence_until_the_windo
                   if m.participant.id == "U_ANN"]
         assert stored == ["one", "two", "three", "four", "five", "six", "seven", "eight"]
         assert len(room.model.requests) == 4
+
+
+def test_the_yaml_lists_become_the_lists_turns_are_held_to(tmp_path: Path) -> None:
+    config = tmp_path / "threadline.yaml"
+    config.write_text(f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+model:
+  provider: offline
+access:
+  channels:
+    local: {{allow: ["local:U_ANN"]}}
+  admins: ["local:U_ANN"]
+  rate_limit: {{turns: 3, per_seconds: 60}}
+agents:
+  support:
+    channels: [local]
+    access: {{deny: ["person-abc"]}}
+""", encoding="utf-8")
+    access = access_for(load_settings(config))
+    assert access.channels["local"] == PeopleList.of(allow=["local:U_ANN"])
+    assert access.agents["support"] == PeopleList.of(deny=["person-abc"])
+    assert access.admins == {"local:U_ANN"}
+
+    config.write_text(config.read_text().replace("    local: {", "    nowhere: {"))
+    with pytest.raises(ConfigError, match="access.channels.nowhere.*unknown channel 'nowhere'"):
+        load_settings(config)
