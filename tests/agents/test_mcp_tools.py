@@ -256,3 +256,17 @@ async def test_a_server_that_requires_approval_waits_for_the_asker(
 
     assert calls(log) == ["add"]
     assert [text for _, text, _ in channel.sent[1:]] == ["It is 42.", "Approved: calc__add ran."]
+
+
+async def test_a_call_that_takes_too_long_is_an_error_and_the_server_stays_usable(
+        calc: tuple[McpServer, Path, HttpServerProcess | None]) -> None:
+    server, _, _ = calc
+    hasty = McpServer("calc", server.settings.model_copy(update={"timeout": 0.5}))
+    hasty.start()
+    try:
+        assert await hasty.wait_up(30), hasty.problem
+        with pytest.raises(TimeoutError, match="did not answer 'slow' within 0.5 s"):
+            await hasty.call("slow", {"seconds": 5})
+        assert await hasty.call("add", {"a": 1, "b": 2}) == "3"
+    finally:
+        await hasty.stop()

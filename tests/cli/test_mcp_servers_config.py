@@ -73,5 +73,5 @@ async def test_check_lists_a_working_servers_tools_and_fails_for_one_that_is_dow
     outcome = await run_process_async("check", str(path), "--timeout", "20", cwd=tmp_path)
 
     assert outcome.code == 1
-    assert "ok    mcp server calc: 5 tool(s): add, add_tool, big_report" in outcome.out
+    assert "ok    mcp server calc: 6 tool(s): add, add_tool, big_report" in outcome.out
     assert "FAIL  mcp server down: ConnectError: All connection attempts failed" in outcome.err

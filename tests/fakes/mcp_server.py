@@ -3,14 +3,15 @@
     python -m tests.fakes.mcp_server stdio
     python -m tests.fakes.mcp_server http PORT
 
-Its tools: `add`, `shout`, `big_report` (a large result), `delete_everything` (for deny lists)
-and `add_tool` (adds `late_tool` and tells the client its tool list changed). Each run of a tool
-appends a line to the file named by `MCP_CALL_LOG` when that is set, so a test can count how
+Its tools: `add`, `shout`, `big_report` (a large result), `slow` (for timeouts),
+`delete_everything` (for deny lists) and `add_tool` (adds `late_tool` and tells the client its
+tool list changed). Each run of a tool appends a line to the file named by `MCP_CALL_LOG` when that is set, so a test can count how
 many times a tool really ran, across restarts of this server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -46,6 +47,14 @@ async def big_report(lines: int) -> str:
     """A long report of the given number of lines."""
     _ran("big_report")
     return "\n".join(f"line {i}: all systems nominal" for i in range(lines))
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answer after the given number of seconds."""
+    _ran("slow")
+    await asyncio.sleep(seconds)
+    return "finally"
 
 
 @server.tool()
