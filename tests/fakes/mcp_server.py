@@ -5,8 +5,9 @@
 
 Its tools: `add`, `shout`, `big_report` (a large result), `slow` (for timeouts),
 `delete_everything` (for deny lists) and `add_tool` (adds `late_tool` and tells the client its
-tool list changed). Each run of a tool appends a line to the file named by `MCP_CALL_LOG` when that is set, so a test can count how
-many times a tool really ran, across restarts of this server.
+tool list changed). Each run of a tool appends a line to the file named by `MCP_CALL_LOG` when
+that is set, so a test can count how many times a tool really ran, across restarts of this
+server.
 """
 
 from __future__ import annotations
