@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import structlog
 
 from threadline.commands import Command, CommandChoice, CommandReply, CommandRequest
+from threadline.errors import ChannelError
 from threadline.history.model import StoredMessage, ToolCall
 from threadline.history.speakers import identity_of
 from threadline.history.sql_operations import SqlRunner
@@ -166,7 +167,13 @@ class ApprovalGate:
             created_us=now_us, expires_us=now_us + int(self.timeout * 1_000_000)))
         bound = context.log.bind(approval_id=approval.id, tool=call.name)
         if approval.state == "pending" and not approval.posted:
-            await self._show(context, approval)
+            try:
+                await self._show(context, approval)
+            except ChannelError as exc:
+                bound.warning("approval.not_shown", error=str(exc))
+                await self.book.move(approval.id, "pending", "expired")
+                return (f"Not run: the request to approve {call.name} could not be posted "
+                        f"({exc}). Tell the person it was not done.", True)
             bound.info("approval.asked", approvers=list(approvers))
         approval = await self._decision(approval)
         if approval.state == "approved":

@@ -153,9 +153,7 @@ class McpServer:
             try:
                 await self._connected_once()
                 delay = _BACKOFF_FIRST
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:  # an ExceptionGroup from the SDK's task groups too
+            except Exception as exc:  # an ExceptionGroup from the SDK's task groups too
                 self.problem = _short(exc)
                 self._log.warning("mcp.server_down", problem=self.problem, retry_in=delay)
             finally:
