@@ -41,13 +41,13 @@ from threadline.agents.providers import (
     register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
-from threadline.history.model import ToolCall
+from threadline.history.model import Reasoning, ToolCall
 
-# The model an agent uses when none is named, and the cheap one that writes summaries. Both
-# answer without thinking unless asked: the Claude 5 models think by default and then need their
-# thinking blocks sent back within a tool round, which this provider does not carry yet.
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
+# The model an agent uses when none is named (the newest Sonnet the SDK lists), and the cheap
+# one that writes summaries (asked not to think). The Claude 5 models think by default; their
+# thinking blocks travel with the tool calls they preceded and are sent back within the round.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
 
 log = structlog.get_logger(__name__)
 
@@ -109,6 +109,12 @@ class AnthropicProvider:
                     block["cache_control"] = dict(_EPHEMERAL)
         params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                                   "messages": messages}
+        if request.thinking == "off":
+            params["thinking"] = {"type": "disabled"}
+        elif isinstance(request.thinking, int):
+            # The budget comes on top of the reply's limit: max_tokens must exceed it.
+            params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking}
+            params["max_tokens"] = request.max_tokens + request.thinking
         if system:
             params["system"] = system
         if tools:
@@ -227,13 +233,21 @@ def _response(message: Any) -> ModelResponse:
         raise TypeError(f"content is {type(message.content).__name__}, not a list of blocks")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[Reasoning] = []
+    before_call: list[Reasoning] = []  # thinking since the last tool_use: goes with the next
     for block in message.content:
         if block.type == "text":
             texts.append(block.text)
+        elif block.type in ("thinking", "redacted_thinking"):
+            thought = Reasoning("anthropic", _thinking_block(block))
+            reasoning.append(thought)
+            before_call.append(thought)
         elif block.type == "tool_use":
             if not isinstance(block.input, dict):
                 raise TypeError(f"tool_use {block.id} input is not an object: {block.input!r}")
-            calls.append(ToolCall(id=block.id, name=block.name, input=block.input))
+            calls.append(ToolCall(id=block.id, name=block.name, input=block.input,
+                                  reasoning=tuple(before_call)))
+            before_call.clear()
     if message.stop_reason is None:
         # A stream that ended before its message_delta: the reply may be cut short.
         raise ModelError(
@@ -252,7 +266,15 @@ def _response(message: Any) -> ModelResponse:
             cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
         ),
         model=message.model,
+        reasoning=tuple(reasoning),
     )
+
+
+def _thinking_block(block: Any) -> dict[str, Any]:
+    """A thinking block exactly as the API sent it (the signature covers every byte)."""
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
 
 
 def _short(text: str, limit: int = 200) -> str:

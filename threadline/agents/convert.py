@@ -45,12 +45,7 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
         if message.content:
             blocks.append({"type": "text", "text": message.content})
         if message.role == "assistant" and message.tool_exchanges:
-            blocks += [
-                {"type": "tool_use", "id": e.call.id, "name": e.call.name,
-                 "input": json.loads(_json(dict(e.call.input)))}
-                for e in message.tool_exchanges
-            ]
-            add("assistant", blocks)
+            add("assistant", _anthropic_round(message))
             add("user", [
                 {"type": "tool_result", "tool_use_id": e.call.id, "content": e.result.content,
                  "is_error": e.result.is_error}
@@ -59,6 +54,20 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
         elif blocks:
             add("user" if message.role == "system" else message.role, blocks)
     return system, turns
+
+
+def _anthropic_round(message: PromptMessage) -> list[dict[str, Any]]:
+    """An assistant turn of a tool round as the model wrote it: each call's thinking blocks
+    (unaltered, as the API requires within the round) before it, the text after the first."""
+    blocks: list[dict[str, Any]] = []
+    for number, exchange in enumerate(message.tool_exchanges):
+        call = exchange.call
+        blocks += [dict(r.block) for r in call.reasoning if r.format == "anthropic"]
+        if number == 0 and message.content:
+            blocks.append({"type": "text", "text": message.content})
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       "input": json.loads(_json(dict(call.input)))})
+    return blocks
 
 
 def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[dict[str, Any]]:
@@ -77,7 +86,7 @@ def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[di
         [{"role": "system", "content": system_text}] if system_text else [])
     for message in messages[leading:]:
         if message.role == "assistant" and message.tool_exchanges:
-            converted.append({
+            turn: dict[str, Any] = {
                 "role": "assistant",
                 "content": message.content or None,
                 "tool_calls": [
@@ -85,7 +94,15 @@ def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[di
                      "function": {"name": e.call.name, "arguments": _json(dict(e.call.input))}}
                     for e in message.tool_exchanges
                 ],
-            })
+            }
+            # Servers that think (DeepSeek, vLLM/llama.cpp reasoning parsers) want their
+            # reasoning back within the tool round it was written for.
+            reasoning = "".join(str(r.block.get("reasoning_content", ""))
+                                for e in message.tool_exchanges for r in e.call.reasoning
+                                if r.format == "openai")
+            if reasoning:
+                turn["reasoning_content"] = reasoning
+            converted.append(turn)
             converted += [
                 {"role": "tool", "tool_call_id": e.call.id, "content": e.result.content}
                 for e in message.tool_exchanges
