@@ -44,7 +44,7 @@ async def test_breakpoints_sit_on_the_last_tool_the_system_prompt_and_the_newest
     await provider.complete(request(
         PromptMessage("user", "Where is my mug?"),
         PromptMessage("assistant", "Checking.", tool_exchanges=(
-            ToolExchange(call, ToolResult("toolu_1", "shipped")),)),
+            ToolExchange(call, ToolResult("toolu_1", "shipped")),), in_round=True),
     ))
 
     body = fake.bodies[0]

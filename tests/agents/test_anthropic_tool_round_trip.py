@@ -45,7 +45,8 @@ async def test_tool_use_then_tool_result_then_final_text(fake: FakeAnthropic, st
     exchange = ToolExchange(call, ToolResult(call.id, result))
     second = await provider.complete(ModelRequest(
         model="claude-test", system=request.system, tools=request.tools,
-        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,))],
+        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,),
+                                          in_round=True)],
     ))
 
     assert second.text == "Your order A-1042 shipped on 2 May."

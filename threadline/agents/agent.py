@@ -345,7 +345,8 @@ class Agent:
             if context.deliver is not None:
                 await context.deliver.working()
             run.exchanges.extend(exchanges)
-            history.append(PromptMessage("assistant", response.text, tuple(exchanges)))
+            history.append(PromptMessage("assistant", response.text, tuple(exchanges),
+                                         in_round=True))
         raise AssertionError("unreachable: the loop returns on its last round")
 
     @property
