@@ -70,7 +70,8 @@ agents:
 """, encoding="utf-8")
         process = await asyncio.create_subprocess_exec(
             str(THREADLINE), "run", str(config), cwd=tmp_path, stdin=asyncio.subprocess.PIPE,
-            env={**os.environ, "ANTHROPIC_API_KEY": "test-key"}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            env={**os.environ, "ANTHROPIC_API_KEY": "test-key"},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         async with asyncio.timeout(60):
             out, err = await process.communicate(b"@support where is my order A-1042?\n")
         assert process.returncode == 0, err.decode()
