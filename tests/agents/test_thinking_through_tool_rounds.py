@@ -113,11 +113,13 @@ async def test_a_thinking_agent_completes_two_tool_rounds_and_nobody_else_sees_t
          "input": {"order_id": "A-1"}},
         thinking_block(SECOND_THOUGHT),
         {"type": "tool_use", "id": "toolu_fake_lookup_refund", "name": "lookup_refund",
-         "input": {"order_id": "A-1"}},
+         "input": {"order_id": "A-1"}, "cache_control": {"type": "ephemeral"}},
     ]
     # Round three carries both rounds, each with its own thinking.
     assert third["messages"][3]["content"][0] == thinking_block(THIRD_THOUGHT)
-    assert third["messages"][1] == assistant
+    unmarked = [{k: v for k, v in b.items() if k != "cache_control"}
+                for b in assistant["content"]]
+    assert third["messages"][1]["content"] == unmarked
 
     # The platform got the answer alone; the other agent and the thinker's next turn got no
     # thinking at all.

@@ -18,9 +18,13 @@ Replies are scripted per test, in order: `fake.script(text("hi"), error(529, ...
 A streamed text can be paced like a real model (`text(..., tokens_per_second=50)`: one word a
 token), and `stream_error(..., after_text=...)` breaks off after part of the reply was sent.
 With nothing scripted it asks `fake.responder(body)` when one is set, else answers
-"fake reply N". Usage figures are estimated (4 characters a token)
-and prompt caching is simulated: a request whose prefix up to a cache_control breakpoint was
-seen before reports those tokens as cache reads, otherwise as cache writes.
+"fake reply N". Usage figures are estimated (4 characters a token) and prompt caching follows
+Anthropic's rules: the prefix (tools, system, messages, in that order) up to a cache_control
+breakpoint is cached when it is at least `min_cacheable_tokens` long; a later request reads
+it when its own prefix is byte-identical up to there (each breakpoint looks back up to 20
+blocks for such an entry); an entry lives 5 minutes from its last use (`clock` may be set to
+a simulated one). Reads are reported as `cache_read_input_tokens`, new entries as
+`cache_creation_input_tokens`.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from multidict import CIMultiDict
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_CACHE_BREAKPOINTS = 4
 CACHE_LOOKBACK = 20
+CACHE_TTL = 300.0  # seconds an entry lives after its last use (the default "5m")
+MIN_CACHEABLE_TOKENS = 1024  # Sonnet's and Opus's minimum; shorter prefixes are not cached
 _THINKS_BY_DEFAULT = re.compile(r"^claude-[a-z]+-5")
 _SIGNING_KEY = b"fake-anthropic-thinking"
 MIN_THINKING_BUDGET = 1024
@@ -181,7 +187,7 @@ class RecordedRequest:
 
 @dataclass
 class _CacheState:
-    seen: set[str] = field(default_factory=set)
+    expires: dict[str, float] = field(default_factory=dict)  # prefix key -> when it expires
 
 
 _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
@@ -191,8 +197,11 @@ _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
 class FakeAnthropic:
     """The fake server; use as `async with FakeAnthropic() as fake:`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, min_cacheable_tokens: int = 0) -> None:
         self.requests: list[RecordedRequest] = []
+        # 0 caches any prefix (most tests' prompts are short); benchmarks pass the real minimum.
+        self.min_cacheable_tokens = min_cacheable_tokens
+        self.clock: Callable[[], float] = time.monotonic
         self.stream_ends: list[float] = []  # time.monotonic() of each stream's last event
         self._replies: deque[Reply] = deque()
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
@@ -318,12 +327,18 @@ class FakeAnthropic:
             running.update(segment.encode())
             keys.append(running.hexdigest())
             tokens.append((tokens[-1] if tokens else 0) + _estimate(segment))
-        breakpoints = [i for i, (_, marked) in enumerate(segments) if marked]
-        hits = [tokens[p] for b in breakpoints for p in range(max(b - CACHE_LOOKBACK, 0), b + 1)
-                if keys[p] in self._cache.seen]
-        read = max(hits, default=0)
-        written = tokens[breakpoints[-1]] - read if breakpoints else 0
-        self._cache.seen.update(keys[b] for b in breakpoints)
+        now = self.clock()
+        live = self._cache.expires
+        for key in [k for k, until in live.items() if until <= now]:
+            del live[key]
+        breakpoints = [i for i, (_, marked) in enumerate(segments) if marked
+                       and tokens[i] >= self.min_cacheable_tokens]
+        hit_at = [p for b in breakpoints for p in range(max(b - CACHE_LOOKBACK, 0), b + 1)
+                  if keys[p] in live]
+        read = max((tokens[p] for p in hit_at), default=0)
+        written = max(tokens[breakpoints[-1]] - read, 0) if breakpoints else 0
+        for position in (*hit_at, *breakpoints):  # used or written: lives 5 more minutes
+            live[keys[position]] = now + CACHE_TTL
         total = tokens[-1] if tokens else 0
         return {"input_tokens": total - read - written, "cache_read_input_tokens": read,
                 "cache_creation_input_tokens": written, "service_tier": "standard"}

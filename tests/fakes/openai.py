@@ -74,12 +74,15 @@ class Reply:
     raw_body: str | None = None
     reasoning: str = ""
     hold: asyncio.Event | None = None
+    pace: float = 0.0  # seconds between streamed pieces
 
 
 def text(reply: str, *, usage: dict[str, Any] | None = None, reasoning: str = "",
-         hold: asyncio.Event | None = None) -> Reply:
-    """A plain text answer (after `reasoning`, for servers that send it)."""
-    return Reply(content=reply, usage=usage, reasoning=reasoning, hold=hold)
+         hold: asyncio.Event | None = None, tokens_per_second: float | None = None) -> Reply:
+    """A plain text answer (after `reasoning`, for servers that send it), streamed at
+    `tokens_per_second` (a word a token) when given."""
+    pace = 1 / tokens_per_second if tokens_per_second else 0.0
+    return Reply(content=reply, usage=usage, reasoning=reasoning, hold=hold, pace=pace)
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str, *, id: str | None = None,
@@ -278,6 +281,8 @@ class FakeOpenAI:
         for number, delta in enumerate(pieces):
             if number == held_at and reply.hold is not None:
                 await reply.hold.wait()
+            if reply.pace and number:
+                await asyncio.sleep(reply.pace)
             sent_tokens += 1
             last = number == len(pieces) - 1
             choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,

@@ -2,9 +2,13 @@
 
 Requests are rendered byte for byte deterministically (the converters sort tool input, tool
 schemas are sorted here) with prompt-cache breakpoints on the stable prefix, in the API's cache
-order: the last tool, the agent's system prompt, the assembled system text (the summary), and
-the last block of the newest turn, so the next turn or tool round reads the conversation so far
-from the cache. Four is the API's maximum.
+order (tools, system, messages): the agent's system prompt (which caches the tools before it;
+the last tool carries the mark when there is no system text), the assembled system text (the
+summary), the end of the history before the newest turn, and the newest turn's last block.
+The third is what keeps a chat warm: the newest turn travels with what changes every turn
+(the recall block, the immediate context), so the next turn's prefix matches this one only up
+to there, and the API finds that entry within its 20-block lookback. The last one lets the next
+tool round read the whole conversation so far. Four is the API's maximum.
 
 Failures become Threadline errors that say what happened and what to do: still rate limited,
 overloaded or unreachable after the SDK's own retries (which honour `retry-after`), or past
@@ -104,9 +108,10 @@ class AnthropicProvider:
         system: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts if p]
         tools = [_tool_param(spec) for spec in request.tools]
         if self._prompt_caching:
-            for blocks in (tools[-1:], system, _last_blocks(messages)):
-                for block in blocks:
-                    block["cache_control"] = dict(_EPHEMERAL)
+            marked = [*(system or tools[-1:]), *_last_blocks(messages[-2:-1]),
+                      *_last_blocks(messages)]
+            for block in marked:
+                block["cache_control"] = dict(_EPHEMERAL)
         params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                                   "messages": messages}
         if request.thinking == "off":
