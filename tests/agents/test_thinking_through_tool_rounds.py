@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
 
 from tests.fakes.anthropic import (
     FakeAnthropic,
@@ -26,9 +28,11 @@ from tests.interceptors.scripted import ANN, RecordingChannel, say
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
 from threadline.agents.llm import ModelRequest
+from threadline.agents.summarizer import render_turns
 from threadline.agents.team import Team
 from threadline.agents.tools import function_tool
-from threadline.errors import ModelError
+from threadline.config import load_settings
+from threadline.errors import ConfigError, ModelError
 from threadline.history import SqlConversationStore
 from threadline.history.model import (
     Participant,
@@ -40,8 +44,11 @@ from threadline.history.model import (
 )
 from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
+from threadline.inspector.console.server import console_app
 from threadline.inspector.recorder import ReplyRecorder
 from threadline.inspector.records import records_for
+from threadline.inspector.redaction import Redactor
+from threadline.runtime import Runtime
 
 fake = fake_anthropic_fixture()
 
@@ -98,6 +105,11 @@ async def test_a_thinking_agent_completes_two_tool_rounds_and_nobody_else_sees_t
         [listed] = [r for r in await records_for(store).recent(agent="support")
                     if r.model_calls == 3]
         record = await records_for(store).get(listed.id)
+        console = TestServer(console_app(records=records_for(store), store=store,
+                                         redactor=Redactor(), prefix=""), host="127.0.0.1")
+        async with console, ClientSession() as session, session.get(
+                console.make_url(f"/records/{listed.id}")) as page:
+            shown_in_console = await page.text()
 
     first, second, third, billing, later = fake.bodies
     sent_first = first["thinking"]
@@ -146,6 +158,20 @@ async def test_a_thinking_agent_completes_two_tool_rounds_and_nobody_else_sees_t
              for r in c["response"]["reasoning"]]
     assert FIRST_THOUGHT in shown and THIRD_THOUGHT in shown
     assert FIRST_THOUGHT not in record.reply
+    assert FIRST_THOUGHT in shown_in_console and THIRD_THOUGHT in shown_in_console
+    assert "[redacted by the provider]" in shown_in_console
+
+
+def test_a_summary_never_reads_the_thinking() -> None:
+    exchange = ToolExchange(
+        ToolCall("toolu_1", "lookup_order", {"order_id": "A-1"},
+                 (Reasoning("anthropic", thinking_block(FIRST_THOUGHT)),)),
+        ToolResult("toolu_1", "shipped"))
+    turn = StoredMessage(conversation_id="c1", content="It shipped.",
+                         participant=Participant(kind="agent", id="support"),
+                         tool_exchanges=(exchange,))
+    rendered = render_turns([turn])
+    assert "lookup_order" in rendered and FIRST_THOUGHT not in rendered
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streaming", "plain"])
@@ -189,3 +215,22 @@ async def test_reasoning_round_trips_through_every_store(store: ConversationStor
     await store.append(reply)
     [back] = await store.get("c1")
     assert back.tool_exchanges[0].call.reasoning == reasoning
+
+
+def test_the_thinking_setting_reaches_the_agent_and_a_small_budget_is_refused(
+        tmp_path: Path) -> None:
+    config = tmp_path / "threadline.yaml"
+    config.write_text(f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 't.db'}
+agents:
+  support: {{thinking: 4096}}
+  notes: {{thinking: "off"}}
+  helper: {{}}
+""", encoding="utf-8")
+    runtime = Runtime.build(load_settings(config, env={}))
+    assert {a.name: a.thinking for a in runtime.team.agents} == {
+        "support": 4096, "notes": "off", "helper": "default"}
+    config.write_text("agents:\n  support: {thinking: 500}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="agents.support.thinking"):
+        load_settings(config, env={})
