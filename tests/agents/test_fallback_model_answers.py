@@ -143,3 +143,28 @@ agents:
             assert "does not serve model 'llama3.1'" in str(exc)
         else:
             raise AssertionError("a fallback the server does not serve must fail the check")
+
+
+async def test_check_asks_anthropic_for_every_model_of_the_list(tmp_path: Path) -> None:
+    async with FakeAnthropic() as fake:
+        config = tmp_path / "threadline.yaml"
+        config.write_text(f"""\
+model:
+  provider: anthropic
+  api_key: ${{ANTHROPIC_API_KEY}}
+  base_url: {fake.url}
+agents:
+  support:
+    model: [{PRIMARY}, claude-sonnet-9]
+""", encoding="utf-8")
+        found = checks(load_settings(config, env={"ANTHROPIC_API_KEY": "test-key"}))
+        assert sorted(found) == ["model", "model, fallback claude-sonnet-9"]
+        assert await found["model"]() == f"Anthropic API key accepted; model {PRIMARY} served"
+        try:
+            await found["model, fallback claude-sonnet-9"]()
+        except Exception as exc:
+            assert "does not serve model 'claude-sonnet-9'" in str(exc)
+        else:
+            raise AssertionError("a fallback the API does not serve must fail the check")
+        assert [r.path for r in fake.requests] == [
+            f"/v1/models/{PRIMARY}", "/v1/models/claude-sonnet-9"]

@@ -9,6 +9,9 @@ empty text blocks, more than 4 cache_control breakpoints, bad tool names, and, a
 models, a tool round whose assistant turn does not start with its thinking blocks or sends them
 back altered), and records every request body it received, byte for byte.
 
+`GET /v1/models` and `/v1/models/{id}` serve the Claude models the installed SDK lists (404 for
+others), for `threadline check`.
+
 Thinking: a request with `thinking` enabled, or without `thinking` to a Claude 5 model (they
 think by default), is answered with a `thinking` block first (streamed as `thinking_delta` and
 `signature_delta`), signed so that any change to it is caught; `tool_use(..., thinking=...)`
@@ -42,11 +45,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from aiohttp import web
 from anthropic import AsyncAnthropic
+from anthropic.types import ModelParam
 from multidict import CIMultiDict
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -54,6 +58,7 @@ MAX_CACHE_BREAKPOINTS = 4
 CACHE_LOOKBACK = 20
 CACHE_TTL = 300.0  # seconds an entry lives after its last use (the default "5m")
 MIN_CACHEABLE_TOKENS = 1024  # Sonnet's and Opus's minimum; shorter prefixes are not cached
+_SDK_MODELS = tuple(m for m in get_args(get_args(ModelParam)[0]))
 _THINKS_BY_DEFAULT = re.compile(r"^claude-[a-z]+-5")
 _SIGNING_KEY = b"fake-anthropic-thinking"
 MIN_THINKING_BUDGET = 1024
@@ -202,6 +207,8 @@ class FakeAnthropic:
         # 0 caches any prefix (most tests' prompts are short); benchmarks pass the real minimum.
         self.min_cacheable_tokens = min_cacheable_tokens
         self.clock: Callable[[], float] = time.monotonic
+        # What `GET /v1/models` lists: the Claude models the installed SDK knows.
+        self.models: tuple[str, ...] = _SDK_MODELS
         self.stream_ends: list[float] = []  # time.monotonic() of each stream's last event
         self._replies: deque[Reply] = deque()
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
@@ -216,6 +223,8 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/models/{model}", self._model)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -254,6 +263,23 @@ class FakeAnthropic:
         """Wait until `count` requests have arrived; fails after 5 s rather than hanging."""
         async with asyncio.timeout(5.0), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        await self._record_get(request)
+        return web.json_response({"data": [_model_info(m) for m in self.models],
+                                  "has_more": False, "first_id": self.models[0],
+                                  "last_id": self.models[-1]})
+
+    async def _model(self, request: web.Request) -> web.Response:
+        await self._record_get(request)
+        model = request.match_info["model"]
+        if model not in self.models:
+            return _error_response(404, "not_found_error", f"model: {model}")
+        return web.json_response(_model_info(model))
+
+    async def _record_get(self, request: web.Request) -> None:
+        self.requests.append(RecordedRequest(request.path, CIMultiDict(request.headers), b"",
+                                             None))
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -429,6 +455,11 @@ async def _stream_block(send: Any, index: int, block: dict[str, Any], *, pace: f
                 "type": "content_block_delta", "index": index,
                 "delta": {"type": "input_json_delta", "partial_json": encoded[offset:offset + 8]}})
     await send("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    return {"type": "model", "id": model, "display_name": model,
+            "created_at": "2026-01-01T00:00:00Z"}
 
 
 def _error_response(

@@ -32,6 +32,7 @@ from anthropic import (
     AsyncAnthropic,
     AuthenticationError,
     CredentialsError,
+    NotFoundError,
     PermissionDeniedError,
 )
 
@@ -305,7 +306,8 @@ def _build(settings: AnthropicSettings) -> AnthropicProvider:
 
 
 async def _check(settings: AnthropicSettings) -> str:
-    """Lists one model with the key: proves the key and the address, costs no tokens."""
+    """Looks up the model (or lists one, when none is named) with the key: proves the key, the
+    address and the model name, and costs no tokens."""
     try:
         client = AsyncAnthropic(api_key=settings.api_key, base_url=settings.base_url,
                                 max_retries=0)
@@ -314,15 +316,22 @@ async def _check(settings: AnthropicSettings) -> str:
     if client.api_key is None and client.auth_token is None and client.credentials is None:
         raise ThreadlineError("no Anthropic key: set ANTHROPIC_API_KEY")
     try:
-        await client.models.list(limit=1)
+        if settings.model:
+            await client.models.retrieve(settings.model)
+        else:
+            await client.models.list(limit=1)
     except AuthenticationError as exc:
         raise ThreadlineError("the Anthropic API refused the key (401); check "
                               "ANTHROPIC_API_KEY") from exc
+    except NotFoundError as exc:
+        raise ThreadlineError(f"the Anthropic API does not serve model {settings.model!r}; "
+                              "check the agent's model name") from exc
     except AnthropicError as exc:
         raise ThreadlineError(f"the Anthropic API could not be reached: {exc}") from exc
     finally:
         await client.close()
-    return "Anthropic API key accepted"
+    return "Anthropic API key accepted" + (
+        f"; model {settings.model} served" if settings.model else "")
 
 
 register_provider(ProviderPlug(
