@@ -54,11 +54,11 @@ from threadline.agents.anthropic_provider import (  # noqa: E402
 from threadline.agents.llm import ModelRequest, ModelUsage  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.agents.summarizer import SummarizerAgent  # noqa: E402
-from threadline.agents.team import Team  # noqa: E402
 from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions  # noqa: E402
 from threadline.history.model import MessageMetadata  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
+from threadline.team import Team  # noqa: E402
 
 AGENTS = ("ada", "bo", "cy")
 SYSTEM_PROMPT = ("You are {name}, one of three assistants in a group chat between friends. "

@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from croniter import croniter
 from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
@@ -45,6 +46,7 @@ from pydantic import (
     field_validator,
 )
 
+from threadline.agents.providers import auto_provider, provider_plug
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
@@ -55,6 +57,7 @@ from threadline.provider_setup import problems as provider_problems
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
+AUTO_PROVIDER = "auto"  # `model: provider: auto`: see `resolved_provider`
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # Field names whose values are credentials, wherever they appear; a platform adds its own
 # (`ChannelSettings.secret_fields`) for its `channels:` entries.
@@ -85,13 +88,14 @@ class StoreSettings(_Section):
 
 
 class ModelSettings(_Section):
-    """The default LLM provider (auto: Anthropic when a key is set, the offline model otherwise).
+    """The default LLM provider (auto: the registry's default provider when its key is set,
+    the offline model otherwise; see `threadline.agents.providers.AUTO`).
 
-    `provider` is a provider type (anthropic, openai, offline, or a registered plug); more
-    providers, by name, go under `providers:` (see `threadline.provider_setup`).
+    `provider` is a provider type (a built-in or registered plug); more providers, by name, go
+    under `providers:` (see `threadline.provider_setup`).
     """
 
-    provider: str = "auto"
+    provider: str = AUTO_PROVIDER
     api_key: str | None = None
     base_url: str | None = None
     max_tokens: int = Field(default=1024, gt=0)
@@ -214,12 +218,68 @@ class PeopleSettings(_Section):
 class HistorySettings(_Section):
     """How long turns are kept: `retention_days` for all, `retention_days_for` per conversation
     id or workspace (`slack:T123`, `telegram:-100456`), the longest matching key winning
-    (None keeps forever). Pruning runs in the background every `prune_every_minutes`."""
+    (None keeps forever). Pruning runs in the background every `prune_every_minutes`.
+    `answer_edits`: a person's edit of a message already answered is stored, and answered
+    again only when this is on (a message still waiting is always answered as edited)."""
 
     retention_days: float | None = Field(default=None, gt=0)
     retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
         default_factory=dict)
     prune_every_minutes: float = Field(default=60, gt=0)
+    answer_edits: bool = False
+
+
+class SchedulerSettings(_Section):
+    """Scheduled turns (`threadline.schedules`): times are read in the person's zone where the
+    platform says (Slack), else `channel_timezones[channel]`, else `timezone`. A slot that
+    fell due while no process ran is posted late (with a note, when over `late_after`
+    seconds) within `grace_hours`, else skipped. `admins` (identities such as `slack:T1:U7`)
+    may cancel anyone's schedule; `tool` gives every agent the `schedule` tool."""
+
+    enabled: bool = True
+    timezone: str = "UTC"
+    channel_timezones: dict[str, str] = Field(default_factory=dict)
+    poll_interval: float = Field(default=1.0, gt=0)
+    late_after: float = Field(default=60.0, ge=0)
+    grace_hours: float = Field(default=24.0, gt=0)
+    admins: list[str] = Field(default_factory=list)
+    tool: bool = True
+
+
+class ScheduleEntry(_Section):
+    """A schedule the YAML keeps (`schedules: {name: ...}`): `message` posted as written or
+    `prompt` answered by `agent` (default: the channel's first), at `at` once or on `cron`,
+    in `conversation` (its id, `slack:T1:C0REPORTS`) through `channel`."""
+
+    channel: str
+    conversation: str
+    cron: str | None = None
+    at: str | None = None
+    message: str | None = None
+    prompt: str | None = None
+    agent: str | None = None
+    timezone: str | None = None
+
+
+class HandoffNotify(_Section):
+    """Where the team hears of a handoff: a channel of this config and a chat id on it (a
+    Slack channel id, a Telegram group id, a Discord channel id)."""
+
+    channel: str
+    chat: str
+
+
+class HandoffSettings(_Section):
+    """Human handoff (`threadline.handoff`): `/human`, `/bot on` and the `hand_off` tool. The
+    bot stays quiet `pause_hours` after the last human reply. `team` (identities) are the
+    humans who answer; empty: anyone but the customer and bots. The tool is offered only
+    with `notify` set (someone to hand to)."""
+
+    enabled: bool = True
+    pause_hours: float = Field(default=24.0, gt=0)
+    team: list[str] = Field(default_factory=list)
+    notify: HandoffNotify | None = None
+    tool: bool = True
 
 
 class AgentChannel(_Section):
@@ -300,6 +360,9 @@ class Settings(_Section):
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     people: PeopleSettings = Field(default_factory=PeopleSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).
@@ -330,11 +393,11 @@ class Settings(_Section):
         return settings.system_prompt or f"You are {agent}, a helpful assistant."
 
     def resolved_provider(self) -> str:
-        """The default provider's type: as set, or for `auto` Anthropic if a key is available
-        and the offline model otherwise."""
-        if self.model.provider != "auto":
+        """The default provider's type: as set, or for `auto` the provider registry's choice
+        (`threadline.agents.providers.AUTO`: the first whose key was found)."""
+        if self.model.provider != AUTO_PROVIDER:
             return self.model.provider
-        return "anthropic" if self.model.api_key else "offline"
+        return auto_provider(key_found=bool(self.model.api_key))
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -503,7 +566,7 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     model = resolved.get("model")
     if isinstance(model, dict) and "api_key" not in model or model is None:
         # The key is a secret, so it is found in the environment without being named.
-        variable = key_variable(str((model or {}).get("provider", "auto")),
+        variable = key_variable(str((model or {}).get("provider", AUTO_PROVIDER)),
                                 base_url=(model or {}).get("base_url"))
         resolved["model"] = {**(model or {}),
                              "api_key": environment.get(variable) or None if variable else None}
@@ -527,6 +590,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _missing_key(settings: Settings, source: _Source) -> list[str]:
+    """The default provider needs a key and none was set or found."""
+    try:
+        plug = provider_plug(settings.model.provider)
+    except ConfigError:
+        return []  # an unknown or uninstalled provider is reported with the providers
+    if not plug.key_required or settings.model.api_key:
+        return []
+    return [f"{source.where(('model', 'api_key'))}: provider {plug.name} needs api_key: "
+            f"${{{plug.key_variable}}}"]
 
 
 def cross_check(settings: Settings, source: _Source) -> list[str]:
@@ -556,14 +631,43 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
                         f"ops.host {settings.ops.host!r}, beyond this machine, so it needs a "
                         "token: set inspector.token: ${THREADLINE_CONSOLE_TOKEN}, bind ops.host "
                         "to 127.0.0.1, or set inspector.console: false")
-    if settings.model.provider == "anthropic" and not settings.model.api_key:
-        problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
-                        "api_key: ${ANTHROPIC_API_KEY}")
+    problems += _missing_key(settings, source)
     for agent in settings.spend.agent_daily_tokens:
         if agent not in settings.agents:
             problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "
                             f"agent {agent!r} (agents: {', '.join(sorted(settings.agents))})")
+    problems += [f"{source.where(path)}: {problem}" for path, problem in _timing_problems(settings)]
     if not problems:
         problems += [f"{source.where(path)}: {problem}"
                      for path, problem in provider_problems(settings)]
     return problems
+
+
+def _timing_problems(settings: Settings) -> Iterator[tuple[KeyPath, str]]:
+    """Schedules and handoff naming channels, agents and time zones that exist."""
+    zones: list[tuple[KeyPath, str]] = [(("scheduler", "timezone"), settings.scheduler.timezone)]
+    zones += [(("scheduler", "channel_timezones", c), z)
+              for c, z in settings.scheduler.channel_timezones.items()]
+    for name, entry in settings.schedules.items():
+        where: KeyPath = ("schedules", name)
+        if entry.channel not in settings.channels:
+            yield (*where, "channel"), f"unknown channel {entry.channel!r}"
+        if entry.agent is not None and entry.agent not in settings.agents:
+            yield (*where, "agent"), f"unknown agent {entry.agent!r}"
+        if (entry.cron is None) == (entry.at is None):
+            yield where, "set cron (recurring) or at (once), exactly one"
+        elif entry.cron is not None and not croniter.is_valid(entry.cron):
+            yield (*where, "cron"), (f"{entry.cron!r} is not a cron expression (minute hour "
+                                     "day month weekday, for example '0 9 * * 1')")
+        if (entry.message is None) == (entry.prompt is None):
+            yield where, "set message (posted as written) or prompt (the agent answers it)"
+        if entry.timezone is not None:
+            zones.append(((*where, "timezone"), entry.timezone))
+    for path, name in zones:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            yield path, f"unknown time zone {name!r} (an IANA name such as 'Europe/Paris')"
+    notify = settings.handoff.notify
+    if notify is not None and notify.channel not in settings.channels:
+        yield ("handoff", "notify", "channel"), f"unknown channel {notify.channel!r}"

@@ -3,16 +3,24 @@
     receive          the channel hands over a normalized turn; a turn the inbox or the history
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
-                     acknowledge the platform (`receive` returned), so a crash loses nothing
+                     acknowledge the platform (`receive` returned), so a crash loses nothing;
+                     an edit or a deletion of it changes it there while it waits (`edit`,
+                     `delete`), the stored turn once it is answered
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
-                     instead, never by a model, through the same reply ledger, and recorded
-    answer           each addressed agent runs its turn (capture, delivery and its own
-                     interceptors around it); its reply is claimed in the reply ledger, posted,
-                     recorded as delivered with its platform ids, and stored
+                     instead, never by a model, through the same reply ledger, and recorded;
+                     a schedule's turn (`threadline.schedules`) is posted as written or
+                     answered by its agent; in a conversation handed to people
+                     (`threadline.handoff`) the turn is recorded and nobody answers
+    answer           each addressed agent runs its turn inside the pipeline's reply step
+                     (the status shown while its own interceptors and the model run)
+    deliver, record  every reply, a model's or a command's, takes one path
+                     (`_deliver_and_record`): claimed in the reply ledger, posted, recorded
+                     as delivered with its platform ids, then stored through capture's
+                     durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
@@ -27,27 +35,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
 from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import StoreError, TurnNotRecordedError
+from threadline.handoff.desk import HandoffDesk
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
+from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
-from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
-from threadline.reply_delivery import LedgeredReply, interrupted_stream
-from threadline.turn import AgentResult, Deliver, reply_turn_id
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
+from threadline.reply_delivery import (
+    LedgeredReply,
+    interrupted_stream,
+    post_result,
+    with_platform_ids,
+)
+from threadline.schedules.clock import Clock, SystemClock
+from threadline.schedules.turns import ScheduledTurn
+from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.pipeline")
 
@@ -90,6 +105,7 @@ class TurnPipeline:
         answer_bots: bool = False,
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
+        answer_edits: bool = False,
     ) -> None:
         self.agents = agents
         self.commands = commands or CommandRegistry()
@@ -103,7 +119,11 @@ class TurnPipeline:
         self.max_attempts = max_attempts
         self.answer_bots = answer_bots
         self.scan_interval = scan_interval
+        self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
+        # Set before `start` when conversations can be handed to people (the runtime does).
+        self.handoff: HandoffDesk | None = None
+        self.clock: Clock = SystemClock()  # when a scheduled turn's slot has passed
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
         self._waiting: dict[str, list[asyncio.Future[list[AgentResult]]]] = {}
@@ -162,6 +182,53 @@ class TurnPipeline:
                 waiting.remove(done)
             if not waiting:
                 self._waiting.pop(message.id, None)
+
+    # -- edits and deletions -----------------------------------------------------------------
+
+    async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
+        """A person edited a message: a turn still waiting is answered as edited; an answered
+        one is edited in the history (and answered again when `answer_edits` is on)."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.edit_waiting(turn_id, content):
+                bound.info("pipeline.waiting_turn_edited")
+                return
+            if not await self.store.edit_message(conversation_id, turn_id, content):
+                bound.warning("pipeline.edit_unknown_turn",
+                              detail="neither waiting nor stored (said before the bot joined, "
+                                     "or taken by a worker this very moment): nothing changed")
+                return
+            bound.info("pipeline.stored_turn_edited", answered_again=self.answer_edits)
+            if self.answer_edits:
+                await self._answer_again(conversation_id, turn_id, content, bound)
+        except StoreError as exc:
+            bound.error("pipeline.edit_failed", error=str(exc))
+
+    async def delete(self, conversation_id: str, turn_id: str) -> None:
+        """A person deleted a message: a turn still waiting is not answered; a stored one
+        leaves the history."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.cancel_waiting(turn_id):
+                bound.info("pipeline.waiting_turn_cancelled")
+                self._resolve(turn_id, [])
+            await self.store.delete_messages(conversation_id, [turn_id])
+        except StoreError as exc:
+            bound.error("pipeline.delete_failed", error=str(exc))
+
+    async def _answer_again(self, conversation_id: str, turn_id: str, content: str,
+                            bound: Any) -> None:
+        """The edited turn waits in the inbox once more, marked with its edit (so its replies
+        are new turns: `reply_turn_id`)."""
+        [stored] = await self.store.get_by_ids(conversation_id, [turn_id])
+        digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+        edited = replace(stored, sequence=None, token_count=None, metadata=replace(
+            stored.metadata, extra={**stored.metadata.extra, EDITED: digest}))
+        if await self.inbox.answer_again(edited):
+            self.wake(conversation_id)
+        else:
+            bound.warning("pipeline.edit_not_answered_again",
+                          detail="the inbox no longer holds this turn, or it is still open")
 
     # -- own each conversation -------------------------------------------------------------
 
@@ -291,9 +358,17 @@ class TurnPipeline:
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
         attachment = self.attachments.get(channel_name or "", self.default)
+        scheduled = ScheduledTurn.read(message)
+        if scheduled is not None:
+            return await self._answer_scheduled(scheduled, message, attachment, bound,
+                                                retried=retried)
         command = self._command_in(message, attachment)
         if command is not None:
             return await self._answer_command(command, message, bound, retried=retried)
+        quiet = await self.handoff.screen(message) if self.handoff is not None else None
+        if quiet is not None:
+            await self.writer.record(quiet)  # said while people answer: kept, not answered
+            return []
         await self.writer.record(message)  # in the history, in the order turns are answered
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
@@ -329,10 +404,12 @@ class TurnPipeline:
         return results
 
     async def _run_agent(self, agent: Agent, inbound: StoredMessage, attachment: Attachment,
-                         *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
+                         *, reason: str, retried: bool, bound: Any,
+                         whole: bool = False) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
-        (only a turn taken again after a crash can have one)."""
-        reply_id = reply_turn_id(inbound.id, agent.name)
+        (only a turn taken again after a crash can have one). `whole`: posted once finished,
+        never shown while written."""
+        reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
         if retried:
             try:
@@ -346,11 +423,15 @@ class TurnPipeline:
         elif earlier is not None:
             return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
-        deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None
+        deliver = (self._deliver(channel, inbound, agent.name,
+                                 post=channel.send_reply if whole else None)
+                   if channel is not None else None)
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
-            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason)
+            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
+                                      recording=self._reply_step(deliver),
+                                      channel=channel.name if channel is not None else None)
         except StoreError:
             raise
         except Exception:
@@ -425,29 +506,97 @@ class TurnPipeline:
         targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
         responder = targets[0]
         bound = bound.bind(command=name, agent=responder.name)
-        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        earlier = (await self.inbox.delivery(reply_turn_id(message, responder.name))
                    if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]
+        channel = turn.attachment.channel
+        identity = channel.identity if channel is not None else None
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox))
+            bot=identity.username or identity.display_name if identity is not None else None,
+            store=self.store, outbox=self.writer.outbox,
+            channel=channel.name if channel is not None else None))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))
-        channel = turn.attachment.channel
-        ids: list[str] = []
+        deliver = None
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)
                           if answer.choices else channel.send_reply)
-            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
-        if ids:
-            reply = with_platform_ids(reply, ids)
-        await self.writer.record(reply)
-        bound.info("pipeline.command_answered", delivered=len(ids))
-        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
-                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
-                            stop_reason="command")]
+            deliver = self._deliver(channel, message, responder.name, post=post)
+        result = await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=message.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="command"))
+        bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
+        return [result]
+
+    def _reply_step(self, deliver: Deliver | None) -> Interceptor:
+        """An agent turn's outermost step: the status shown while the agent runs, then its
+        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
+
+        async def step(context: TurnContext, call_next: CallNext) -> AgentResult:
+            if deliver is None:
+                return await self._deliver_and_record(None, await call_next())
+            await deliver.working()
+            try:
+                result = await call_next()
+            except BaseException as exc:
+                await deliver.abandon(exc)
+                raise
+            return await self._deliver_and_record(deliver, result)
+
+        return step
+
+    async def _deliver_and_record(self, deliver: Deliver | None, result: AgentResult
+                                  ) -> AgentResult:
+        """Every reply's one path, a model's or a command's: posted once through the reply
+        ledger (when there is a channel), then stored by capture's writer (durable even while
+        the store is away, never fatal to the reply)."""
+        if deliver is not None:
+            result = await post_result(deliver, result)
+        if result.outbound is not None:
+            await self.writer.record(result.outbound)
+        return result
+
+    # -- scheduled turns ---------------------------------------------------------------------
+
+    async def _answer_scheduled(self, due: ScheduledTurn, message: StoredMessage,
+                                attachment: Attachment, bound: Any, *,
+                                retried: bool) -> list[AgentResult]:
+        """A schedule's turn: its text posted as written (no model), or its prompt answered
+        by its agent with the conversation's history; once, through the reply ledger. A slot
+        whose successor is due already is given up (a recurring post never piles up)."""
+        bound = bound.bind(schedule_id=due.schedule_id, agent=due.agent)
+        agent = self.agents.get(due.agent)
+        if agent is None:
+            bound.error("pipeline.schedule_without_agent",
+                        detail=f"schedule {due.schedule_id} is for agent {due.agent!r}, which "
+                               "this deployment does not run; cancel it or add the agent")
+            return []
+        if due.expires is not None and self.clock.now() >= due.expires:
+            bound.warning("pipeline.schedule_slot_passed", expires=due.expires.isoformat())
+            return []
+        if due.kind == "prompt":
+            await self.writer.record(message)  # the agent's prompt, in the history
+            result = await self._run_agent(agent, message, attachment, reason="schedule",
+                                           retried=retried, bound=bound, whole=True)
+            return [result] if result is not None else []
+        earlier = (await self.inbox.delivery(reply_turn_id(message, agent.name))
+                   if retried else None)
+        if earlier is not None:
+            return [await self._earlier_reply(agent, earlier, bound)]
+        reply = agent.reply_turn(message, due.text)
+        reply = replace(reply, metadata=replace(reply.metadata, extra={
+            "schedule": due.schedule_id}))
+        channel = attachment.channel
+        deliver = (self._deliver(channel, message, agent.name, post=channel.send_reply)
+                   if channel is not None else None)
+        result = await self._deliver_and_record(deliver, AgentResult(
+            agent_name=agent.name, conversation_id=message.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="scheduled"))
+        bound.info("pipeline.schedule_posted", delivered=len(result.delivered_ids))
+        return [result]
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

@@ -29,7 +29,6 @@ from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
 from threadline.agents.llm import ModelRequest
 from threadline.agents.summarizer import render_turns
-from threadline.agents.team import Team
 from threadline.agents.tools import function_tool
 from threadline.config import load_settings
 from threadline.errors import ConfigError, ModelError
@@ -49,6 +48,7 @@ from threadline.inspector.recorder import ReplyRecorder
 from threadline.inspector.records import records_for
 from threadline.inspector.redaction import Redactor
 from threadline.runtime import Runtime
+from threadline.team import Team
 
 fake = fake_anthropic_fixture()
 

@@ -4,16 +4,16 @@
                     conversation_history=SqlConversationStore("sqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
-One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
-the turn pipeline passes `deliver`) -> the agent's own interceptors -> `assemble_prompt` from
-the store -> model call (its text shown as it is written, where the provider streams) -> the
-tools it asked for (the status names them) -> model call ... until the model ends its
-turn, `max_tool_rounds` tool rounds have run, or `timeout` seconds have passed -> an
-`AgentResult` whose reply delivery posts and capture then stores.
+One turn, top to bottom: the recording step (always first) -> the agent's own interceptors
+-> `assemble_prompt` from the store -> model call (its text shown as it is written, where the
+provider streams and the turn has a `deliver`) -> the tools it asked for (the status names
+them) -> model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run,
+or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores.
 
-Embedded without channels, `invoke` is the pipeline's answering step alone: both turns are
-recorded through the agent's writer, nothing is posted. With channels, `Team` runs the whole
-pipeline (`threadline.pipeline`) and gives every agent its one writer.
+Embedded without channels, `invoke` records through capture (`CaptureInterceptor`): the inbound
+turn before the run, the reply after it, through the agent's writer; nothing is posted. With
+channels, the turn pipeline (`threadline.pipeline`) owns the turn: it records the inbound turn
+itself and passes its own recording step, which delivers the reply and then records it.
 """
 
 from __future__ import annotations
@@ -22,14 +22,13 @@ import asyncio
 import inspect
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.agents.llm import (
     ModelChoice,
     ModelProvider,
@@ -40,6 +39,7 @@ from threadline.agents.llm import (
     Thinking,
 )
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
+from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, ModelUnavailableError, StoreError
@@ -62,14 +62,16 @@ from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
-from threadline.interceptors.delivery import DeliveryInterceptor
 from threadline.people.memory import person_memory_for
+from threadline.schedules.turns import nothing_to_say
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.agent")
 
 # A name people can type as "@name" and every platform's mention parser keeps whole.
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
+# Makes a tool for one turn, bound to its conversation and person (`schedule`, `hand_off`).
+TurnTool = Callable[[TurnContext], Tool]
 UNFINISHED_REPLY = {
     "max_tool_rounds": "I could not finish this: I reached my limit of tool steps for one turn.",
     "timeout": "I could not finish this in time. Please try again or ask something smaller.",
@@ -112,13 +114,6 @@ def _as_tool(candidate: Any, agent_name: str) -> Tool:
     )
 
 
-def _default_provider() -> ModelProvider:
-    from threadline.agents.anthropic_provider import AnthropicProvider
-
-    provider: ModelProvider = AnthropicProvider()
-    return provider
-
-
 class Agent:
     """An LLM persona with a name, a system prompt, tools and a shared conversation store."""
 
@@ -127,7 +122,7 @@ class Agent:
         *,
         name: str,
         system_prompt: str = "",
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         tools: Iterable[Any] = (),
         conversation_history: ConversationStore | None = None,
         description: str = "",
@@ -144,6 +139,7 @@ class Agent:
         observer: TurnObserver | None = None,
         fallbacks: Sequence[ModelChoice] = (),
         thinking: Thinking = "default",
+        turn_tools: Sequence[TurnTool] = (),
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -157,7 +153,11 @@ class Agent:
             )
         self.name = name
         self.system_prompt = system_prompt
-        self.model = model
+        chosen = model or default_plug().default_model
+        if chosen is None:
+            raise ConfigError(f"agent {name!r}: name its model (model=...); the default "
+                              f"provider {default_plug().name!r} has no default model")
+        self.model = chosen
         self.description = description
         self.aliases = tuple(aliases)
         self.store: ConversationStore = conversation_history or InMemoryConversationStore()
@@ -175,7 +175,7 @@ class Agent:
             processors=(*options.processors, *processors),
         )
         self.interceptors = tuple(interceptors)
-        self.provider = provider if provider is not None else _default_provider()
+        self.provider = provider if provider is not None else build_default_provider()
         # Asked in order when the ones before stay unavailable past their retries.
         self.fallbacks = tuple(fallbacks)
         self.thinking: Thinking = thinking
@@ -189,6 +189,8 @@ class Agent:
         self._started_writer = False
         # Sees each turn's prompt, model calls and outcome (the reply record); None: nobody.
         self.observer = observer
+        # Tools made for each turn with the turn's conversation and person in their closure.
+        self.turn_tools = tuple(turn_tools)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -221,20 +223,23 @@ class Agent:
         aliases: Sequence[str] = (),
         deliver: Deliver | None = None,
         reason: str | None = None,
+        recording: Interceptor | None = None,
+        channel: str | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
-        With `deliver`, the reply is posted through it before the outbound turn is stored.
-        `reason` says why this agent answers (the team's routing decision).
+        `recording` is the turn's outermost step, which stores what the turn says: capture by
+        default, the turn pipeline's when it drives the agent. `deliver` is where the reply is
+        shown while it is written (the status, streamed text). `reason` says why this agent
+        answers (the team's routing decision); `channel` is the channel the turn came in on.
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
             store=self.store,
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
-            aliases=tuple(aliases), deliver=deliver, reason=reason,
+            aliases=tuple(aliases), deliver=deliver, reason=reason, channel=channel,
         )
-        delivery = (DeliveryInterceptor(),) if deliver is not None else ()
-        chain = (CaptureInterceptor(self.writer), *delivery, *self.interceptors)
+        chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
         try:
             result = await run_chain(chain, context, lambda c: self._turn(c, trace))
@@ -279,6 +284,8 @@ class Agent:
             context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
                                 tool_exchanges=len(run.exchanges))
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
+        if nothing_to_say(context.inbound, text):
+            text = ""  # a scheduled prompt with nothing worth posting now posts nothing
         exchanges = tuple(run.exchanges)
         return AgentResult(
             agent_name=self.name, conversation_id=context.conversation_id, output=text,
@@ -321,7 +328,7 @@ class Agent:
             context.store, context.conversation_id,
             exclude_ids=(context.inbound.id, *run.shown_ids),
             forgotten_through=run.forgotten_through, person=run.person)
-        tools: list[Tool] = [*self.tools, search]
+        tools: list[Tool] = [*self.tools, *(make(context) for make in self.turn_tools), search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)
@@ -433,7 +440,7 @@ class Agent:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
         return StoredMessage(
-            id=reply_turn_id(inbound.id, self.name),
+            id=reply_turn_id(inbound, self.name),
             conversation_id=inbound.conversation_id,
             participant=self.participant,
             content=text,

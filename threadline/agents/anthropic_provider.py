@@ -43,7 +43,6 @@ from threadline.agents.providers import (
     DEFAULT_TIMEOUT,
     ProviderPlug,
     ProviderSettings,
-    register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import Reasoning, ToolCall
@@ -334,7 +333,7 @@ async def _check(settings: AnthropicSettings) -> str:
         f"; model {settings.model} served" if settings.model else "")
 
 
-register_provider(ProviderPlug(
+PLUG = ProviderPlug(
     name="anthropic", settings=AnthropicSettings, build=_build, check=_check,
     key_variable="ANTHROPIC_API_KEY", default_model=DEFAULT_MODEL,
-    summary_model=DEFAULT_SUMMARY_MODEL))
+    summary_model=DEFAULT_SUMMARY_MODEL, key_required=True)

@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli.init as cli_init
     import threadline.cli.inspect as cli_inspect
     import threadline.cli.people as cli_people
+    import threadline.cli.schedule as cli_schedule
     import threadline.demo as demo
     from threadline.channels.registry import platform_names
 
@@ -106,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "conversations."), cli_history)
     _store_actions(command("people", "Link a person's identities across platforms; export "
                                      "or forget everything kept about a person."), cli_people)
+    _store_actions(command("schedule", "List, add and cancel scheduled posts (reminders, "
+                                       "recurring messages and prompts)."), cli_schedule)
     _store_actions(command("inspect", "What each agent saw for each reply: list, show, replay "
                                       "and prune reply records."), cli_inspect)
 
@@ -126,15 +129,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_main(args: argparse.Namespace) -> int:
     """`threadline run CONFIG`."""
+    from threadline.agents.providers import default_plug
     from threadline.config import load_settings
     from threadline.log import configure_logging
+    from threadline.provider_setup import offline_by_default
     from threadline.runtime import Runtime
 
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
-    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
-        print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
-              "(canned, for trying things out)", file=sys.stderr)
+    if offline_by_default(settings):
+        print(f"threadline: no {default_plug().key_variable} set: agents answer with the "
+              "offline model (canned, for trying things out)", file=sys.stderr)
 
     async def serve() -> None:
         runtime = Runtime.build(settings, interactive=not args.no_input)

@@ -41,6 +41,23 @@ def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -
     ) == 1
 
 
+def insert_new_turns(conn: SqlRunner, turns: Sequence[tuple[StoredMessage, str | None]]) -> None:
+    """Record turns no platform delivered (a schedule's slots, claimed once by their caller) as
+    to be answered, in one statement inside the caller's transaction."""
+    if not turns:
+        return
+    now = _now_us()
+    rows = ", ".join(f"(:turn_id{i}, :cid{i}, :channel{i}, 'received', 0, :message{i}, :now, "
+                     ":now)" for i in range(len(turns)))
+    params: dict[str, Any] = {"now": now}
+    for i, (message, channel) in enumerate(turns):
+        params.update({f"turn_id{i}": message.id, f"cid{i}": message.conversation_id,
+                       f"channel{i}": channel, f"message{i}": _encode(message)})
+    conn.rowcount(
+        "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
+        f"message_json, received_us, updated_us) VALUES {rows} ON CONFLICT DO NOTHING", params)
+
+
 def _open_turns(conn: SqlRunner, conversation_id: str) -> list[InboxTurn]:
     rows = conn.rows(
         f"SELECT message_json, channel, state, attempts, error FROM threadline_inbox "
@@ -73,6 +90,34 @@ def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> Non
         f"UPDATE threadline_inbox SET state = :state, error = :error, updated_us = :now"
         f"{forget_text} WHERE turn_id = :turn_id",
         {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
+
+
+def _edit_waiting(conn: SqlRunner, turn_id: str, content: str) -> bool:
+    rows = conn.rows("SELECT message_json FROM threadline_inbox WHERE turn_id = :turn_id "
+                     "AND state = 'received'", {"turn_id": turn_id})
+    if not rows:
+        return False
+    edited = {**json.loads(rows[0][0]), "content": content}
+    # The state is checked again here: a worker may have taken the turn since it was read.
+    return conn.rowcount(
+        "UPDATE threadline_inbox SET message_json = :message, updated_us = :now "
+        "WHERE turn_id = :turn_id AND state = 'received'",
+        {"turn_id": turn_id, "message": _encode(message_from_dict(edited)),
+         "now": _now_us()}) == 1
+
+
+def _cancel_waiting(conn: SqlRunner, turn_id: str) -> bool:
+    return conn.rowcount(
+        "UPDATE threadline_inbox SET state = 'cancelled', message_json = NULL, "
+        "updated_us = :now WHERE turn_id = :turn_id AND state = 'received'",
+        {"turn_id": turn_id, "now": _now_us()}) == 1
+
+
+def _answer_again(conn: SqlRunner, message: StoredMessage) -> bool:
+    return conn.rowcount(
+        f"UPDATE threadline_inbox SET state = 'received', attempts = 0, error = NULL, "
+        f"message_json = :message, updated_us = :now WHERE turn_id = :turn_id AND NOT {_OPEN}",
+        {"turn_id": message.id, "message": _encode(message), "now": _now_us()}) == 1
 
 
 def _encode(message: StoredMessage) -> str:
@@ -142,6 +187,21 @@ class SqlTurnInbox:
 
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
         await self._run("finish a turn", True, _finish, turn_id, state.value, error)
+
+    async def edit_waiting(self, turn_id: str, content: str) -> bool:
+        edited: bool = await self._run("edit a waiting turn", True, _edit_waiting, turn_id,
+                                       content)
+        return edited
+
+    async def cancel_waiting(self, turn_id: str) -> bool:
+        cancelled: bool = await self._run("cancel a waiting turn", True, _cancel_waiting,
+                                          turn_id)
+        return cancelled
+
+    async def answer_again(self, message: StoredMessage) -> bool:
+        reopened: bool = await self._run("answer an edited turn again", True, _answer_again,
+                                         message)
+        return reopened
 
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         existing: Delivery | None = await self._run("claim a reply", True, _start_delivery,
