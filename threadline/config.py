@@ -344,10 +344,10 @@ def _line_index(node: yaml.Node, path: KeyPath = ()) -> Iterator[tuple[KeyPath, 
 class _Source:
     """A config file's text with a key path -> line index, for error messages."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, text: str | None = None) -> None:
         self.path = path
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8") if text is None else text
         except FileNotFoundError as exc:
             raise ConfigError(f"{path}: no such config file; create one with "
                               f"`threadline init {path}`") from exc
@@ -478,12 +478,20 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
 def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> Settings:
     """Read, resolve and validate a config file; every problem names file, line and key."""
     path = Path(path)
-    source = _Source(path)
+    return _settings(_Source(path), path.resolve().parent, env)
+
+
+def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
+    """The built-in default (what an empty file gives), for a command run without a config;
+    relative paths start in the working folder."""
+    return _settings(_Source(Path("(built-in default)"), text=""), Path.cwd(), env)
+
+
+def _settings(source: _Source, base_dir: Path, env: Mapping[str, str] | None) -> Settings:
     raw = source.data if source.data is not None else {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}:1: expected a mapping of settings (store:, channels:, "
-                          f"agents:), found {type(raw).__name__}")
-    base_dir = path.resolve().parent
+        raise ConfigError(f"{source.path}:1: expected a mapping of settings (store:, channels:,"
+                          f" agents:), found {type(raw).__name__}")
     environment = _environment(base_dir, env)
     resolved = _resolve(raw, (), source, environment)
     problems: list[str] = []

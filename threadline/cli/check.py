@@ -21,7 +21,8 @@ import aiohttp
 
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
-from threadline.config import Settings, load_settings
+from threadline.cli.config_file import settings_for
+from threadline.config import Settings
 from threadline.errors import ThreadlineError
 from threadline.history.database_url import sqlite_file
 from threadline.history.sql_store import SqlConversationStore
@@ -103,8 +104,8 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
 def main(args: argparse.Namespace) -> int:
     """`threadline check CONFIG`: exit 2 for an invalid config, 1 if a connection fails;
     warnings (a bot that connects but will miss messages) are printed and do not fail."""
-    settings = load_settings(args.config)
-    print(f"ok    config {args.config}: {len(settings.agents)} agent(s), "
+    settings = settings_for(args)
+    print(f"ok    config {args.config or 'built-in default'}: {len(settings.agents)} agent(s), "
           f"{len(settings.channels)} channel(s)")
     results = asyncio.run(run_checks(settings, args.timeout))
     failed = 0

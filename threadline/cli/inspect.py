@@ -6,7 +6,7 @@ and in a browser.
     threadline inspect show 3f2a9c1e --json                    # the whole record, for scripts
     threadline inspect replay 3f2a9c1e --config threadline.yaml --model claude-haiku-4-5
     threadline inspect prune --older-than 30
-    threadline console threadline.yaml                         # the web console alone
+    threadline console                                         # the web console alone
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +24,7 @@ from aiohttp import web
 from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
+from threadline.history.database_url import DEFAULT_STORE_URL
 from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.console.server import PREFIX, standalone_app
@@ -66,8 +66,7 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
 
 
 def add_console_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", type=Path,
-                        help="the YAML config (its store, secrets and agents; replay needs it)")
+    """The console's own arguments (the config comes from `cli.config_file`)."""
     parser.add_argument("--db", metavar="PATH", help="SQLite file instead of a config")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; others need a token)")
@@ -230,8 +229,8 @@ def _replay(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     if args.config is None:
-        raise ConfigError("replay needs --config FILE: it answers with the agents, options "
-                          "and model key of that config")
+        raise ConfigError("replay needs a config (--config FILE, or ./threadline.yaml): it "
+                          "answers with the agents, options and model key of that config")
     settings = load_settings(args.config)
     require_database(settings.store.url)
 
@@ -252,13 +251,13 @@ def console_main(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     settings: Settings | None = None
-    if args.config is not None:
+    if args.db:
+        url = f"sqlite:///{args.db}"
+    elif args.config is not None:
         settings = load_settings(args.config)
         url = settings.store.url
-    elif args.db:
-        url = f"sqlite:///{args.db}"
     else:
-        raise ConfigError("say which database to show: threadline console CONFIG, or --db PATH")
+        url = DEFAULT_STORE_URL
     require_database(url)
     token = settings.inspector.token if settings is not None else None
     require_safe_bind(args.host, token)
