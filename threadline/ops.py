@@ -10,12 +10,13 @@ in tests) do not share counters.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from threadline.listening import Listener, serve
 
 log = structlog.get_logger("threadline.ops")
 
@@ -75,6 +76,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+def ops_listener(host: str, port: int) -> Listener:
+    """Where the ops server listens, named by its `ops:` settings (`check` tries it too)."""
+    return Listener(host, port, "ops.port", "ops.host")
+
+
 class OpsServer:
     """Serves health, readiness and metrics on `host:port` (port 0 picks a free port)."""
 
@@ -88,6 +94,10 @@ class OpsServer:
         self.apps = dict(apps or {})
         self._runner: web.AppRunner | None = None
 
+    @property
+    def listener(self) -> Listener:
+        return ops_listener(self.host, self.port)
+
     async def start(self) -> int:
         """Start serving; returns the bound port."""
         app = web.Application()
@@ -98,11 +108,11 @@ class OpsServer:
             app.add_subapp(prefix, subapp)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        addresses: list[Any] = self._runner.addresses
-        if addresses:
-            self.port = int(addresses[0][1])
+        try:
+            self.port = await serve(self._runner, self.listener)
+        except BaseException:
+            await self.stop()
+            raise
         log.info("ops.listening", host=self.host, port=self.port)
         return self.port
 

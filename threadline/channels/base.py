@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from threadline.errors import InvalidMessageError
 from threadline.history.model import StoredMessage
+from threadline.listening import Listener
 
 if TYPE_CHECKING:
     from threadline.commands import Command, CommandChoice
@@ -213,4 +214,9 @@ class Channel(ABC):
 
     async def check(self) -> list[str]:
         """Start-up problems that would make the bot silent (privacy mode, intents)."""
+        return []
+
+    def listeners(self) -> list[Listener]:
+        """The ports `start()` will listen on (an HTTP events endpoint, a webhook), each named
+        by its setting; `threadline check` tries them. None for a channel that only dials out."""
         return []

@@ -23,9 +23,11 @@ from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
 from threadline.cli.config_file import settings_for
 from threadline.config import Settings
-from threadline.errors import ThreadlineError
+from threadline.errors import PortUnavailableError, ThreadlineError
 from threadline.history.database_url import sqlite_file
 from threadline.history.sql_store import SqlConversationStore
+from threadline.listening import Listener, port_problem
+from threadline.ops import ops_listener
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
 
@@ -78,12 +80,32 @@ async def check_channel(name: str, settings: ChannelSettings) -> Report:
     return Report(found, tuple(warnings))
 
 
+def listeners(settings: Settings) -> list[Listener]:
+    """Every port `threadline run` will listen on: the ops server's and the channels' own."""
+    found = [ops_listener(settings.ops.host, settings.ops.port)] if settings.ops.enabled else []
+    context = ChannelContext(interactive=False)
+    for name, channel in settings.channels.items():
+        found += platform_for(channel.type).build(name, channel, context).listeners()
+    return found
+
+
+async def check_port(listener: Listener) -> str:
+    """Whether the port is free now (a running threadline holds it: stop it first)."""
+    problem = port_problem(listener)
+    if problem is not None:
+        raise PortUnavailableError(problem)
+    return f"free on {listener.host}" if listener.port else "any free port (0)"
+
+
 async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     """(subject, problem or None, report) for every connection, checked concurrently."""
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+    for listener in listeners(settings):
+        checks[f"port {listener.port} ({listener.port_setting})"] = partial(check_port,
+                                                                            listener)
 
     async def one(subject: str, check: Check) -> Result:
         nothing = Report("")

@@ -34,6 +34,7 @@ from threadline.inspector.redaction import redactor_for
 from threadline.inspector.replay import ReplayOutcome
 from threadline.inspector.retention import cutoff, prune_records
 from threadline.inspector.setup import Inspector
+from threadline.listening import Listener, serve
 
 ACTIONS = {
     "list": "List recent replies (of one conversation, or all), newest first.",
@@ -263,7 +264,7 @@ def console_main(args: argparse.Namespace) -> int:
     require_safe_bind(args.host, token)
     configure_logging("info", "console")
 
-    async def serve() -> None:
+    async def console() -> None:
         if settings is not None:
             runtime = Runtime.build(settings)  # for its store and agents (replay); not started
             store, inspector, agents = runtime.store, runtime.inspector, runtime.team.agents
@@ -274,9 +275,11 @@ def console_main(args: argparse.Namespace) -> int:
         async with store:
             runner = web.AppRunner(standalone_app(inspector.console(agents)), access_log=None)
             await runner.setup()
-            site = web.TCPSite(runner, args.host, args.port)
-            await site.start()
-            port = runner.addresses[0][1] if runner.addresses else args.port
+            try:
+                port = await serve(runner, Listener(args.host, args.port, "--port", "--host"))
+            except BaseException:
+                await runner.cleanup()
+                raise
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGINT):
@@ -288,5 +291,5 @@ def console_main(args: argparse.Namespace) -> int:
             finally:
                 await runner.cleanup()
 
-    asyncio.run(serve())
+    asyncio.run(console())
     return 0

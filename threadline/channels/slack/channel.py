@@ -108,6 +108,7 @@ from threadline.errors import (
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
+from threadline.listening import Listener, serve
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -299,6 +300,13 @@ class SlackChannel(Channel):
             for scope, effect in _NEEDED_SCOPES.items() if scope not in granted
         ]
 
+    def listeners(self) -> list[Listener]:
+        """HTTP mode listens for events on `host:port`; Socket Mode dials out."""
+        if self.mode != "http":
+            return []
+        return [Listener(self._host, self._port, f"channels.{self.name}.port",
+                         f"channels.{self.name}.host")]
+
     def _opens_thread(self, inbound: StoredMessage) -> bool:
         return (inbound.metadata.thread_id is None and self.reply_in_thread
                 and inbound.scope != "dm")
@@ -478,7 +486,7 @@ class SlackChannel(Channel):
         server.router.add_post(self._path, receive)
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
+        await serve(self._runner, self.listeners()[0])
         self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:

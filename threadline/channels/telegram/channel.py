@@ -84,6 +84,7 @@ from threadline.errors import (
     TurnNotRecordedError,
 )
 from threadline.history.model import StoredMessage
+from threadline.listening import Listener
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -216,8 +217,7 @@ class TelegramChannel(Channel):
                 receiver = WebhookReceiver(bot=bot, take=self._on_update,
                                            secret_token=self._webhook_secret_token, log=self._log)
                 await receiver.start(
-                    listen=self._webhook_listen, port=self._webhook_port,
-                    path=self._webhook_path, url=self._webhook_url,
+                    listener=self.listeners()[0], path=self._webhook_path, url=self._webhook_url,
                     allowed_updates=_ALLOWED_UPDATES,
                     drop_pending_updates=self._drop_pending_updates,
                 )
@@ -420,6 +420,14 @@ class TelegramChannel(Channel):
             display_name=me.first_name,
             extra_ids=(f"@{username}",) if username else (),
         )
+
+    def listeners(self) -> list[Listener]:
+        """Webhook mode listens on `webhook_listen:webhook_port`; polling dials out."""
+        if self._mode != "webhook":
+            return []
+        return [Listener(self._webhook_listen, self._webhook_port,
+                         f"channels.{self.name}.webhook_port",
+                         f"channels.{self.name}.webhook_listen")]
 
     async def check(self) -> list[str]:
         """Settings that keep the bot from reading groups. Before `start()` it asks getMe
