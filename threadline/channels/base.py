@@ -154,6 +154,9 @@ class Channel(ABC):
         self.allow_bots = allow_bots
         self.streaming = streaming
         self.identity: BotIdentity | None = None
+        # Where a person adds this bot to a server, when the platform has such a link (Discord's
+        # OAuth2 invite); learned by `check()`, printed by `threadline check`.
+        self.invite_url: str | None = None
         # The commands people may send here (`/forget`), set by the team that attaches the
         # channel; a platform with a command menu is told them at start. A command arrives as
         # an ordinary turn whose text is the command as typed (`/forget confirm`).

@@ -77,6 +77,8 @@ async def check_channel(name: str, settings: ChannelSettings) -> Report:
     found = "connected" if identity is None else (
         f"bot {identity.username or identity.display_name or identity.user_id} "
         f"({identity.user_id})")
+    if channel.invite_url:
+        found += f"; add it to a server with {channel.invite_url}"
     return Report(found, tuple(warnings))
 
 

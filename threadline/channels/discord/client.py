@@ -18,9 +18,19 @@ from threadline.errors import ConfigError
 if TYPE_CHECKING:
     from threadline.channels.discord.channel import DiscordChannel
 
+# A bot that never joins voice needs neither voice library: without these, discord.py warns
+# that "voice will NOT be supported" on every start and every `threadline check`.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
+
 # Guilds, guild messages, DMs and message content: what a conversational bot needs, no more.
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True,
                           message_content=True)
+# What the bot needs in a server, asked for by its invite URL (`invite_url`): see channels,
+# read their history, post, and post in threads. Commands need the applications.commands scope.
+PERMISSIONS = discord.Permissions(view_channel=True, send_messages=True,
+                                  send_messages_in_threads=True, read_message_history=True)
+INVITE_SCOPES = ("bot", "applications.commands")
 # Agents' text must never ping @everyone or roles; replying to the asker may ping them.
 ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
                                            replied_user=True)
@@ -111,6 +121,11 @@ class _Endpoints:
 
 
 ENDPOINTS = _Endpoints()
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 URL that adds the bot to a server with its scopes and permissions."""
+    return discord.utils.oauth_url(application_id, permissions=PERMISSIONS, scopes=INVITE_SCOPES)
 
 
 def build_client(channel: DiscordChannel, *, sharded: bool, shard_count: int | None,

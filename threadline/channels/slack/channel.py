@@ -100,6 +100,7 @@ from threadline.channels.slack.events import (
 from threadline.channels.slack.live import SlackLiveReply
 from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
+from threadline.channels.unreachable import host_of, unreachable
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
@@ -203,6 +204,7 @@ class SlackChannel(Channel):
         self._app_token = app_token or ""
         self._host, self._port, self._path = host, port, path
         self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
+        self._api_base_url_set = api_base_url is not None  # named in errors only when set
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
         self._applied_changes = RecentKeys()  # edits and deletions, by event_id
@@ -435,15 +437,21 @@ class SlackChannel(Channel):
         try:
             auth = await client.auth_test()
         except SlackApiError as error:
-            code = error.response.get("error")
+            # A server that is not Slack's answers with text, not a JSON object.
+            data = error.response.data
+            code = data.get("error") if isinstance(data, dict) else None
             if code in _AUTH_ERRORS:
                 raise ChannelAuthError(
                     f"Slack channel {self.name!r}: auth.test rejected bot_token ({code}); "
                     "copy the Bot User OAuth Token (xoxb-) again") from error
-            raise ChannelError(f"Slack channel {self.name!r}: auth.test failed ({code})") from error
-        except aiohttp.ClientError as error:
-            raise ChannelError(f"Slack channel {self.name!r}: cannot reach the Slack Web API at "
-                               f"{self._api_base_url} ({error!r}); check api_base_url") from error
+            raise ChannelError(self._auth_test_refused(code, error.response.status_code)
+                               ) from error
+        except (aiohttp.ClientError, OSError) as error:
+            raise ChannelError(unreachable(
+                where=f"Slack channel {self.name!r}", service="the Slack Web API",
+                action="ask who the bot is (auth.test)", url=self._api_base_url,
+                setting="api_base_url" if self._api_base_url_set else None, error=error),
+            ) from error
         user_id = str(auth["user_id"])
         bot_id = auth.get("bot_id")
         self._team_id = str(auth.get("team_id") or "")
@@ -455,6 +463,21 @@ class SlackChannel(Channel):
             extra_ids=(str(bot_id),) if bot_id else (),
         )
         return auth
+
+    def _auth_test_refused(self, code: str | None, status: int) -> str:
+        """Why `auth.test` failed when it was not the token: Slack's error code, or an HTTP
+        answer without one (an address that is not the Web API)."""
+        where = f"Slack channel {self.name!r}"
+        if code:
+            return (f"{where}: Slack refused auth.test with {code!r}; the auth.test page of "
+                    "Slack's API reference says what it means")
+        host = host_of(self._api_base_url)
+        if self._api_base_url_set:
+            return (f"{where}: {host} answered auth.test with HTTP {status} and no Slack "
+                    f"answer, so it is not the Slack Web API; check the api_base_url setting "
+                    f"({self._api_base_url}): it is the Web API root, ending in /api/")
+        return (f"{where}: {host} answered auth.test with HTTP {status} and no Slack answer; "
+                "Slack may be having trouble (status.slack.com): try again later")
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
         # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.

@@ -57,8 +57,10 @@ from telegram.error import (
     Conflict,
     Forbidden,
     InvalidToken,
+    NetworkError,
     RetryAfter,
     TelegramError,
+    TimedOut,
 )
 from telegram.ext import AIORateLimiter, ExtBot
 
@@ -76,6 +78,7 @@ from threadline.channels.telegram.inbound import (
 from threadline.channels.telegram.live import TelegramLiveReply
 from threadline.channels.telegram.updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
+from threadline.channels.unreachable import unreachable
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
@@ -95,6 +98,8 @@ Mode = Literal["polling", "webhook"]
 _ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _RATE_LIMIT_RETRIES = 5
+# The Bot API address PTB uses when base_url is not set (named in errors only then).
+_BOT_API_URL = "https://api.telegram.org/bot"
 
 
 def _conversation_key(update: Update) -> str | None:
@@ -408,6 +413,11 @@ class TelegramChannel(Channel):
         if isinstance(exc, RetryAfter):
             return ChannelError(f"{what}. Still rate limited after {_RATE_LIMIT_RETRIES} waits; "
                                 "try again later.")
+        if type(exc) is NetworkError or isinstance(exc, TimedOut):  # not BadRequest, a subclass
+            return ChannelError(unreachable(
+                where=where, service="the Telegram Bot API", action=action,
+                url=self._base_url or _BOT_API_URL, setting="base_url" if self._base_url else None,
+                error=exc))
         return ChannelError(f"{what}. Check that the Bot API is reachable and try again.")
 
     # -- diagnostics -----------------------------------------------------------------------
