@@ -75,10 +75,12 @@ class Platform(Generic[SettingsT]):
 
     `starter` is the YAML `threadline init --platform NAME` adds under `channels:` (indented by
     two spaces, commented, with every setting a user needs to point it at a proxy or a local
-    server); it must load as written once its `${VARIABLES}` are set.
+    server); it must load as written once its `${VARIABLES}` are set. `setup_files` gives the
+    files `init` writes beside the config, by name (Slack's app manifest).
     """
 
     name: str
     settings: type[SettingsT]
     build: Callable[[str, SettingsT, ChannelContext], Channel]
     starter: str
+    setup_files: Callable[[], dict[str, str]] = dict

@@ -31,6 +31,7 @@ def build(name: str, settings: DiscordSettings, context: ChannelContext) -> Disc
 
 STARTER = """\
   discord:
+    # Set-up, step by step: docs/platforms/discord.md (`threadline check` prints the invite URL)
     type: discord
     # One gateway connection per bot token (or per shard): one replica per token.
     # Enable "Message Content Intent" for the bot in the Developer Portal.

@@ -57,8 +57,19 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
+def setup_files() -> dict[str, str]:
+    """The app manifest for the starter's settings, to paste into Slack."""
+    from threadline.channels.slack.manifest import FILE_NAME, manifest_file
+    from threadline.commands import default_commands
+
+    starter = SlackSettings(type="slack", bot_token="-", signing_secret="-")
+    return {FILE_NAME: manifest_file(starter, default_commands())}
+
+
 STARTER = """\
   slack:
+    # Set-up, step by step: docs/platforms/slack.md. Create the app from the manifest
+    # `threadline init` wrote beside this file (slack-app-manifest.yaml).
     type: slack
     # http: Slack posts events to host:port/path (scales to several replicas behind a
     # load balancer). socket: one outbound Socket Mode connection (one replica per app).
@@ -77,4 +88,5 @@ STARTER = """\
     #   - {title: Order status, message: Where is my order?}
 """
 
-PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)
+PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER,
+                    setup_files=setup_files)

@@ -45,6 +45,7 @@ def build(name: str, settings: TelegramSettings, context: ChannelContext) -> Tel
 
 STARTER = """\
   telegram:
+    # Set-up, step by step: docs/platforms/telegram.md
     type: telegram
     # polling: one long-polling connection per bot token (one replica).
     # webhook: Telegram posts to webhook_url (scales out behind a load balancer).
