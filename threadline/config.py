@@ -64,15 +64,20 @@ KeyPath = tuple[str | int, ...]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class StoreSettings(_Section):
     """Where conversations are kept; one line switches SQLite to PostgreSQL."""
 
     url: str = DEFAULT_STORE_URL
+    """The database: sqlite:///PATH (relative to where threadline runs) or
+    postgresql+asyncpg://USER@HOST/DB for several processes; write a password as ${VARIABLE}."""
     outbox_path: str | None = None
+    """The durable outbox file where turns wait while the store is down (default: beside the SQLite
+    file, or in the working folder)."""
     busy_timeout: float = Field(default=5.0, gt=0)
+    """Seconds a SQLite statement waits for a lock held by another connection before it fails."""
 
     @field_validator("url")
     @classmethod
@@ -92,25 +97,39 @@ class ModelSettings(_Section):
     """
 
     provider: str = "auto"
+    """The default provider type: auto (Anthropic when a key is set, else offline), anthropic,
+    openai, offline, or a registered plug."""
     api_key: str | None = None
+    """The provider's key, as ${VARIABLE} (default: the provider's usual variable, such as
+    ANTHROPIC_API_KEY)."""
     base_url: str | None = None
+    """The provider's address, for a proxy or an OpenAI-compatible server (Ollama, vLLM, llama.cpp,
+    LM Studio, OpenRouter)."""
     max_tokens: int = Field(default=1024, gt=0)
-    # The SDK retries 429/5xx this often, with its own backoff; a call's timeout covers them.
+    """The longest reply a model call may write, in tokens."""
     max_retries: int = Field(default=4, ge=0)
+    """How often the SDK retries a rate limited (429), overloaded or failing (5xx) call, with its
+    own backoff; the call's timeout covers them."""
     timeout: float = Field(default=120.0, gt=0)
-    # The cheap model that writes rolling summaries, and on which provider (default: this
-    # one's cheap model; extractive summaries, without a model, when it has none).
+    """Seconds one model call may take, its retries included."""
     summary_model: str | None = None
+    """The cheap model that writes rolling summaries (default: the provider's cheap model;
+    extractive summaries, without a model, when it has none)."""
     summary_provider: str | None = None
+    """The provider (a providers: entry or a type) of summary_model (default: this one)."""
 
 
 class PriceSettings(_Section):
     """US dollars per million tokens of each kind (from the provider's price list)."""
 
     input: float = Field(default=0.0, ge=0)
+    """US dollars per million input tokens."""
     output: float = Field(default=0.0, ge=0)
+    """US dollars per million output tokens."""
     cache_read: float = Field(default=0.0, ge=0)
+    """US dollars per million tokens read from the prompt cache."""
     cache_write: float = Field(default=0.0, ge=0)
+    """US dollars per million tokens written to the prompt cache."""
 
 
 class SpendSettings(_Section):
@@ -122,14 +141,21 @@ class SpendSettings(_Section):
     """
 
     timezone: str = "UTC"
+    """The IANA time zone whose midnight resets the daily budgets."""
     per_agent_daily_tokens: int | None = Field(default=None, gt=0)
+    """Tokens each agent may use a day, across all conversations (unset: no cap)."""
     per_conversation_daily_tokens: int | None = Field(default=None, gt=0)
+    """Tokens all agents together may use a day in one conversation (unset: no cap)."""
     per_person_daily_tokens: int | None = Field(default=None, gt=0)
-    # Agents with a cap of their own instead of per_agent_daily_tokens, by name.
+    """Tokens all agents together may use a day answering one person (unset: no cap)."""
     agent_daily_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
-    # Tokens held for a turn in flight (default: its prompt budget plus its reply limit).
+    """Agents with a daily cap of their own instead of per_agent_daily_tokens, by name."""
     reserve_per_turn: int | None = Field(default=None, gt=0)
+    """Tokens held for a turn in flight before the model is called (default: its prompt budget plus
+    its reply limit)."""
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
+    """Prices for the estimated cost in /metrics and check, keyed "provider/model" or "model"; none
+    are built in."""
 
     @field_validator("timezone")
     @classmethod
@@ -143,15 +169,23 @@ class SpendSettings(_Section):
 
 class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
+    """The least important log events shown: debug, info (a line per turn, for services), warning
+    or error. THREADLINE_LOG_LEVEL overrides it."""
     format: Literal["auto", "console", "json"] = "auto"
+    """console (readable), json (one object a line), or auto: console in a terminal, json
+    otherwise. THREADLINE_LOG_FORMAT overrides it."""
 
 
 class OpsSettings(_Section):
     """The health and Prometheus metrics HTTP server."""
 
     enabled: bool = True
+    """Serve /healthz, /readyz, /metrics and the console."""
     host: str = "127.0.0.1"
+    """The address the ops server listens on (127.0.0.1: this machine only; 0.0.0.0: every
+    interface, then the console needs inspector.token)."""
     port: int = Field(default=9108, ge=0, le=65535)
+    """The ops server's port (0: any free port, logged when bound)."""
 
 
 class InspectorSettings(_Section):
@@ -163,9 +197,14 @@ class InspectorSettings(_Section):
     """
 
     records: bool = True
+    """Keep a reply record of what each agent saw and did for every reply."""
     retention_days: float | None = Field(default=30, gt=0)
+    """Delete reply records older than this many days (null keeps them); the history is not
+    touched."""
     console: bool = True
+    """Serve the web console at /console/ on the ops server."""
     token: str | None = None
+    """The console's token, as ${VARIABLE}; required when ops.host is not a loopback address."""
 
 
 _ASSEMBLER = AssemblerOptions()
@@ -179,15 +218,24 @@ class MemorySettings(_Section):
     """
 
     token_budget: int = Field(default=_ASSEMBLER.token_budget, ge=50)
+    """Tokens of history (summary, recalled and kept turns) in each prompt."""
     addressed_only_mode: bool = _ASSEMBLER.addressed_only_mode
+    """See only the turns addressed to or written by this agent (plus the few just before an
+    addressed turn), not the whole channel."""
     rolling_summary_threshold: int = Field(default=_ASSEMBLER.rolling_summary_threshold, ge=2)
+    """Past this many kept turns, the oldest are folded into one stored summary per agent."""
     time_window_minutes: int | None = Field(default=_ASSEMBLER.time_window_minutes, gt=0)
+    """Load only turns from the last this many minutes (null: no time limit)."""
     max_turns_to_load: int = Field(default=_ASSEMBLER.max_turns_to_load, gt=0)
+    """The most recent turns loaded from the store before filtering and budgeting."""
     recall: bool = _ASSEMBLER.recall
+    """Search the whole conversation for what the new message asks about and add the best earlier
+    turns."""
     recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
-    # The person being answered also finds their own words from other conversations this one
-    # may see (see `people:`); unset follows `people.memory`.
+    """The fewest recall hits asked for (more when the budget has room)."""
     person_memory: bool | None = None
+    """Also find the person's own words from other conversations this one may see (null: follow
+    people.memory)."""
 
     def options(self, people_memory: bool = False) -> AssemblerOptions:
         """The assembler's options with these settings applied; `people_memory` is the
@@ -207,8 +255,12 @@ class PeopleSettings(_Section):
     """
 
     memory: bool = False
+    """Person memory for every agent: recall and search also find the person's own words from other
+    conversations (agents.NAME.memory.person_memory overrides it)."""
     link_codes: bool = True
+    """Let a person link their own identities across platforms with /link in a DM."""
     code_minutes: float = Field(default=10, gt=0, le=24 * 60)
+    """How long a /link code stays valid, in minutes."""
 
 
 class HistorySettings(_Section):
@@ -217,30 +269,44 @@ class HistorySettings(_Section):
     (None keeps forever). Pruning runs in the background every `prune_every_minutes`."""
 
     retention_days: float | None = Field(default=None, gt=0)
+    """Delete turns older than this many days (null keeps them forever)."""
     retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
         default_factory=dict)
+    """Retention per conversation id or workspace (slack:T123, telegram:-100456), the longest
+    matching key winning; null keeps forever."""
     prune_every_minutes: float = Field(default=60, gt=0)
+    """How often old turns are pruned in the background."""
 
 
 class AgentChannel(_Section):
     """One channel an agent joins, and whether it answers every message there."""
 
     name: str
+    """The channels: entry the agent joins."""
     respond_to_all: bool = False
+    """Answer every message there, not only those addressed to the agent."""
 
 
 class AgentSettings(_Section):
     description: str = ""
+    """What the agent does; shown by /agents and to the other agents."""
     system_prompt: str | None = None
+    """The agent's instructions (default: a one-line helpful assistant)."""
     system_prompt_file: str | None = None
-    # A `providers:` entry or a provider type; the `model:` section when unset.
+    """A file holding the system prompt instead (relative to the config)."""
     provider: str | None = None
-    # The provider's (or the plug's) default model when unset.
+    """A providers: entry or a provider type (default: the model: section)."""
     model: str | None = None
+    """The model name (default: the provider's, or the provider type's default model)."""
     tools: list[str] = Field(default_factory=list)
+    """Tools by reference, "module:function"; modules beside the config are found first
+    (docs/tools.md)."""
     aliases: list[str] = Field(default_factory=list)
+    """Other names that address the agent (@help), matched like its name."""
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    """How much of the shared history the agent sees (the keys below)."""
     channels: list[AgentChannel] = Field(default_factory=list)
+    """The channels the agent joins: names, or {name, respond_to_all} entries."""
 
     @field_validator("channels", mode="before")
     @classmethod
@@ -282,20 +348,31 @@ class Settings(_Section):
     """The whole deployment. `base_dir` is the config file's folder (relative paths start there)."""
 
     store: StoreSettings = Field(default_factory=StoreSettings)
+    """Where conversations are kept."""
     model: ModelSettings = Field(default_factory=ModelSettings)
+    """The default model provider and its limits."""
     spend: SpendSettings = Field(default_factory=SpendSettings)
+    """Daily token budgets and prices."""
     log: LogSettings = Field(default_factory=LogSettings)
+    """What is logged, and how."""
     ops: OpsSettings = Field(default_factory=OpsSettings)
+    """The health, metrics and console HTTP server."""
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
+    """Reply records and the web console."""
     people: PeopleSettings = Field(default_factory=PeopleSettings)
+    """People's identities across platforms and person memory."""
     history: HistorySettings = Field(default_factory=HistorySettings)
-    # More model providers by name; each entry is checked against its plug's settings.
+    """How long turns are kept."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # Each entry is its platform's settings model (`threadline.channels.registry`).
+    """More model providers by name, for agents on another model (each entry has a type: and that
+    provider's keys, listed below)."""
     channels: dict[str, SerializeAsAny[ChannelSettings]] = Field(
         default_factory=_default_channels)
+    """The channels, by name; each entry's type: names its platform, whose keys are listed below."""
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
+    """The agents, by name."""
     shutdown_timeout: float = Field(default=30.0, ge=0)
+    """Seconds a stopping process gives turns in flight to finish before it stops the channels."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     @field_validator("channels", mode="before")

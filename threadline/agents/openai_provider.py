@@ -249,7 +249,10 @@ class OpenAISettings(ProviderSettings):
     unset); the key defaults to OPENAI_API_KEY, and a local server needs none."""
 
     type: Literal["openai"] = "openai"
+    """openai: this entry is an openai provider."""
     token_limit_parameter: TokenLimitParameter | None = None
+    """How the reply limit is sent: max_tokens or max_completion_tokens (default:
+    max_completion_tokens for OpenAI's own API, max_tokens for other servers)."""
 
 
 def _build(settings: OpenAISettings) -> OpenAIProvider:

@@ -208,9 +208,14 @@ class LocalSettings(ChannelSettings):
     attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
 
     type: Literal["local"]
+    """local: this entry is a local channel."""
     room: str = "main"
+    """The room's name; its conversation id is local:ROOM."""
     stdin: bool | Literal["auto"] = "auto"
+    """Read the lines typed on standard input into the room and print the replies: true, false
+    (services), or auto (when run in a terminal)."""
     user: str = "you"
+    """The name the person typing in the terminal has in the history."""
 
 
 def print_reply(reply: LocalReply) -> None:

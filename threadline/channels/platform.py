@@ -28,11 +28,14 @@ class ChannelSettings(BaseModel):
     literally (they must be `${VARIABLE}`) and reply records never show their values.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     secret_fields: ClassVar[frozenset[str]] = frozenset()
 
     type: str
+    """The platform: local, slack, telegram, discord, or a plugged-in one."""
     allow_bots: bool = False
+    """Answer messages written by other bots too (off: agents never answer bots, which avoids
+    loops)."""
 
     def problems(self) -> list[str]:
         """Settings that are each valid but do not work together, as what to set instead."""
@@ -45,7 +48,9 @@ class LiveReplySettings(ChannelSettings):
     seconds between two changes of one chat."""
 
     streaming: bool = True
+    """Show replies as they are written (false: each reply is posted once, whole)."""
     stream_interval: float = Field(default=1.0, gt=0)
+    """The least time in seconds between two changes of one chat while a reply is written."""
 
 
 def _never_stop() -> None:
