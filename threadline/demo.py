@@ -26,7 +26,14 @@ from aiohttp import web
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
-from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
+from threadline.channels.local import (
+    TERMINAL_PROMPT,
+    LocalChannel,
+    LocalReply,
+    nobody_addressed,
+    typed_lines,
+)
+from threadline.cli.invoked import command
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
@@ -150,14 +157,14 @@ class Demo:
             f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
             "Address one with @name; Ctrl-D to leave.\n"
             f"What each agent saw, reply by reply: {self.console_url} (while the demo runs; "
-            f"afterwards: threadline console --db {db})\n")
+            f"afterwards: {command()} console --db {db})\n")
 
     async def line(self, text: str) -> None:
         self.turns.results.clear()
         self.replies.clear()
         await self.room.say(text)
         if not self.turns.results:
-            self.out.write("    (nobody was addressed: start with @support or @billing)\n")
+            self.out.write(nobody_addressed(("support", "billing")) + "\n")
             return
         names = ", ".join(r.agent_name for r in self.turns.results)
         self.out.write(f"    addressed: {names}\n")

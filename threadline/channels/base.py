@@ -219,6 +219,12 @@ class Channel(ABC):
         """Start-up problems that would make the bot silent (privacy mode, intents)."""
         return []
 
+    @property
+    def reads_terminal(self) -> bool:
+        """Whether a person chats through this process's terminal (the local room); the
+        command then keeps its log lines out of the conversation."""
+        return False
+
     def listeners(self) -> list[Listener]:
         """The ports `start()` will listen on (an HTTP events endpoint, a webhook), each named
         by its setting; `threadline check` tries them. None for a channel that only dials out."""

@@ -9,6 +9,7 @@ import sys
 from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.cli.config_file import DEFAULT_CONFIG
+from threadline.cli.invoked import command
 from threadline.errors import ConfigError
 
 HEADER = """\
@@ -124,5 +125,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {args.path.parent / name}", file=sys.stderr)
     guide = f"; set-up guide: docs/platforms/{args.platform}.md" if args.platform else ""
     where = "" if args.path == DEFAULT_CONFIG else f" {args.path}"
-    print(f"next: `threadline check{where}`{guide}", file=sys.stderr)
+    print(f"next: `{command()} check{where}`{guide}", file=sys.stderr)
     return 0

@@ -10,8 +10,10 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from threadline import __version__
 from threadline.cli.config_file import (
@@ -21,6 +23,9 @@ from threadline.cli.config_file import (
     settings_for,
 )
 from threadline.errors import ConfigError, ThreadlineError
+
+if TYPE_CHECKING:
+    from threadline.config import Settings
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -193,17 +198,37 @@ def run_main(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         runtime = Runtime.build(settings, interactive=not args.no_input)
-        runtime.install_signal_handlers()
-        try:
-            await runtime.start()
-            print(f"threadline: running {len(runtime.channels)} channel(s); "
-                  "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
-            await runtime.wait()
-        finally:
-            await runtime.stop()
+        with ExitStack() as log_file:
+            if any(channel.reads_terminal for channel in runtime.channels):
+                _logs_off_the_terminal(settings, log_file)
+            runtime.install_signal_handlers()
+            try:
+                await runtime.start()
+                print(f"threadline: running {len(runtime.channels)} channel(s); "
+                      "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+                if runtime.console_url:
+                    print("threadline: what each agent saw, reply by reply: "
+                          f"{runtime.console_url}", file=sys.stderr, flush=True)
+                await runtime.wait()
+            finally:
+                await runtime.stop()
 
     asyncio.run(serve())
     return EXIT_OK
+
+
+def _logs_off_the_terminal(settings: Settings, log_file: ExitStack) -> None:
+    """While a person chats in this terminal, log lines below warning would interleave with
+    the conversation: they go to `threadline.log` beside the config instead (said once)."""
+    from threadline.log import LEVELS, chosen_level, configure_logging
+
+    level = chosen_level(settings.log.level)
+    if LEVELS[level] >= LEVELS["warning"]:
+        return
+    path = settings.base_dir / "threadline.log"
+    stream = log_file.enter_context(open(path, "a", encoding="utf-8"))  # noqa: SIM115
+    configure_logging(level, settings.log.format, stream=stream)
+    print(f"threadline: {level} logs go to {path} while you chat here", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
