@@ -7,7 +7,6 @@ this one builds the parser, runs the chosen command and turns errors into exit c
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -187,6 +186,8 @@ def _chosen_command(argv: Sequence[str]) -> str:
 
 def run_main(args: argparse.Namespace) -> int:
     """`threadline run CONFIG`."""
+    import asyncio
+
     from threadline.log import configure_logging
     from threadline.runtime import Runtime
 
