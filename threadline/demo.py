@@ -25,7 +25,6 @@ from aiohttp import web
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.agents.team import Team
 from threadline.channels.local import (
     TERMINAL_PROMPT,
     LocalChannel,
@@ -33,7 +32,6 @@ from threadline.channels.local import (
     nobody_addressed,
     typed_lines,
 )
-from threadline.cli.invoked import command
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.sql_store import SqlConversationStore
@@ -44,6 +42,7 @@ from threadline.inspector.redaction import redactor_for
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext
 from threadline.log import configure_logging
+from threadline.team import Team
 from threadline.turn import AgentResult, TurnContext
 
 ROOM = "demo"
@@ -103,8 +102,10 @@ def build_provider() -> tuple[ModelProvider, Summarizer | None]:
 class Demo:
     """The demo's team, room and printing; `line()` handles one user message."""
 
-    def __init__(self, store: SqlConversationStore, out: TextIO) -> None:
+    def __init__(self, store: SqlConversationStore, out: TextIO, *,
+                 command: str = "threadline") -> None:
         self.out = out
+        self.command = command  # how the person calls `threadline`, for the console hint
         self.store = store
         self.turns = TurnLog()
         self.inspector = Inspector(store=store, redactor=redactor_for())
@@ -157,7 +158,7 @@ class Demo:
             f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
             "Address one with @name; Ctrl-D to leave.\n"
             f"What each agent saw, reply by reply: {self.console_url} (while the demo runs; "
-            f"afterwards: {command()} console --db {db})\n")
+            f"afterwards: {self.command} console --db {db})\n")
 
     async def line(self, text: str) -> None:
         self.turns.results.clear()
@@ -198,11 +199,12 @@ async def _interactive(demo: Demo) -> None:
     demo.out.write("\n")
 
 
-async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
+async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
+                   command: str = "threadline") -> None:
     if not db.parent.exists():
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
     async with SqlConversationStore(f"sqlite:///{db}") as store:
-        demo = Demo(store, out)
+        demo = Demo(store, out, command=command)
         await demo.team.start()
         console = await demo.serve_console()
         try:
@@ -225,5 +227,5 @@ def main(args: argparse.Namespace) -> int:
     """`threadline demo [--script FILE] [--db PATH]`."""
     configure_logging("warning", "console")
     script = _script_lines(args.script) if args.script else None
-    asyncio.run(run_demo(args.db, script, sys.stdout))
+    asyncio.run(run_demo(args.db, script, sys.stdout, command=args.invoked_as))
     return 0

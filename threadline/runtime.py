@@ -27,7 +27,6 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.agents.team import Team
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -46,6 +45,7 @@ from threadline.ops import Metrics, OpsServer
 from threadline.people.link_codes import LinkCodeInterceptor
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
+from threadline.team import Team
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -183,7 +183,7 @@ class Runtime:
         ]
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
-        team = Team(agents, lock=lock)
+        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():

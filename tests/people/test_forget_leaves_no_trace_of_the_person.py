@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from threadline.agents import Agent, OfflineModel, Team
+from threadline.agents import Agent, OfflineModel
 from threadline.agents.summarizer import ExtractiveSummarizer
 from threadline.channels.local import LocalChannel
 from threadline.cli import main as threadline
@@ -34,6 +34,7 @@ from threadline.inspector import ReplyRecorder, records_for
 from threadline.interceptors.outbox import Outbox
 from threadline.people import people_for, person_memory_for
 from threadline.people.erase import export_person
+from threadline.team import Team
 
 SECRET = "zanzibar"  # only Ann ever says it
 BOB_WORD = "quokka"  # only Bob ever says it

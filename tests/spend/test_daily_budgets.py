@@ -14,12 +14,12 @@ from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.summarizer import SummarizerAgent
 from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
-from threadline.interceptors.spend_limit import (
+from threadline.spend import DailyBudgets, Price, SpendDay, SpendLedger
+from threadline.spend.limit import (
     STOP_REASON,
     MeteredProvider,
     SpendLimitInterceptor,
 )
-from threadline.spend import DailyBudgets, Price, SpendDay, SpendLedger
 
 
 class Clock:

@@ -11,13 +11,14 @@ names one. Checking a channel is the channel's own `check()`, which works before
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
+from threadline.commands.registry import Command
 
 
 class ChannelSettings(BaseModel):
@@ -74,18 +75,24 @@ class ChannelContext:
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)
 
 
+def _no_setup_files(commands: Iterable[Command]) -> dict[str, str]:
+    """The default `setup_files`: a platform set up by hand needs none."""
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class Platform(Generic[SettingsT]):
     """One chat platform: the `type:` its channels have, its settings, its channel factory.
 
     `starter` is the YAML `threadline init --platform NAME` adds under `channels:` (indented by
     two spaces, commented, with every setting a user needs to point it at a proxy or a local
-    server); it must load as written once its `${VARIABLES}` are set. `setup_files` gives the
-    files `init` writes beside the config, by name (Slack's app manifest).
+    server); it must load as written once its `${VARIABLES}` are set. `setup_files(commands)`
+    gives the files `init` writes beside the config, by name, for a team answering `commands`
+    (Slack's app manifest declares them).
     """
 
     name: str
     settings: type[SettingsT]
     build: Callable[[str, SettingsT, ChannelContext], Channel]
     starter: str
-    setup_files: Callable[[], dict[str, str]] = dict
+    setup_files: Callable[[Iterable[Command]], dict[str, str]] = _no_setup_files

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from threadline.agents.anthropic_provider import DEFAULT_MODEL
+from threadline.agents.providers import default_plug
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.cli.config_file import DEFAULT_CONFIG
 from threadline.cli.invoked import command
 from threadline.errors import ConfigError
+from threadline.team import default_commands
 
 HEADER = """\
 # Threadline configuration. Check it with `threadline check {path}`, start with
@@ -103,13 +104,15 @@ def render(platform: str | None, path: str) -> str:
         joined = f"      - name: {platform}\n        respond_to_all: false\n"
     else:
         joined = ""
-    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=DEFAULT_MODEL, joined=joined)
+    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=default_plug().default_model,
+                               joined=joined)
 
 
 def main(args: argparse.Namespace) -> int:
     """`threadline init [--platform P] [PATH]`: the config, and the platform's set-up files
     beside it (Slack's app manifest)."""
-    extra = platform_for(args.platform).setup_files() if args.platform else {}
+    extra = (platform_for(args.platform).setup_files(default_commands()) if args.platform
+             else {})
     targets = [args.path, *(args.path.parent / name for name in extra)]
     if not args.force:
         for target in targets:

@@ -21,6 +21,7 @@ from threadline.cli.config_file import (
     choose_config,
     settings_for,
 )
+from threadline.cli.invoked import command
 from threadline.errors import ConfigError, ThreadlineError
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _demo(p: argparse.ArgumentParser) -> None:
                         "every reply and what each agent saw, then exit")
     p.add_argument("--db", type=Path, default=Path("threadline.db"), metavar="PATH",
                    help="SQLite file the demo remembers in (default ./threadline.db)")
-    p.set_defaults(handler=demo.main)
+    p.set_defaults(handler=demo.main, invoked_as=command())
 
 
 def _init(p: argparse.ArgumentParser) -> None:
@@ -188,14 +189,16 @@ def run_main(args: argparse.Namespace) -> int:
     """`threadline run CONFIG`."""
     import asyncio
 
+    from threadline.agents.providers import default_plug
     from threadline.log import configure_logging
+    from threadline.provider_setup import offline_by_default
     from threadline.runtime import Runtime
 
     settings = settings_for(args)
     configure_logging(settings.log.level, settings.log.format)
-    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
-        print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
-              "(canned, for trying things out)", file=sys.stderr)
+    if offline_by_default(settings):
+        print(f"threadline: no {default_plug().key_variable} set: agents answer with the "
+              "offline model (canned, for trying things out)", file=sys.stderr)
 
     async def serve() -> None:
         runtime = Runtime.build(settings, interactive=not args.no_input)

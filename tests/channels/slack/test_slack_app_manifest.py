@@ -14,7 +14,7 @@ from tests.cli.helpers import run_cli
 from threadline.channels.slack.channel import _NEEDED_SCOPES
 from threadline.channels.slack.manifest import manifest
 from threadline.channels.slack.platform import SlackSettings
-from threadline.commands import default_commands
+from threadline.team import default_commands
 
 TOP_LEVEL = {"_metadata", "display_information", "features", "oauth_config", "settings",
              "functions", "workflows", "datastores", "outgoing_domains", "types"}

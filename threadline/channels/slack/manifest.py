@@ -12,12 +12,14 @@ writes it beside the config; `docs/platforms/slack.md` walks through the rest.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from threadline.channels.slack.platform import SlackSettings
 from threadline.commands.registry import Command
+
+if TYPE_CHECKING:  # the platform module imports this one when `init` asks for the manifest
+    from threadline.channels.slack.platform import SlackSettings
 
 # Read each kind of conversation, post (and stream) replies, read display names, take slash
 # commands, and act as an assistant in the assistant pane.

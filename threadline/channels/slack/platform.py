@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 from threadline.channels.slack.channel import SlackChannel
+from threadline.commands.registry import Command
 
 
 class SuggestedPrompt(BaseModel):
@@ -72,13 +74,12 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
-def setup_files() -> dict[str, str]:
-    """The app manifest for the starter's settings, to paste into Slack."""
+def setup_files(commands: Iterable[Command]) -> dict[str, str]:
+    """The app manifest for the starter's settings and `commands`, to paste into Slack."""
     from threadline.channels.slack.manifest import FILE_NAME, manifest_file
-    from threadline.commands import default_commands
 
     starter = SlackSettings(type="slack", bot_token="-", signing_secret="-")
-    return {FILE_NAME: manifest_file(starter, default_commands())}
+    return {FILE_NAME: manifest_file(starter, commands)}
 
 
 STARTER = """\
