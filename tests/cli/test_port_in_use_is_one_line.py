@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import Outcome, run_process, run_process_async
-from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import FakeTelegram
+from tests.runtime.platforms import platform
 
 
 @pytest.fixture
@@ -58,22 +57,13 @@ def test_console_with_its_port_taken(tmp_path: Path, taken_port: int) -> None:
 
 
 async def test_slack_http_mode_with_its_port_taken(tmp_path: Path, taken_port: int) -> None:
-    async with FakeSlack() as slack:
-        write_config(tmp_path, f"""\
-ops: {{enabled: false}}
-channels:
-  slack:
-    type: slack
-    bot_token: ${{SLACK_BOT_TOKEN}}
-    signing_secret: ${{SLACK_SIGNING_SECRET}}
-    api_base_url: {slack.url}
-    port: {taken_port}
-agents:
-  support: {{channels: [slack]}}
-""")
-        env = {"SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": slack.signing_secret}
-        outcome = await run_process_async("run", "--no-input", cwd=tmp_path, env=env)
-        checked = await run_process_async("check", cwd=tmp_path, env=env)
+    async with platform("slack") as slack:
+        port = slack.extra["events_url"].split(":")[2].split("/")[0]
+        entry = slack.channel_yaml.replace(f"port: {port}", f"port: {taken_port}")
+        write_config(tmp_path, f"ops: {{enabled: false}}\nchannels:\n  slack:\n{entry}"
+                               "agents:\n  support: {channels: [slack]}\n")
+        outcome = await run_process_async("run", "--no-input", cwd=tmp_path, env=slack.env)
+        checked = await run_process_async("check", cwd=tmp_path, env=slack.env)
     assert_one_line(outcome, taken_port, "channels.slack.port")
     assert checked.code == 1
     assert f"FAIL  port {taken_port} (channels.slack.port): port {taken_port} on 127.0.0.1 " \
@@ -81,22 +71,14 @@ agents:
 
 
 async def test_telegram_webhook_with_its_port_taken(tmp_path: Path, taken_port: int) -> None:
-    async with FakeTelegram() as telegram:
-        write_config(tmp_path, f"""\
-ops: {{enabled: false}}
-channels:
-  telegram:
-    type: telegram
-    mode: webhook
-    token: ${{TELEGRAM_BOT_TOKEN}}
-    base_url: {telegram.api_url}
-    webhook_url: https://bots.example.invalid/telegram
-    webhook_secret_token: ${{TELEGRAM_WEBHOOK_SECRET}}
-    webhook_port: {taken_port}
-agents:
-  support: {{channels: [telegram]}}
-""")
+    async with platform("telegram") as telegram:
+        entry = telegram.channel_yaml + (
+            "    mode: webhook\n    webhook_url: https://bots.example.invalid/telegram\n"
+            "    webhook_secret_token: ${TELEGRAM_WEBHOOK_SECRET}\n"
+            f"    webhook_port: {taken_port}\n")
+        write_config(tmp_path, f"ops: {{enabled: false}}\nchannels:\n  telegram:\n{entry}"
+                               "agents:\n  support: {channels: [telegram]}\n")
         outcome = await run_process_async("run", "--no-input", cwd=tmp_path, env={
-            "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_WEBHOOK_SECRET": "s3cret"})
-        assert not [c for c in telegram.calls if c.method == "setWebhook"]  # never registered
+            **telegram.env, "TELEGRAM_WEBHOOK_SECRET": "s3cret"})
+        assert not [c for c in telegram.fake.calls if c.method == "setWebhook"]  # never set
     assert_one_line(outcome, taken_port, "channels.telegram.webhook_port")
