@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from croniter import croniter
 from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
@@ -286,6 +287,84 @@ class HistorySettings(_Section):
     always answered as edited; the edit is stored either way)."""
 
 
+class SchedulerSettings(_Section):
+    """Scheduled turns (`threadline.schedules`): times are read in the person's zone where the
+    platform says (Slack), else `channel_timezones[channel]`, else `timezone`. A slot that
+    fell due while no process ran is posted late (with a note, when over `late_after`
+    seconds) within `grace_hours`, else skipped. `admins` (identities such as `slack:T1:U7`)
+    may cancel anyone's schedule; `tool` gives every agent the `schedule` tool."""
+
+    enabled: bool = True
+    """Run scheduled posts and prompts."""
+    timezone: str = "UTC"
+    """The zone schedule times are read in when neither the platform nor channel_timezones gives
+    one."""
+    channel_timezones: dict[str, str] = Field(default_factory=dict)
+    """A time zone per channel name, for times said there."""
+    poll_interval: float = Field(default=1.0, gt=0)
+    """Seconds between two looks for schedules that fell due."""
+    late_after: float = Field(default=60.0, ge=0)
+    """A slot posted more than this many seconds late carries a note saying so."""
+    grace_hours: float = Field(default=24.0, gt=0)
+    """A slot that fell due while no process ran is still posted within this many hours, else
+    skipped."""
+    admins: list[str] = Field(default_factory=list)
+    """Identities (slack:T1:U7) that may cancel anyone's schedule."""
+    tool: bool = True
+    """Give every agent the schedule tool."""
+
+
+class ScheduleEntry(_Section):
+    """A schedule the YAML keeps (`schedules: {name: ...}`): `message` posted as written or
+    `prompt` answered by `agent` (default: the channel's first), at `at` once or on `cron`,
+    in `conversation` (its id, `slack:T1:C0REPORTS`) through `channel`."""
+
+    channel: str
+    """The channels: entry it posts through."""
+    conversation: str
+    """The conversation id it posts in (slack:T1:C0REPORTS)."""
+    cron: str | None = None
+    """A cron expression, for a recurring schedule."""
+    at: str | None = None
+    """A time, for a schedule that runs once."""
+    message: str | None = None
+    """Text posted as written."""
+    prompt: str | None = None
+    """A prompt the agent answers; its answer is posted."""
+    agent: str | None = None
+    """The agent that answers prompt (default: the channel's first)."""
+    timezone: str | None = None
+    """The zone cron and at are read in (default: the scheduler's)."""
+
+
+class HandoffNotify(_Section):
+    """Where the team hears of a handoff: a channel of this config and a chat id on it (a
+    Slack channel id, a Telegram group id, a Discord channel id)."""
+
+    channel: str
+    """The channels: entry the team is told on."""
+    chat: str
+    """The chat id there (a Slack channel id, a Telegram group id, a Discord channel id)."""
+
+
+class HandoffSettings(_Section):
+    """Human handoff (`threadline.handoff`): `/human`, `/bot on` and the `hand_off` tool. The
+    bot stays quiet `pause_hours` after the last human reply. `team` (identities) are the
+    humans who answer; empty: anyone but the customer and bots. The tool is offered only
+    with `notify` set (someone to hand to)."""
+
+    enabled: bool = True
+    """Offer /human, /bot on and the hand_off tool."""
+    pause_hours: float = Field(default=24.0, gt=0)
+    """The bot stays quiet this many hours after the last human reply."""
+    team: list[str] = Field(default_factory=list)
+    """Identities of the humans who answer (empty: anyone but the customer and bots)."""
+    notify: HandoffNotify | None = None
+    """Where the team hears of a handoff; the hand_off tool is offered only when it is set."""
+    tool: bool = True
+    """Offer agents the hand_off tool (when notify is set)."""
+
+
 class AgentChannel(_Section):
     """One channel an agent joins, and whether it answers every message there."""
 
@@ -371,6 +450,12 @@ class Settings(_Section):
     """People's identities across platforms and person memory."""
     history: HistorySettings = Field(default_factory=HistorySettings)
     """How long turns are kept."""
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    """Scheduled posts and prompts."""
+    schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
+    """Schedules kept in the config, by name."""
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
+    """Handing a conversation to a human."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """More model providers by name, for agents on another model (each entry has a type: and that
     provider's keys, listed below)."""
@@ -655,7 +740,38 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         if agent not in settings.agents:
             problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "
                             f"agent {agent!r} (agents: {', '.join(sorted(settings.agents))})")
+    problems += [f"{source.where(path)}: {problem}" for path, problem in _timing_problems(settings)]
     if not problems:
         problems += [f"{source.where(path)}: {problem}"
                      for path, problem in provider_problems(settings)]
     return problems
+
+
+def _timing_problems(settings: Settings) -> Iterator[tuple[KeyPath, str]]:
+    """Schedules and handoff naming channels, agents and time zones that exist."""
+    zones: list[tuple[KeyPath, str]] = [(("scheduler", "timezone"), settings.scheduler.timezone)]
+    zones += [(("scheduler", "channel_timezones", c), z)
+              for c, z in settings.scheduler.channel_timezones.items()]
+    for name, entry in settings.schedules.items():
+        where: KeyPath = ("schedules", name)
+        if entry.channel not in settings.channels:
+            yield (*where, "channel"), f"unknown channel {entry.channel!r}"
+        if entry.agent is not None and entry.agent not in settings.agents:
+            yield (*where, "agent"), f"unknown agent {entry.agent!r}"
+        if (entry.cron is None) == (entry.at is None):
+            yield where, "set cron (recurring) or at (once), exactly one"
+        elif entry.cron is not None and not croniter.is_valid(entry.cron):
+            yield (*where, "cron"), (f"{entry.cron!r} is not a cron expression (minute hour "
+                                     "day month weekday, for example '0 9 * * 1')")
+        if (entry.message is None) == (entry.prompt is None):
+            yield where, "set message (posted as written) or prompt (the agent answers it)"
+        if entry.timezone is not None:
+            zones.append(((*where, "timezone"), entry.timezone))
+    for path, name in zones:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            yield path, f"unknown time zone {name!r} (an IANA name such as 'Europe/Paris')"
+    notify = settings.handoff.notify
+    if notify is not None and notify.channel not in settings.channels:
+        yield ("handoff", "notify", "channel"), f"unknown channel {notify.channel!r}"

@@ -112,6 +112,9 @@ def _model_of(annotation: Any) -> tuple[type[BaseModel], str] | None:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
         return _model_of(args[0])
+    if origin in (Union, types.UnionType):  # an optional section: `X | None`
+        held = [_model_of(a) for a in args if a is not type(None)]
+        return held[0] if len(held) == 1 else None
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, ""
     if origin is dict and isinstance(args[1], type) and issubclass(args[1], BaseModel):

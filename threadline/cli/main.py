@@ -116,6 +116,12 @@ def _people(p: argparse.ArgumentParser) -> None:
     _store_actions(p, cli_people)
 
 
+def _schedule(p: argparse.ArgumentParser) -> None:
+    import threadline.cli.schedule as cli_schedule
+
+    _store_actions(p, cli_schedule)
+
+
 def _inspect(p: argparse.ArgumentParser) -> None:
     import threadline.cli.inspect as cli_inspect
 
@@ -154,6 +160,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
                 _history),
     "people": ("Link a person's identities across platforms; export or forget everything "
                "kept about a person.", _people),
+    "schedule": ("List, add and cancel scheduled posts (reminders, recurring messages and "
+                 "prompts).", _schedule),
     "inspect": ("What each agent saw for each reply: list, show, replay and prune reply "
                 "records.", _inspect),
     "console": ("Serve the web console of reply records (conversations, what each agent saw, "
