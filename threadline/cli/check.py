@@ -4,7 +4,8 @@ Each channel is built from its settings and asked for its own `check()`, which w
 channel starts: it asks the platform who the bot is and reports what would keep the bot deaf or
 mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
 tried with its plug's own check (a model list: proves the key and the address); SQLite files
-that do not exist yet are not created, only their folder is checked.
+that do not exist yet are not created, only their folder is checked. When a `threadline run`
+of this config answers on its ops port, its `/readyz` says which channels are not receiving.
 """
 
 from __future__ import annotations
@@ -91,12 +92,50 @@ def listeners(settings: Settings) -> list[Listener]:
     return found
 
 
-async def check_port(listener: Listener) -> str:
-    """Whether the port is free now (a running threadline holds it: stop it first)."""
+async def check_port(listener: Listener, settings: Settings) -> str:
+    """Whether the port is free now, or held by this config's running process (whose
+    /readyz answers on the ops port): anything else holding it would stop `run`."""
     problem = port_problem(listener)
-    if problem is not None:
-        raise PortUnavailableError(problem)
-    return f"free on {listener.host}" if listener.port else "any free port (0)"
+    if problem is None:
+        return f"free on {listener.host}" if listener.port else "any free port (0)"
+    if settings.ops.enabled and settings.ops.port and await _readiness(settings) is not None:
+        return f"in use by the running threadline ({readyz_url(settings)} answers)"
+    raise PortUnavailableError(problem)
+
+
+READYZ_SECONDS = 3.0
+
+
+def readyz_url(settings: Settings) -> str:
+    """Where this config's running process answers /readyz (on this machine)."""
+    host = settings.ops.host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{host if ':' not in host else f'[{host}]'}:{settings.ops.port}/readyz"
+
+
+async def _readiness(settings: Settings) -> dict[str, str] | None:
+    """The running process's readiness checks, or None when no process answers (within
+    `READYZ_SECONDS`: a port held by something that is not threadline answers nothing)."""
+    timeout = aiohttp.ClientTimeout(total=READYZ_SECONDS)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.get(readyz_url(settings)) as response:
+            return dict((await response.json()).get("checks", {}))
+    except (aiohttp.ClientError, OSError, ValueError, TimeoutError):
+        return None
+
+
+async def check_running(settings: Settings) -> Report:
+    """What the running process (if any) says of its channels: one warning per channel that
+    is not receiving (its listener down, or not connected)."""
+    url = readyz_url(settings)
+    checks = await _readiness(settings)
+    if checks is None:
+        return Report(f"no process answers on {url} (not running)")
+    deaf = tuple(f"channel {name.removeprefix('channel:')} is not receiving: {problem}"
+                 for name, problem in sorted(checks.items())
+                 if name.startswith("channel:") and problem != "ok")
+    return Report(f"{url}: {len(checks)} checks, {len(deaf)} channel(s) not receiving", deaf)
 
 
 async def run_checks(settings: Settings, per_check: float) -> list[Result]:
@@ -106,8 +145,10 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
     for listener in listeners(settings):
-        checks[f"port {listener.port} ({listener.port_setting})"] = partial(check_port,
-                                                                            listener)
+        checks[f"port {listener.port} ({listener.port_setting})"] = partial(check_port, listener,
+                                                                            settings)
+    if settings.ops.enabled and settings.ops.port:
+        checks["running process"] = partial(check_running, settings)
 
     async def one(subject: str, check: Check) -> Result:
         nothing = Report("")
