@@ -49,11 +49,11 @@ from threadline.agents.anthropic_provider import AnthropicProvider  # noqa: E402
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.agents.team import Team  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.operations import SqlRunner  # noqa: E402
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
-from threadline.history.sql_operations import SqlRunner  # noqa: E402
 from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
 from threadline.interceptors.spend_limit import SpendLimitInterceptor  # noqa: E402

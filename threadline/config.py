@@ -45,11 +45,11 @@ from pydantic import (
     field_validator,
 )
 
+from threadline.backends.sql.database_url import DEFAULT_STORE_URL, database_url
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 

@@ -26,10 +26,10 @@ from aiohttp import web
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app

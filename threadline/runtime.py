@@ -28,6 +28,7 @@ import structlog
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
 from threadline.agents.team import Team
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -35,7 +36,6 @@ from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
 from threadline.history.retention import HistoryRetention
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor

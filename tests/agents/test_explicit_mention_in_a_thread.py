@@ -9,7 +9,7 @@ from tests.interceptors.scripted import ANN, RecordingChannel, ScriptedModel, sa
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def test_a_mention_of_billing_in_supports_thread_reaches_billing_alone(

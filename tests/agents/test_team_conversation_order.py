@@ -9,7 +9,7 @@ from tests.interceptors.scripted import ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 CONVERSATIONS = 100
 TURNS = 5

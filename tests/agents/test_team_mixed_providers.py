@@ -13,7 +13,7 @@ from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.openai_provider import OpenAIProvider
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def test_each_agent_sees_what_the_other_said_in_the_shared_history(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from tests.interceptors.scripted import ANN, BOB, ScriptedModel, last_user_text,
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
 from threadline.locks import PostgresConversationLock
 
 pytestmark = pytest.mark.postgres

@@ -11,8 +11,8 @@ from tests.interceptors.scripted import ANN, BOB, CAL, RecordingChannel, Scripte
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
 from threadline.agents.team import Team
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import CONTEXT_HEADER
 from threadline.history.model import Participant
 

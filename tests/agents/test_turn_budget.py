@@ -12,7 +12,7 @@ from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 NAMES = ("alpha", "beta", "gamma")
 

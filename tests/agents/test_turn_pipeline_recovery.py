@@ -16,7 +16,7 @@ from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.inbox import DeliveryState, TurnState
 from threadline.reply_delivery import streaming_claim
 from threadline.turn import reply_turn_id

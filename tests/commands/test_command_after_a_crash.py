@@ -10,7 +10,7 @@ from tests.agents.test_turn_pipeline_recovery import answered_all
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.team import Team
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def restart(store: SqlConversationStore, model: ScriptedModel,

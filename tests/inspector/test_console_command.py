@@ -14,7 +14,7 @@ import aiohttp
 from tests.cli.helpers import THREADLINE
 from tests.inspector.helpers import child_environment
 from threadline.agents import Agent, OfflineModel
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.model import Participant, StoredMessage
 from threadline.inspector import ReplyRecorder, SqlReplyRecords
 

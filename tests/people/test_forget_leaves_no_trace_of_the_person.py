@@ -24,11 +24,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from threadline.agents import Agent, OfflineModel, Team
 from threadline.agents.summarizer import ExtractiveSummarizer
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.local import LocalChannel
 from threadline.cli import main as threadline
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.database_url import sqlite_file
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 from threadline.inspector import ReplyRecorder, records_for
 from threadline.interceptors.outbox import Outbox

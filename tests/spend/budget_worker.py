@@ -16,7 +16,7 @@ import sys
 from tests.interceptors.scripted import ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.interceptors.spend_limit import STOP_REASON, SpendLimitInterceptor
 from threadline.log import configure_logging
 from threadline.spend import DailyBudgets, SpendLedger

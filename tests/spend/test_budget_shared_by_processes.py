@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.spend.budget_worker import TOKENS_PER_TURN
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.spend import SpendDay, SpendLedger
 
 ROOT = Path(__file__).resolve().parents[2]

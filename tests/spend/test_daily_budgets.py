@@ -12,7 +12,7 @@ from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.summarizer import SummarizerAgent
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
 from threadline.interceptors.spend_limit import (
     STOP_REASON,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.spend import Charge, Spend, SpendLedger
 from threadline.spend.ledger import Refusal
 

@@ -19,12 +19,12 @@ from functools import partial
 
 import aiohttp
 
+from threadline.backends.sql.database_url import sqlite_file
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
 from threadline.config import Settings, load_settings
 from threadline.errors import ThreadlineError
-from threadline.history.database_url import sqlite_file
-from threadline.history.sql_store import SqlConversationStore
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
 

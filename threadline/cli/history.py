@@ -18,13 +18,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
+from threadline.backends.sql.database_url import DEFAULT_STORE_URL, sqlite_file
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
-from threadline.history.database_url import DEFAULT_STORE_URL, sqlite_file
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.retention import prune_conversation
-from threadline.history.sql_store import SqlConversationStore
 
 ACTIONS = {
     "list": "List conversations, most recently active first.",

@@ -22,10 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.console.server import PREFIX, standalone_app
 from threadline.inspector.record import ReplyRecord

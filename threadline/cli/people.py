@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.cli.history import StoreAction, require_database, run_action, store_url
 from threadline.config import load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
 from threadline.interceptors.capture import default_outbox_path
 from threadline.interceptors.outbox import Outbox
 from threadline.log import configure_logging

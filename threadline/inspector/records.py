@@ -18,9 +18,9 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import from_micros, to_micros
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.schema import from_micros, to_micros
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.store import ConversationStore
 from threadline.inspector.record import ReplyRecord
 

@@ -20,11 +20,11 @@ from typing import Literal
 
 import structlog
 
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.intake import RecentKeys
 from threadline.errors import InvalidMessageError
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import StoredMessage
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
 from threadline.interceptors.base import CallNext
 from threadline.interceptors.outbox import Outbox

@@ -20,10 +20,10 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
 
+from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.schema import to_micros
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.model import utc_now
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import to_micros
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
 
 CODE_MINUTES = 10

@@ -1,8 +1,8 @@
 """A person's right to see and erase what is kept about them: `export_person`, `forget_person`.
 
 Both take a person id or any platform identity (an identity nobody linked is a person alone),
-walk what `threadline.people.kept` finds in bounded batches, and log their progress. Forget
-ends with an audit line holding counts and the time, never content; a `/forget-me` command
+walk what the backend's people part finds in bounded batches, and log their progress.
+Forget ends with an audit line holding counts and the time, never content; a `/forget-me` command
 calls `forget_speaker(store, message)` with the message that asked (and was confirmed).
 
 The outbox (turns waiting on disk for the store) is purged too, when given.
@@ -17,17 +17,17 @@ from typing import IO, Any
 
 import structlog
 
+from threadline.backends.sql.people_kept import Batch, delete_batch, read_batch, record_forgotten
+from threadline.backends.sql.schema import to_micros
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.errors import ConfigError
 from threadline.history.codec import message_to_dict
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of, speaker_key
-from threadline.history.sql_schema import to_micros
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
 from threadline.interceptors.outbox import Outbox
 from threadline.people.directory import Person, people_for
 from threadline.people.identities import parse_identity
-from threadline.people.kept import Batch, delete_batch, read_batch, record_forgotten
 
 log = structlog.get_logger("threadline.people")
 

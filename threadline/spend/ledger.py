@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.store import SqlConversationStore
 
 Scope = str  # "agent", "conversation" or "person"
 _TABLE = "threadline_spend"

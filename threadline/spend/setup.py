@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from threadline.agents.llm import ModelProvider
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.interceptors.spend_limit import MeteredProvider, SpendLimitInterceptor
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
 from threadline.spend.ledger import SpendLedger, SpendTotals

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent, OfflineModel, Team
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 
 
 async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
 from threadline.agents import Agent, OfflineModel, Team
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 
 
 async def run_team(url: str, fake: FakeTelegram, update: dict[str, object], posts: int) -> None:

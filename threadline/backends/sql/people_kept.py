@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.schema import SELECT_LIST, row_to_message, to_micros
 from threadline.history.model import Participant, StoredMessage
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import SELECT_LIST, row_to_message, to_micros
 
 BATCH = 1_000
 

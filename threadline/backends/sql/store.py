@@ -30,9 +30,12 @@ from typing import Any, Self, TypeVar
 import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from threadline.backends.sql import operations as ops
+from threadline.backends.sql.database_url import DEFAULT_STORE_URL, database_url
+from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
+from threadline.backends.sql.inbox import SqlTurnInbox
+from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
-from threadline.history import sql_operations as ops
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -43,9 +46,6 @@ from threadline.history.search import (
     hit_spans,
     merge_windows,
 )
-from threadline.history.sql_backends import PostgresBackend, SqliteBackend
-from threadline.history.sql_inbox import SqlTurnInbox
-from threadline.history.sql_schema import to_micros
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
