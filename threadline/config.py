@@ -45,7 +45,7 @@ from pydantic import (
     field_validator,
 )
 
-from threadline.backends.sql.database_url import DEFAULT_STORE_URL, database_url
+from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
@@ -78,9 +78,9 @@ class StoreSettings(_Section):
     @classmethod
     def _known_database(cls, url: str) -> str:
         try:
-            database_url(url)
-        except ConfigError:
-            raise ValueError("a sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL") from None
+            backend_for(url)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return url
 
 

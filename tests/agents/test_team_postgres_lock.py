@@ -16,8 +16,8 @@ from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.errors import ConfigError
-from threadline.locks import PostgresConversationLock
 
 pytestmark = pytest.mark.postgres
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 import structlog
 
 from threadline.agents.agent import Agent
+from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
 from threadline.commands import CommandRegistry, default_commands
 from threadline.errors import ConfigError, StoreError
@@ -101,8 +102,7 @@ class Team:
         self.writer = writer or agents[0].writer
         for agent in agents:
             agent.writer = self.writer
-        store_inbox = getattr(self.store, "inbox", None)
-        chosen = inbox or (store_inbox if isinstance(store_inbox, TurnInbox) else MemoryInbox())
+        chosen = inbox or parts_of(self.store).inbox or MemoryInbox()
         self.lock: ConversationLock = lock or SingleProcessLock()
         self.pipeline = TurnPipeline(
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,

@@ -15,7 +15,6 @@ from threadline.inspector.records import (
     InMemoryReplyRecords,
     RecordedConversation,
     ReplyRecords,
-    SqlReplyRecords,
     records_for,
 )
 from threadline.inspector.redaction import Redactor, redactor_for
@@ -27,7 +26,6 @@ __all__ = [
     "ReplyRecord",
     "ReplyRecorder",
     "ReplyRecords",
-    "SqlReplyRecords",
     "records_for",
     "redactor_for",
 ]

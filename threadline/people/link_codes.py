@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
+from threadline.backends.parts import parts_of
 from threadline.history.speakers import identity_of
 from threadline.interceptors.base import CallNext
-from threadline.people.directory import CODE_MINUTES, people_for
+from threadline.people.directory import CODE_MINUTES
 from threadline.turn import AgentResult, TurnContext
 
 LINK_REQUEST = re.compile(r"^\s*(?:/link|link my account)\s*[.!]?\s*$", re.IGNORECASE)
@@ -32,7 +33,9 @@ class LinkCodeInterceptor:
         identity = identity_of(message)
         if message.scope != "dm" or identity is None:
             return await call_next()
-        people = people_for(context.store)
+        people = parts_of(context.store).people
+        if people is None:  # the backend keeps no people directory (said at start)
+            return await call_next()
         if LINK_REQUEST.match(message.content):
             code = await people.issue_code(identity, minutes=self.minutes)
             context.log.info("people.link_code_issued", minutes=self.minutes)

@@ -16,7 +16,6 @@ from threadline.history.speakers import (
     workspace_of,
 )
 from threadline.history.store import ConversationStore, SpeakerSearchStore
-from threadline.people.directory import people_for
 
 
 async def person_memory_for(store: ConversationStore, message: StoredMessage
@@ -26,7 +25,10 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     identity = identity_of(message)
     if identity is None or not isinstance(store, SpeakerSearchStore):
         return None
-    person = await people_for(store).person_of(identity)
+    from threadline.backends.parts import parts_of  # the backends build the directory
+
+    people = parts_of(store).people
+    person = await people.person_of(identity) if people is not None else None
     identities = person.identities if person is not None else (identity,)
     if message.scope == "dm":
         keys = frozenset(speaker_key(i) for i in identities)

@@ -18,7 +18,6 @@ from sqlalchemy.exc import ArgumentError
 
 from threadline.errors import ConfigError
 
-DEFAULT_STORE_URL = "sqlite:///threadline.db"
 _EXPECTED = "sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
 
 

@@ -30,8 +30,9 @@ from typing import Any, Self, TypeVar
 import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.backends.sql import operations as ops
-from threadline.backends.sql.database_url import DEFAULT_STORE_URL, database_url
+from threadline.backends.sql.database_url import database_url
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.inbox import SqlTurnInbox
 from threadline.backends.sql.schema import to_micros

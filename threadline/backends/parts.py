@@ -1,0 +1,38 @@
+"""Which backend a history belongs to, for code that is handed only the history (a turn's
+`context.store`, a CLI action): `parts_of(history).people`, `.records`, `.inbox`.
+
+Imported by the domain modules whose parts the backends build, so it imports the backends
+themselves only when asked.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from threadline.history.store import ConversationStore
+
+if TYPE_CHECKING:
+    from threadline.backends.base import Backend
+
+_PARTS: weakref.WeakKeyDictionary[ConversationStore, Backend] = weakref.WeakKeyDictionary()
+
+
+def remember(backend: Backend) -> Backend:
+    """Record the backend that built a history (`build_backend` does)."""
+    _PARTS[backend.history] = backend
+    return backend
+
+
+def parts_of(history: ConversationStore) -> Backend:
+    """The backend a history belongs to: the one that built it, or (a history built directly,
+    as tests and embedders do) the built-in backend whose history it is, or a backend of the
+    history alone, which keeps nothing else."""
+    found = _PARTS.get(history)
+    if found is not None:
+        return found
+    from threadline.backends.base import Backend
+    from threadline.backends.registry import built_in_plugs
+
+    adopted = next((b for plug in built_in_plugs() if (b := plug.adopt(history))), None)
+    return remember(adopted or Backend(name=type(history).__name__, history=history))
