@@ -54,7 +54,7 @@ async def run_until_replies(tmp_path: Path, config: Path, env: dict[str, str],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         async with asyncio.timeout(60):
-            while len(await asyncio.to_thread(replies, tmp_path / "outbox.txt")) < count:
+            while len(await asyncio.to_thread(replies, tmp_path / "outbox.txt")) < count:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
     finally:
         process.send_signal(signal.SIGTERM)
