@@ -9,8 +9,8 @@ import pytest
 
 from tests.cli.helpers import run_cli
 from tests.history.helpers import turn
-from threadline.backends.sql import SqlConversationStore
 from threadline.backends.registry import DEFAULT_STORE_URL
+from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.database_url import database_url
 from threadline.errors import ConfigError
 
