@@ -75,6 +75,9 @@ class Backend:
         if self.people is None:
             lines.append(f"backend {self.name} keeps no people directory: link codes, person "
                          "memory, export and forgetting a person are off")
+        if self.outbox_path is None:
+            lines.append(f"backend {self.name} keeps no outbox: a turn its history refuses "
+                         "is not kept on disk to be retried")
         if self.spend is None:
             lines.append(f"backend {self.name} keeps no spend ledger: daily budgets cannot "
                          "be enforced")

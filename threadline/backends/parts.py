@@ -8,6 +8,7 @@ themselves only when asked.
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from threadline.history.store import ConversationStore
@@ -35,4 +36,10 @@ def parts_of(history: ConversationStore) -> Backend:
     from threadline.backends.registry import built_in_plugs
 
     adopted = next((b for plug in built_in_plugs() if (b := plug.adopt(history))), None)
-    return remember(adopted or Backend(name=type(history).__name__, history=history))
+    if adopted is None:
+        # A history of its own kind keeps only itself; turns it refuses wait on disk in the
+        # working folder, as they would for any store.
+        name = type(history).__name__
+        adopted = Backend(name=name, history=history, outbox_path=Path.cwd() / (
+            f"threadline-{name.lower()}.outbox.jsonl"))
+    return remember(adopted)
