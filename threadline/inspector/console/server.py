@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import structlog
@@ -33,6 +34,7 @@ from threadline.inspector.console.auth import (
     token_matches,
 )
 from threadline.inspector.console.charts import charts_by_agent
+from threadline.inspector.console.live import LiveTurns
 from threadline.inspector.record import PARTS
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
@@ -202,6 +204,11 @@ def console_app(*, records: ReplyRecords, store: ConversationStore, redactor: Re
     console = Console(records=records, store=store, redactor=redactor, token=token,
                       replayer=replayer, prefix=prefix)
     app = web.Application(middlewares=[console.guard])
+    live = LiveTurns(store=store, redactor=redactor)
+    app.on_shutdown.append(live.close)
+    app.router.add_get("/conversation/live", partial(live.stream, api=False, headers=_HEADERS))
+    app.router.add_get("/api/conversation/live", partial(live.stream, api=True,
+                                                         headers=_HEADERS))
     app.router.add_get("/", console.conversations)
     app.router.add_get("/conversation", console.conversation)
     app.router.add_get("/records/{record_id}", console.record)
