@@ -334,11 +334,11 @@ def _line_index(node: yaml.Node, path: KeyPath = ()) -> Iterator[tuple[KeyPath, 
     yield path, node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            yield path + (str(key.value),), key.start_mark.line + 1
-            yield from _line_index(value, path + (str(key.value),))
+            yield (*path, str(key.value)), key.start_mark.line + 1
+            yield from _line_index(value, (*path, str(key.value)))
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            yield from _line_index(item, path + (index,))
+            yield from _line_index(item, (*path, index))
 
 
 class _Source:
@@ -399,10 +399,10 @@ def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str],
     if len(path) == 2 and path[0] == "channels":
         secrets = secrets | _platform_secrets(value)
     if isinstance(value, dict):
-        return {k: _resolve(v, path + (str(k),), source, env, secrets)
+        return {k: _resolve(v, (*path, str(k)), source, env, secrets)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, path + (i,), source, env, secrets) for i, v in enumerate(value)]
+        return [_resolve(v, (*path, i), source, env, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
     secret = bool(path) and path[-1] in secrets
@@ -468,7 +468,7 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
         try:
             validated[name] = channel_settings(entry)
         except ConfigError as exc:
-            problems.append(f"{source.where(where + ('type',))}: {exc}")
+            problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
             problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
                          f"{_describe_error(e)}" for e in exc.errors()]
@@ -490,7 +490,7 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     if "channels" in resolved:
         resolved["channels"], problems = _validated_channels(resolved["channels"], source)
     model = resolved.get("model")
-    if isinstance(model, dict) and "api_key" not in model or model is None:
+    if (isinstance(model, dict) and "api_key" not in model) or model is None:
         # The key is a secret, so it is found in the environment without being named.
         variable = key_variable(str((model or {}).get("provider", "auto")),
                                 base_url=(model or {}).get("base_url"))
