@@ -25,13 +25,14 @@ default: SQLite at `./threadline.db`, the local channel, one `support` agent.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -433,13 +434,37 @@ def _suggested_variable(path: KeyPath) -> str:
     return "_".join(parts).upper() or "SECRET"
 
 
-def _describe_error(error: Mapping[str, Any]) -> str:
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds (`X`, `X | None`, `dict[str, X]`, `list[X]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The settings a model accepts at `loc` (a path ending in the key that was not known)."""
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if current is None:
+            return []
+        field = current.model_fields.get(str(part))
+        if field is not None:
+            current = _model_in(field.annotation)
+        # else: a key of a mapping or an index of a list; stay on its value's model
+    return list(current.model_fields) if current is not None else []
+
+
+def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
     kind = error["type"]
     found = error.get("input")
     if kind == "missing":
         return "required setting is missing"
     if kind == "extra_forbidden":
-        return "unknown setting (check the spelling; see `threadline init` for every option)"
+        key = str(error["loc"][-1]) if error.get("loc") else ""
+        known = _known_keys(model, error["loc"]) if model is not None else []
+        close = difflib.get_close_matches(key, [k for k in known if k != "base_dir"], n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "check the spelling"
+        return f"unknown setting ({hint} see `threadline init` for every option)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
     if len(shown) > 60:
@@ -470,8 +495,9 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
         except ConfigError as exc:
             problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
+            model = platform_for(str(entry["type"])).settings
             problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
-                         f"{_describe_error(e)}" for e in exc.errors()]
+                         f"{_describe_error(e, model)}" for e in exc.errors()]
     return validated, problems
 
 
@@ -499,8 +525,8 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
-                     for e in exc.errors()]
+        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: "
+                     f"{_describe_error(e, Settings)}" for e in exc.errors()]
         raise ConfigError("\n".join(problems)) from exc
     problems = problems or cross_check(settings, source)
     if problems:
