@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
+from threadline.agents.llm import ModelProvider
 from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.channels.local import LocalChannel, LocalReply
 from threadline.config import Settings
@@ -43,7 +44,7 @@ class Threadline:
     def __init__(self, *, agents: Mapping[str, AgentSpec],
                  channels: Mapping[str, ChannelSpec] | None = None,
                  store: str = DEFAULT_STORE_URL, model: str = "auto",
-                 **sections: Any) -> None:
+                 provider: ModelProvider | None = None, **sections: Any) -> None:
         rooms = {name: {"type": spec} if isinstance(spec, str) else dict(spec)
                  for name, spec in (channels or {"room": "local"}).items()}
         config: dict[str, Any] = {
@@ -54,7 +55,8 @@ class Threadline:
             self.settings = Settings.model_validate(config)
         except ValidationError as exc:
             raise ConfigError(f"Threadline(...) settings are not valid: {exc}") from None
-        self.runtime = Runtime.build(self.settings, interactive=False)
+        # `provider` (a model of your own, or a test's) answers for every agent.
+        self.runtime = Runtime.build(self.settings, provider=provider, interactive=False)
 
     async def __aenter__(self) -> Self:
         await self.runtime.start()
