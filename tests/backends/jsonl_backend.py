@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tests import plug_package
 from threadline.backends import Backend, BackendOptions, BackendPlug
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
@@ -70,10 +71,6 @@ BACKEND = BackendPlug(name=SCHEME, schemes=(SCHEME,), build=build, check_url=che
 
 def registered_in(site: Path) -> Path:
     """A distribution in `site` (a folder to put on the path) that registers this backend."""
-    info = site / "threadline_jsonl_backend-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: threadline-jsonl-backend\n"
-                                   "Version: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        f"[threadline.backends]\n{SCHEME} = {__name__}:BACKEND\n", encoding="utf-8")
-    return site
+    return plug_package.registered_in(site, distribution="threadline-jsonl-backend",
+                                      group="threadline.backends",
+                                      name=SCHEME, reference=f"{__name__}:BACKEND")

@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Literal
 
+from tests import plug_package
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
 from threadline.history.addressing import mentions_in_text
@@ -91,10 +92,6 @@ PLATFORM = Platform(name=TYPE, settings=FilesSettings, build=build, starter="""\
 
 def registered_in(site: Path) -> Path:
     """A distribution in `site` (a folder to put on the path) that registers this platform."""
-    info = site / "threadline_files_platform-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: threadline-files-platform\n"
-                                   "Version: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        f"[threadline.platforms]\n{TYPE} = {__name__}:PLATFORM\n", encoding="utf-8")
-    return site
+    return plug_package.registered_in(site, distribution="threadline-files-platform",
+                                      group="threadline.platforms",
+                                      name=TYPE, reference=f"{__name__}:PLATFORM")
