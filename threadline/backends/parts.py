@@ -11,10 +11,13 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from threadline.errors import ConfigError
 from threadline.history.store import ConversationStore
 
 if TYPE_CHECKING:
     from threadline.backends.base import Backend
+    from threadline.inspector.records import ReplyRecords
+    from threadline.people.directory import PeopleDirectory
 
 _PARTS: weakref.WeakKeyDictionary[ConversationStore, Backend] = weakref.WeakKeyDictionary()
 
@@ -43,3 +46,19 @@ def parts_of(history: ConversationStore) -> Backend:
         adopted = Backend(name=name, history=history, outbox_path=Path.cwd() / (
             f"threadline-{name.lower()}.outbox.jsonl"))
     return remember(adopted)
+
+
+def people_for(history: ConversationStore) -> PeopleDirectory:
+    """The people directory kept beside a history; a `ConfigError` says when its backend keeps
+    none (linking, export and forgetting a person need one)."""
+    parts = parts_of(history)
+    if parts.people is None:
+        raise ConfigError(f"backend {parts.name} keeps no people directory: linking, export "
+                          "and forgetting a person need a backend that does (sqlite or "
+                          "postgresql)")
+    return parts.people
+
+
+def records_for(history: ConversationStore) -> ReplyRecords | None:
+    """The reply records kept beside a history (None: its backend keeps none)."""
+    return parts_of(history).records

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from threadline.backends.parts import people_for
 from threadline.cli.history import StoreAction, require_database, run_action, store_url
 from threadline.config import load_settings
 from threadline.errors import ConfigError
@@ -25,7 +26,6 @@ from threadline.history.store import ConversationStore
 from threadline.interceptors.capture import default_outbox_path
 from threadline.interceptors.outbox import Outbox
 from threadline.log import configure_logging
-from threadline.people.directory import people_for
 from threadline.people.erase import export_person, forget_person, resolve_person
 from threadline.people.identities import parse_identity
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from threadline.history.store import ConversationStore
 from threadline.inspector.record import ReplyRecord
 
 
@@ -59,13 +58,6 @@ class ReplyRecords(Protocol):
 
 
 MIN_PREFIX = 8
-
-
-def records_for(store: ConversationStore) -> ReplyRecords | None:
-    """The reply records of the backend that keeps this history (None: it keeps none)."""
-    from threadline.backends.parts import parts_of  # the backends build keepers; not the reverse
-
-    return parts_of(store).records
 
 
 class InMemoryReplyRecords:

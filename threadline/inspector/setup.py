@@ -14,7 +14,7 @@ from aiohttp import web
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.server import console_app
 from threadline.inspector.recorder import ReplyRecorder
-from threadline.inspector.records import ReplyRecords, records_for
+from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor, redactor_for
 from threadline.inspector.replay import Replayer
 from threadline.inspector.retention import RecordRetention
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 class Inspector:
     """Everything reply records need in one process; see the module docstring."""
 
-    def __init__(self, *, store: ConversationStore, redactor: Redactor, record: bool = True,
-                 retention_days: float | None = None, token: str | None = None,
-                 records: ReplyRecords | None = None) -> None:
+    def __init__(self, *, store: ConversationStore, records: ReplyRecords | None,
+                 redactor: Redactor, record: bool = True, retention_days: float | None = None,
+                 token: str | None = None) -> None:
         self.store = store
         # None: the store's backend keeps no records, and the inspector is off (said at start).
-        self.records = records if records is not None else records_for(store)
+        self.records = records
         self.redactor = redactor
         self.recorder = (ReplyRecorder(self.records, redactor=redactor)
                          if record and self.records is not None else None)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from threadline.errors import ConfigError
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of
 from threadline.history.store import ConversationStore
@@ -195,17 +194,3 @@ def _summarizes_from(message: StoredMessage, first: int) -> bool:
     return message.is_summary and (
         message.metadata.summary_of is None or message.metadata.summary_of[1] >= first)
 
-
-def people_for(store: ConversationStore) -> PeopleDirectory:
-    """The people part of the backend that keeps this history; a `ConfigError` says when that
-    backend keeps none."""
-    from threadline.backends.parts import (
-        parts_of,  # the backends build directories; not the reverse
-    )
-
-    parts = parts_of(store)
-    if parts.people is None:
-        raise ConfigError(f"backend {parts.name} keeps no people directory: linking, export "
-                          "and forgetting a person need a backend that does (sqlite or "
-                          "postgresql)")
-    return parts.people
