@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Self
 
 from threadline.history.inbox import TurnInbox
-from threadline.history.store import ConversationStore
+from threadline.history.store import ConversationStore, SpeakerSearchStore
 from threadline.inspector.records import ReplyRecords
 from threadline.locks import ConversationLock
 from threadline.people.directory import PeopleDirectory
@@ -56,6 +56,8 @@ class Backend:
     shown_url: str = ""
     inbox: TurnInbox | None = None
     people: PeopleDirectory | None = None
+    # Searches one person's turns across conversations (person memory); None: no person memory.
+    speakers: SpeakerSearchStore | None = None
     spend: SpendLedger | None = None
     records: ReplyRecords | None = None
     lock: ConversationLock | None = None
@@ -78,6 +80,9 @@ class Backend:
         if self.outbox_path is None:
             lines.append(f"backend {self.name} keeps no outbox: a turn its history refuses "
                          "is not kept on disk to be retried")
+        if self.speakers is None:
+            lines.append(f"backend {self.name} cannot search one person's turns across "
+                         "conversations: person memory is off")
         if self.spend is None:
             lines.append(f"backend {self.name} keeps no spend ledger: daily budgets cannot "
                          "be enforced")

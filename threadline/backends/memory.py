@@ -19,7 +19,8 @@ NOTICE = "backend memory keeps everything in this process: nothing survives a re
 
 def _parts(history: InMemoryConversationStore) -> Backend:
     return Backend(name="memory", history=history, shown_url="memory://", inbox=history.inbox,
-                   people=MemoryPeopleDirectory(history), records=InMemoryReplyRecords(),
+                   people=MemoryPeopleDirectory(history), speakers=history,
+                   records=InMemoryReplyRecords(),
                    notices=(NOTICE,))
 
 

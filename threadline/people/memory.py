@@ -15,7 +15,7 @@ from threadline.history.speakers import (
     speaker_space_key,
     workspace_of,
 )
-from threadline.history.store import ConversationStore, SpeakerSearchStore
+from threadline.history.store import ConversationStore
 
 
 async def person_memory_for(store: ConversationStore, message: StoredMessage
@@ -23,11 +23,14 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     """The person memory for answering `message`, or None (no person wrote it, or the store
     cannot search across conversations)."""
     identity = identity_of(message)
-    if identity is None or not isinstance(store, SpeakerSearchStore):
+    if identity is None:
         return None
     from threadline.backends.parts import parts_of  # the backends build the directory
 
-    people = parts_of(store).people
+    parts = parts_of(store)
+    if parts.speakers is None:  # the backend cannot search one person's turns
+        return None
+    people = parts.people
     person = await people.person_of(identity) if people is not None else None
     identities = person.identities if person is not None else (identity,)
     if message.scope == "dm":
@@ -35,5 +38,6 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     else:
         workspace = workspace_of(message.conversation_id)
         keys = frozenset(speaker_space_key(i, workspace) for i in identities)
-    return PersonMemory(store=store, person_name=message.participant.display_name, keys=keys,
-                        conversation_id=message.conversation_id, before=message.timestamp)
+    return PersonMemory(store=parts.speakers, person_name=message.participant.display_name,
+                        keys=keys, conversation_id=message.conversation_id,
+                        before=message.timestamp)

@@ -37,7 +37,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
              if not postgres and store.url.database else None)
     return Backend(name=store.dialect, history=store,
                    shown_url=store.url.render_as_string(hide_password=True), inbox=store.inbox,
-                   people=SqlPeopleDirectory(store), spend=SqlSpendLedger(store),
+                   people=SqlPeopleDirectory(store), speakers=store,
+                   spend=SqlSpendLedger(store),
                    records=SqlReplyRecords(store), lock=lock,
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
