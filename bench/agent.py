@@ -9,6 +9,8 @@ was skipped):
 - the same with spend accounting on (three daily budgets: each turn reserves and settles its
   tokens in the store's database);
 - turns per second over 100 concurrent conversations through one Team, records off and on;
+- on SQLite, the whole turn beside the OpenAI Agents SDK's `Runner` + `SQLiteSession` on the same
+  shape with the same instant model (the `bench` extra installs it), alternated in one run;
 - on SQLite, the Anthropic and OpenAI-compatible providers side by side: a whole turn through
   the real SDK to a fake server on 127.0.0.1 (same scripted reply), and the provider call alone;
 - on PostgreSQL, the same over 1, 2 and 4 worker processes sharing the database (each turn is
@@ -48,7 +50,6 @@ from threadline.agents.agent import Agent  # noqa: E402
 from threadline.agents.anthropic_provider import AnthropicProvider  # noqa: E402
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
-from threadline.agents.team import Team  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.backends.sql.operations import SqlRunner  # noqa: E402
 from threadline.backends.sql.spend import SqlSpendLedger
@@ -57,8 +58,13 @@ from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
 from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
-from threadline.interceptors.spend_limit import SpendLimitInterceptor  # noqa: E402
-from threadline.spend import Charge, DailyBudgets, Spend  # noqa: E402
+from threadline.spend import (  # noqa: E402
+    Charge,
+    DailyBudgets,
+    Spend,  # noqa: E402
+)
+from threadline.spend.limit import SpendLimitInterceptor  # noqa: E402
+from threadline.team import Team  # noqa: E402
 
 SEQUENTIAL_CONVERSATIONS = 10
 TURNS_PER_CONVERSATION = 40
@@ -220,6 +226,43 @@ async def throughput(url: str, *, record: bool = False) -> float:
         if recorder is not None:
             await recorder.close()
     return len(arrivals) / elapsed
+
+
+async def whole_turns(url: str) -> list[float]:
+    """Whole turns in ms through `Team.handle` with an instant model (the model's own time is
+    nil, so this is our per-turn overhead), one turn at a time, on the peer's shape."""
+    async with SqlConversationStore(url) as store:
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())])
+        timings: list[float] = []
+        for turn in range(TURNS_PER_CONVERSATION):
+            for c in range(SEQUENTIAL_CONVERSATIONS):
+                started = time.perf_counter()
+                await team.handle(message(f"seq{c}", turn))
+                timings.append((time.perf_counter() - started) * 1000)
+        await team.stop()
+    return timings[SEQUENTIAL_CONVERSATIONS * 2:]
+
+
+async def against_the_agents_sdk(folder: Path, fresh: Callable[[], Awaitable[str]]) -> None:
+    """Our per-turn overhead beside the OpenAI Agents SDK `Runner` + `SQLiteSession`, same
+    shape, alternated three times in this run (compare only within one run)."""
+    try:
+        from peers import agents_sdk_turns
+    except ImportError as exc:
+        print(f"SQLite: against the Agents SDK: skipped ({exc}; pip install -e '.[bench]')")
+        return
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(3):
+        ours += await whole_turns(await fresh())
+        theirs += await agents_sdk_turns(folder, SEQUENTIAL_CONVERSATIONS,
+                                         TURNS_PER_CONVERSATION)
+    mine, peer = statistics.median(ours), statistics.median(theirs)
+    print(f"SQLite: per-turn overhead, instant model: Threadline p50 {mine:6.2f} ms   "
+          f"p99 {percentile(ours, 0.99):6.2f} ms;   Agents SDK Runner + SQLiteSession p50 "
+          f"{peer:6.2f} ms   p99 {percentile(theirs, 0.99):6.2f} ms   -> {mine / peer:.2f}x "
+          f"({SEQUENTIAL_CONVERSATIONS} conversations x {TURNS_PER_CONVERSATION} turns, "
+          "alternated 3 times; ours also keeps a durable inbox, a reply ledger and recall)")
 
 
 async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
@@ -391,6 +434,7 @@ async def main() -> None:
             return f"sqlite+aiosqlite:///{Path(folder) / f'bench{next(files)}.db'}"
 
         await report("SQLite", sqlite_file)
+        await against_the_agents_sdk(Path(folder), sqlite_file)
         await providers_side_by_side(Path(folder))
     base = os.environ.get("THREADLINE_TEST_PG_URL")
     if not base:

@@ -111,3 +111,45 @@ async def run_peers(
                   "install with .venv/bin/pip install -e '.[bench]'")
         await asyncio.sleep(0)
     return figures
+
+
+async def agents_sdk_turns(folder: Path, conversations: int, turns: int) -> list[float]:
+    """Whole turns, in ms, through the OpenAI Agents SDK's `Runner` with a `SQLiteSession` per
+    conversation and a model that answers at once: the peer of our per-turn overhead (the
+    session reads the history, the run appends the question and the answer)."""
+    from agents import Agent, ModelSettings, Runner, SQLiteSession, Usage, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+    class InstantModel(Model):
+        async def get_response(self, system_instructions: str | None, input: object,
+                               model_settings: ModelSettings, tools: object,
+                               output_schema: object, handoffs: object, tracing: object,
+                               **_: object) -> ModelResponse:
+            asked = input[-1]["content"] if isinstance(input, list) else str(input)
+            text = ResponseOutputText(type="output_text", text=f"Noted: {str(asked)[-60:]}",
+                                      annotations=[])
+            return ModelResponse(output=[ResponseOutputMessage(
+                id="msg", type="message", role="assistant", status="completed",
+                content=[text])], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: object, **kwargs: object) -> object:
+            raise NotImplementedError("the benchmark does not stream")
+
+    set_tracing_disabled(True)
+    path = folder / "openai_agents_runner.db"
+    remove_database(path)
+    agent = Agent(name="support", instructions="You help customers.", model=InstantModel())
+    sessions = [SQLiteSession(f"seq{c}", path) for c in range(conversations)]
+    timings: list[float] = []
+    for turn in range(turns):
+        for session in sessions:
+            question = (f"@support question {turn} about order {4400 + turn}: when will it "
+                        "arrive?")
+            started = time.perf_counter()
+            await Runner.run(agent, question, session=session)
+            timings.append((time.perf_counter() - started) * 1000)
+    for session in sessions:
+        session.close()
+    return timings[conversations * 2:]  # the first turns pay for imports and connections

@@ -46,6 +46,7 @@ from pydantic import (
     field_validator,
 )
 
+from threadline.agents.providers import auto_provider, provider_plug
 from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
@@ -56,6 +57,7 @@ from threadline.provider_setup import problems as provider_problems
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
+AUTO_PROVIDER = "auto"  # `model: provider: auto`: see `resolved_provider`
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # Field names whose values are credentials, wherever they appear; a platform adds its own
 # (`ChannelSettings.secret_fields`) for its `channels:` entries.
@@ -86,13 +88,14 @@ class StoreSettings(_Section):
 
 
 class ModelSettings(_Section):
-    """The default LLM provider (auto: Anthropic when a key is set, the offline model otherwise).
+    """The default LLM provider (auto: the registry's default provider when its key is set,
+    the offline model otherwise; see `threadline.agents.providers.AUTO`).
 
-    `provider` is a provider type (anthropic, openai, offline, or a registered plug); more
-    providers, by name, go under `providers:` (see `threadline.provider_setup`).
+    `provider` is a provider type (a built-in or registered plug); more providers, by name, go
+    under `providers:` (see `threadline.provider_setup`).
     """
 
-    provider: str = "auto"
+    provider: str = AUTO_PROVIDER
     api_key: str | None = None
     base_url: str | None = None
     max_tokens: int = Field(default=1024, gt=0)
@@ -215,12 +218,15 @@ class PeopleSettings(_Section):
 class HistorySettings(_Section):
     """How long turns are kept: `retention_days` for all, `retention_days_for` per conversation
     id or workspace (`slack:T123`, `telegram:-100456`), the longest matching key winning
-    (None keeps forever). Pruning runs in the background every `prune_every_minutes`."""
+    (None keeps forever). Pruning runs in the background every `prune_every_minutes`.
+    `answer_edits`: a person's edit of a message already answered is stored, and answered
+    again only when this is on (a message still waiting is always answered as edited)."""
 
     retention_days: float | None = Field(default=None, gt=0)
     retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
         default_factory=dict)
     prune_every_minutes: float = Field(default=60, gt=0)
+    answer_edits: bool = False
 
 
 class AgentChannel(_Section):
@@ -320,11 +326,11 @@ class Settings(_Section):
         return settings.system_prompt or f"You are {agent}, a helpful assistant."
 
     def resolved_provider(self) -> str:
-        """The default provider's type: as set, or for `auto` Anthropic if a key is available
-        and the offline model otherwise."""
-        if self.model.provider != "auto":
+        """The default provider's type: as set, or for `auto` the provider registry's choice
+        (`threadline.agents.providers.AUTO`: the first whose key was found)."""
+        if self.model.provider != AUTO_PROVIDER:
             return self.model.provider
-        return "anthropic" if self.model.api_key else "offline"
+        return auto_provider(key_found=bool(self.model.api_key))
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -518,7 +524,7 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     model = resolved.get("model")
     if (isinstance(model, dict) and "api_key" not in model) or model is None:
         # The key is a secret, so it is found in the environment without being named.
-        variable = key_variable(str((model or {}).get("provider", "auto")),
+        variable = key_variable(str((model or {}).get("provider", AUTO_PROVIDER)),
                                 base_url=(model or {}).get("base_url"))
         resolved["model"] = {**(model or {}),
                              "api_key": environment.get(variable) or None if variable else None}
@@ -542,6 +548,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _missing_key(settings: Settings, source: _Source) -> list[str]:
+    """The default provider needs a key and none was set or found."""
+    try:
+        plug = provider_plug(settings.model.provider)
+    except ConfigError:
+        return []  # an unknown or uninstalled provider is reported with the providers
+    if not plug.key_required or settings.model.api_key:
+        return []
+    return [f"{source.where(('model', 'api_key'))}: provider {plug.name} needs api_key: "
+            f"${{{plug.key_variable}}}"]
 
 
 def cross_check(settings: Settings, source: _Source) -> list[str]:
@@ -571,9 +589,7 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
                         f"ops.host {settings.ops.host!r}, beyond this machine, so it needs a "
                         "token: set inspector.token: ${THREADLINE_CONSOLE_TOKEN}, bind ops.host "
                         "to 127.0.0.1, or set inspector.console: false")
-    if settings.model.provider == "anthropic" and not settings.model.api_key:
-        problems.append(f"{source.where(('model', 'api_key'))}: provider anthropic needs "
-                        "api_key: ${ANTHROPIC_API_KEY}")
+    problems += _missing_key(settings, source)
     for agent in settings.spend.agent_daily_tokens:
         if agent not in settings.agents:
             problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "

@@ -25,7 +25,6 @@ from aiohttp import web
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.agents.team import Team
 from threadline.backends import Backend, open_backend
 from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
@@ -37,6 +36,7 @@ from threadline.inspector.redaction import redactor_for
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext
 from threadline.log import configure_logging
+from threadline.team import Team
 from threadline.turn import AgentResult, TurnContext
 
 ROOM = "demo"

@@ -3,16 +3,21 @@
     receive          the channel hands over a normalized turn; a turn the inbox or the history
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
-                     acknowledge the platform (`receive` returned), so a crash loses nothing
+                     acknowledge the platform (`receive` returned), so a crash loses nothing;
+                     an edit or a deletion of it changes it there while it waits (`edit`,
+                     `delete`), the stored turn once it is answered
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
                      instead, never by a model, through the same reply ledger, and recorded
-    answer           each addressed agent runs its turn (capture, delivery and its own
-                     interceptors around it); its reply is claimed in the reply ledger, posted,
-                     recorded as delivered with its platform ids, and stored
+    answer           each addressed agent runs its turn inside the pipeline's reply step
+                     (the status shown while its own interceptors and the model run)
+    deliver, record  every reply, a model's or a command's, takes one path
+                     (`_deliver_and_record`): claimed in the reply ledger, posted, recorded
+                     as delivered with its platform ids, then stored through capture's
+                     durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
@@ -27,27 +32,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
 from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
+from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
-from threadline.interceptors.delivery import with_platform_ids
 from threadline.locks import ConversationLock
-from threadline.reply_delivery import LedgeredReply, interrupted_stream
-from threadline.turn import AgentResult, Deliver, reply_turn_id
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
+from threadline.reply_delivery import (
+    LedgeredReply,
+    interrupted_stream,
+    post_result,
+    with_platform_ids,
+)
+from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.pipeline")
 
@@ -90,6 +99,7 @@ class TurnPipeline:
         answer_bots: bool = False,
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
+        answer_edits: bool = False,
     ) -> None:
         self.agents = agents
         self.commands = commands or CommandRegistry()
@@ -103,6 +113,7 @@ class TurnPipeline:
         self.max_attempts = max_attempts
         self.answer_bots = answer_bots
         self.scan_interval = scan_interval
+        self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
@@ -162,6 +173,53 @@ class TurnPipeline:
                 waiting.remove(done)
             if not waiting:
                 self._waiting.pop(message.id, None)
+
+    # -- edits and deletions -----------------------------------------------------------------
+
+    async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
+        """A person edited a message: a turn still waiting is answered as edited; an answered
+        one is edited in the history (and answered again when `answer_edits` is on)."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.edit_waiting(turn_id, content):
+                bound.info("pipeline.waiting_turn_edited")
+                return
+            if not await self.store.edit_message(conversation_id, turn_id, content):
+                bound.warning("pipeline.edit_unknown_turn",
+                              detail="neither waiting nor stored (said before the bot joined, "
+                                     "or taken by a worker this very moment): nothing changed")
+                return
+            bound.info("pipeline.stored_turn_edited", answered_again=self.answer_edits)
+            if self.answer_edits:
+                await self._answer_again(conversation_id, turn_id, content, bound)
+        except StoreError as exc:
+            bound.error("pipeline.edit_failed", error=str(exc))
+
+    async def delete(self, conversation_id: str, turn_id: str) -> None:
+        """A person deleted a message: a turn still waiting is not answered; a stored one
+        leaves the history."""
+        bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        try:
+            if await self.inbox.cancel_waiting(turn_id):
+                bound.info("pipeline.waiting_turn_cancelled")
+                self._resolve(turn_id, [])
+            await self.store.delete_messages(conversation_id, [turn_id])
+        except StoreError as exc:
+            bound.error("pipeline.delete_failed", error=str(exc))
+
+    async def _answer_again(self, conversation_id: str, turn_id: str, content: str,
+                            bound: Any) -> None:
+        """The edited turn waits in the inbox once more, marked with its edit (so its replies
+        are new turns: `reply_turn_id`)."""
+        [stored] = await self.store.get_by_ids(conversation_id, [turn_id])
+        digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+        edited = replace(stored, sequence=None, token_count=None, metadata=replace(
+            stored.metadata, extra={**stored.metadata.extra, EDITED: digest}))
+        if await self.inbox.answer_again(edited):
+            self.wake(conversation_id)
+        else:
+            bound.warning("pipeline.edit_not_answered_again",
+                          detail="the inbox no longer holds this turn, or it is still open")
 
     # -- own each conversation -------------------------------------------------------------
 
@@ -332,7 +390,7 @@ class TurnPipeline:
                          *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
         (only a turn taken again after a crash can have one)."""
-        reply_id = reply_turn_id(inbound.id, agent.name)
+        reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
         if retried:
             try:
@@ -350,7 +408,8 @@ class TurnPipeline:
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
-            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason)
+            return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
+                                      recording=self._reply_step(deliver))
         except StoreError:
             raise
         except Exception:
@@ -425,29 +484,57 @@ class TurnPipeline:
         targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
         responder = targets[0]
         bound = bound.bind(command=name, agent=responder.name)
-        earlier = (await self.inbox.delivery(reply_turn_id(message.id, responder.name))
+        earlier = (await self.inbox.delivery(reply_turn_id(message, responder.name))
                    if retried else None)
         if earlier is not None:
             return [await self._earlier_reply(responder, earlier, bound)]
+        channel = turn.attachment.channel
+        identity = channel.identity if channel is not None else None
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
-            channel=turn.attachment.channel, store=self.store, outbox=self.writer.outbox))
+            bot=identity.username or identity.display_name if identity is not None else None,
+            store=self.store, outbox=self.writer.outbox))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))
-        channel = turn.attachment.channel
-        ids: list[str] = []
+        deliver = None
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)
                           if answer.choices else channel.send_reply)
-            ids = await self._deliver(channel, message, responder.name, post=post).post(reply)
-        if ids:
-            reply = with_platform_ids(reply, ids)
-        await self.writer.record(reply)
-        bound.info("pipeline.command_answered", delivered=len(ids))
-        return [AgentResult(agent_name=responder.name, conversation_id=message.conversation_id,
-                            output=reply.content, outbound=reply, delivered_ids=tuple(ids),
-                            stop_reason="command")]
+            deliver = self._deliver(channel, message, responder.name, post=post)
+        result = await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=message.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="command"))
+        bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
+        return [result]
+
+    def _reply_step(self, deliver: Deliver | None) -> Interceptor:
+        """An agent turn's outermost step: the status shown while the agent runs, then its
+        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
+
+        async def step(context: TurnContext, call_next: CallNext) -> AgentResult:
+            if deliver is None:
+                return await self._deliver_and_record(None, await call_next())
+            await deliver.working()
+            try:
+                result = await call_next()
+            except BaseException as exc:
+                await deliver.abandon(exc)
+                raise
+            return await self._deliver_and_record(deliver, result)
+
+        return step
+
+    async def _deliver_and_record(self, deliver: Deliver | None, result: AgentResult
+                                  ) -> AgentResult:
+        """Every reply's one path, a model's or a command's: posted once through the reply
+        ledger (when there is a channel), then stored by capture's writer (durable even while
+        the store is away, never fatal to the reply)."""
+        if deliver is not None:
+            result = await post_result(deliver, result)
+        if result.outbound is not None:
+            await self.writer.record(result.outbound)
+        return result
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

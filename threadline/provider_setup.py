@@ -21,27 +21,79 @@ built once and shared by the agents that use it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from threadline.agents.llm import ModelProvider
 from threadline.agents.providers import (
+    AUTO,
     ProviderPlug,
     ProviderSettings,
+    default_plug,
     provider_names,
     provider_plug,
 )
 from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from threadline.config import Settings
     from threadline.history.summary import Summarizer
 
 DEFAULT_ENTRY = "model"
 KeyPath = tuple[str | int, ...]
+
+
+class ModelSection(Protocol):
+    """The `model:` section as provider set-up reads it (`threadline.config.ModelSettings`)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def summary_model(self) -> str | None: ...
+
+    @property
+    def summary_provider(self) -> str | None: ...
+
+
+class AgentSection(Protocol):
+    """An agent's provider and model as provider set-up reads them."""
+
+    @property
+    def provider(self) -> str | None: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+
+class Settings(Protocol):
+    """What provider set-up reads of the loaded settings (`threadline.config.Settings` is
+    one): the config imports this module to check its provider entries, never the reverse."""
+
+    @property
+    def model(self) -> ModelSection: ...
+
+    @property
+    def providers(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    @property
+    def agents(self) -> Mapping[str, AgentSection]: ...
+
+    def resolved_provider(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +120,7 @@ class AgentModel:
 def key_variable(provider: str, *, base_url: str | None) -> str | None:
     """The environment variable a provider's key is taken from when the config names none
     (None: no such variable, or not for a server at `base_url`)."""
-    name = "anthropic" if provider == "auto" else provider
+    name = AUTO[0] if provider == "auto" else provider
     try:
         plug = provider_plug(name)
     except ConfigError:
@@ -94,7 +146,7 @@ def _plug(name: str, path: KeyPath) -> ProviderPlug:
         raise SettingError(path, str(exc)) from exc
 
 
-def _validated(plug: ProviderPlug, raw: dict[str, Any], where: KeyPath) -> ProviderSettings:
+def _validated(plug: ProviderPlug, raw: Mapping[str, Any], where: KeyPath) -> ProviderSettings:
     try:
         return plug.settings.model_validate(raw)
     except ValidationError as exc:
@@ -222,13 +274,18 @@ def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:
             f"model provider {choice.entry} ({choice.plug.name})")
         if subject not in found:
             found[subject] = _check(choice, chosen.model)
-    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
+    if offline_by_default(settings):
         found["model"] = _offline_by_default
     return found
 
 
+def offline_by_default(settings: Settings) -> bool:
+    """`provider: auto` found no key for the default provider: the keyless fallback answers."""
+    return settings.model.provider == "auto" and settings.resolved_provider() == AUTO[-1]
+
+
 async def _offline_by_default() -> str:
-    return "no ANTHROPIC_API_KEY: agents will answer with the offline model"
+    return f"no {default_plug().key_variable}: agents will answer with the offline model"
 
 
 def _check(choice: ProviderChoice, model: str) -> Callable[[], Awaitable[str]]:

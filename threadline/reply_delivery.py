@@ -17,6 +17,7 @@ answer as if it were the whole.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import structlog
@@ -26,10 +27,33 @@ from threadline.errors import ChannelError, InvalidMessageError, StoreError
 from threadline.history.inbox import Delivery, DeliveryState, TurnInbox
 from threadline.history.model import StoredMessage
 from threadline.interceptors.error_reply import TEMPLATE, reason_for
+from threadline.turn import AgentResult, Deliver
 
 log = structlog.get_logger("threadline.reply_delivery")
 
 STREAMING = "streaming"  # `metadata.extra["delivery"]` of a claim made while the text grows
+
+
+def with_platform_ids(message: StoredMessage, ids: Sequence[str]) -> StoredMessage:
+    """The turn as posted: the first part's platform id, and every part's when it was split.
+
+    The stored reply carries them, so a later reply to it reaches the agent that wrote it."""
+    extra = {**message.metadata.extra, "part_ids": list(ids)} if len(ids) > 1 else (
+        message.metadata.extra)
+    return replace(message, metadata=replace(message.metadata, message_id=ids[0], extra=extra))
+
+
+async def post_result(deliver: Deliver, result: AgentResult) -> AgentResult:
+    """`result` as posted through `deliver`, its platform ids noted; a result with nothing to
+    say abandons the reply (the status is cleared, any text shown ends with an apology)."""
+    if result.outbound is None or not result.output:
+        await deliver.abandon(None)
+        return result
+    ids = await deliver.post(result.outbound)
+    if not ids:
+        return result
+    return replace(result, delivered_ids=tuple(ids),
+                   outbound=with_platform_ids(result.outbound, ids))
 
 
 def streaming_claim(outbound: StoredMessage) -> StoredMessage:

@@ -28,7 +28,6 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.agents.team import Team
 from threadline.backends import Backend, BackendOptions, build_backend
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
@@ -47,6 +46,7 @@ from threadline.ops import Metrics, OpsServer
 from threadline.people.link_codes import LinkCodeInterceptor
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
+from threadline.team import Team
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -189,7 +189,8 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
-        team = Team(agents, lock=backend.lock, inbox=backend.inbox)
+        team = Team(agents, lock=backend.lock, inbox=backend.inbox,
+                    answer_edits=settings.history.answer_edits)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():

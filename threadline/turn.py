@@ -52,10 +52,15 @@ class Deliver(Protocol):
         ...
 
 
-def reply_turn_id(inbound_id: str, agent_name: str) -> str:
+EDITED = "edited"  # `metadata.extra` key of a turn answered again as edited: the edit's digest
+
+
+def reply_turn_id(inbound: StoredMessage, agent_name: str) -> str:
     """The id of `agent_name`'s reply to a turn: the same on every attempt, so a turn answered
-    again after a crash stores its reply once and finds it in the reply ledger."""
-    return f"{inbound_id}>{agent_name}"
+    again after a crash stores its reply once and finds it in the reply ledger. A turn answered
+    again as edited gets a reply of its own (one per distinct edit)."""
+    edited = inbound.metadata.extra.get(EDITED)
+    return f"{inbound.id}~{edited}>{agent_name}" if edited else f"{inbound.id}>{agent_name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,10 @@ import pytest
 
 from tests.interceptors.scripted import ANN, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
-from threadline.agents.team import Team
 from threadline.errors import StoreUnavailableError
 from threadline.history import InMemoryConversationStore
 from threadline.history.model import StoredMessage
+from threadline.team import Team
 
 
 class FlakyStore:

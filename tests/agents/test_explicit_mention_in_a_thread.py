@@ -8,8 +8,8 @@ from pathlib import Path
 from tests.interceptors.scripted import ANN, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 
 async def test_a_mention_of_billing_in_supports_thread_reaches_billing_alone(

@@ -8,8 +8,8 @@ from pathlib import Path
 from tests.interceptors.scripted import ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 CONVERSATIONS = 100
 TURNS = 5

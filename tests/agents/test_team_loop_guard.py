@@ -9,8 +9,8 @@ import pytest
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 
 def passes_to(other: str) -> ScriptedModel:

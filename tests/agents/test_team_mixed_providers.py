@@ -12,8 +12,8 @@ from tests.interceptors.scripted import ANN, say
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.openai_provider import OpenAIProvider
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 
 async def test_each_agent_sees_what_the_other_said_in_the_shared_history(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ import pytest
 from tests.interceptors.scripted import ANN, BOB, CAL, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ConfigError
 from threadline.history.assembler import CONTEXT_HEADER
 from threadline.history.model import Participant
+from threadline.team import Team
 
 
 def named_reply(name: str) -> ScriptedModel:

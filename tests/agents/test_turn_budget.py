@@ -11,8 +11,8 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 NAMES = ("alpha", "beta", "gamma")
 

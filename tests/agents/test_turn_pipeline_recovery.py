@@ -15,10 +15,10 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
 from threadline.history.inbox import DeliveryState, TurnState
 from threadline.reply_delivery import streaming_claim
+from threadline.team import Team
 from threadline.turn import reply_turn_id
 
 
@@ -84,7 +84,7 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
         await store.inbox.finish_delivery(reply.id, ["p1"])
         # c2: claimed for posting, then the process died: posted or not, nobody knows.
         claimed = writer._outbound(uncertain, "the answer to two", ())
-        assert claimed.id == reply_turn_id(uncertain.id, "support")
+        assert claimed.id == reply_turn_id(uncertain, "support")
         await store.inbox.start_delivery(claimed)
 
         model, channel, logs = await restart(store)
@@ -122,7 +122,7 @@ async def test_a_reply_still_being_streamed_when_the_process_died_is_answered_ag
         model, channel, logs = await restart(store)
         one = await store.get("c1")
         two = await store.get("c2")
-        ledger = await store.inbox.delivery(reply_turn_id(asked.id, "support"))
+        ledger = await store.inbox.delivery(reply_turn_id(asked, "support"))
     assert [m.content for m in one] == ["@support one", "re: Ann: @support one"]
     assert channel.sent == [("c1", "re: Ann: @support one", "support")]
     assert ledger is not None and ledger.state is DeliveryState.DELIVERED

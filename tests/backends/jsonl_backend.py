@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests import plug_package
+from tests.cli.helpers import entry_point_package
 from threadline.backends import Backend, BackendOptions, BackendPlug
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
@@ -71,6 +71,6 @@ BACKEND = BackendPlug(name=SCHEME, schemes=(SCHEME,), build=build, check_url=che
 
 def registered_in(site: Path) -> Path:
     """A distribution in `site` (a folder to put on the path) that registers this backend."""
-    return plug_package.registered_in(site, distribution="threadline-jsonl-backend",
-                                      group="threadline.backends",
-                                      name=SCHEME, reference=f"{__name__}:BACKEND")
+    return entry_point_package(site, distribution="threadline-jsonl-backend",
+                               group="threadline.backends", name=SCHEME,
+                               value=f"{__name__}:BACKEND")

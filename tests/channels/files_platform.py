@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Literal
 
-from tests import plug_package
+from tests.cli.helpers import entry_point_package
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
 from threadline.history.addressing import mentions_in_text
@@ -92,6 +92,6 @@ PLATFORM = Platform(name=TYPE, settings=FilesSettings, build=build, starter="""\
 
 def registered_in(site: Path) -> Path:
     """A distribution in `site` (a folder to put on the path) that registers this platform."""
-    return plug_package.registered_in(site, distribution="threadline-files-platform",
-                                      group="threadline.platforms",
-                                      name=TYPE, reference=f"{__name__}:PLATFORM")
+    return entry_point_package(site, distribution="threadline-files-platform",
+                               group="threadline.platforms", name=TYPE,
+                               value=f"{__name__}:PLATFORM")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -57,3 +58,38 @@ async def run_process_async(*argv: str, cwd: Path, env: Mapping[str, str] | None
         out, err = await process.communicate()
     assert process.returncode is not None
     return Outcome(process.returncode, out.decode(), err.decode())
+
+
+def entry_point_package(site: Path, *, distribution: str, group: str, name: str,
+                        value: str) -> Path:
+    """A distribution in `site` (a folder to put on the path) whose one entry point registers
+    `name` in `group` as `value` (`module:attribute`), as an installed package's would."""
+    info = site / f"{distribution.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\n"
+                                   "Version: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{name} = {value}\n", encoding="utf-8")
+    return site
+
+
+async def run_until_replied(config: Path, *, cwd: Path, env: Mapping[str, str],
+                            outbox: Path) -> str:
+    """`threadline run --no-input CONFIG` until `outbox` (written by the child) holds a reply,
+    then a SIGTERM; the outbox's text. The run must end cleanly."""
+    environment = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **env}
+    process = await asyncio.create_subprocess_exec(
+        str(THREADLINE), "run", "--no-input", str(config), cwd=cwd, env=environment,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        async with asyncio.timeout(60):
+            while not await asyncio.to_thread(_written, outbox):  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return await asyncio.to_thread(outbox.read_text, encoding="utf-8")
+
+
+def _written(path: Path) -> bool:
+    return path.exists() and bool(path.read_text(encoding="utf-8"))

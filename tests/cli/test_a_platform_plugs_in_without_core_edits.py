@@ -4,14 +4,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
 from pathlib import Path
 
 from tests.channels.files_platform import registered_in
-from tests.cli.helpers import THREADLINE, run_process
+from tests.cli.helpers import run_process, run_until_replied
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -20,16 +17,6 @@ def plugged_in_env(tmp_path: Path) -> dict[str, str]:
     site = registered_in(tmp_path / "site")
     path = os.pathsep.join([str(site), str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
     return {"PYTHONPATH": path}
-
-
-async def answered(outbox: Path) -> None:
-    """Returns once the room's outbox holds a reply (the file is written by another process)."""
-    while not await asyncio.to_thread(written, outbox):  # noqa: ASYNC110
-        await asyncio.sleep(0.1)
-
-
-def written(path: Path) -> bool:
-    return path.exists() and bool(path.read_text(encoding="utf-8"))
 
 
 async def test_init_check_and_run_a_plugged_in_platform(tmp_path: Path) -> None:
@@ -48,19 +35,9 @@ async def test_init_check_and_run_a_plugged_in_platform(tmp_path: Path) -> None:
 
     (tmp_path / "inbox.txt").write_text("@support hello from the files room\n",
                                         encoding="utf-8")
-    environment = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **env}
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", "--no-input", str(config), cwd=tmp_path, env=environment,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    outbox = tmp_path / "outbox.txt"
-    try:
-        async with asyncio.timeout(60):
-            await answered(outbox)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    assert outbox.read_text(encoding="utf-8").startswith("support> [offline model]")
+    replies = await run_until_replied(config, cwd=tmp_path, env=env,
+                                      outbox=tmp_path / "outbox.txt")
+    assert replies.startswith("support> [offline model]")
 
 
 def test_an_unknown_platform_type_names_the_known_ones(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from tests.agents.test_turn_pipeline_recovery import answered_all
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
-from threadline.agents.team import Team
 from threadline.backends.sql import SqlConversationStore
+from threadline.team import Team
 
 
 async def restart(store: SqlConversationStore, model: ScriptedModel,

@@ -71,13 +71,16 @@ class Reply:
     delay: float = 0.0
     pace: float = 0.0  # seconds between streamed text pieces
     partial: str = ""  # text streamed before a mid-stream error
+    until: asyncio.Event | None = None  # the answer waits until the test sets it
 
 
 def text(reply: str, *, usage: dict[str, int] | None = None, delay: float = 0.0,
-         tokens_per_second: float | None = None) -> Reply:
-    """A plain text answer; streamed at `tokens_per_second` (a word a token) when given."""
+         tokens_per_second: float | None = None, until: asyncio.Event | None = None) -> Reply:
+    """A plain text answer; streamed at `tokens_per_second` (a word a token) when given; held
+    back until `until` is set, when given (the model is busy as long as the test wants)."""
     pace = 1 / tokens_per_second if tokens_per_second else 0.0
-    return Reply(content=({"type": "text", "text": reply},), usage=usage, delay=delay, pace=pace)
+    return Reply(content=({"type": "text", "text": reply},), usage=usage, delay=delay, pace=pace,
+                 until=until)
 
 
 def tool_use(
@@ -220,6 +223,8 @@ class FakeAnthropic:
             reply = self.responder(body)
         else:
             reply = text(f"fake reply {len(self.requests)}")
+        if reply.until is not None:
+            await reply.until.wait()
         if reply.delay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), reply.delay)

@@ -81,3 +81,43 @@ async def test_a_streamed_reply_is_claimed_with_its_first_words_and_kept_whole(
     assert done is not None
     assert (done.state, done.platform_ids, done.reply) == (
         DeliveryState.DELIVERED, ("p9",), whole)
+
+
+async def test_an_edit_changes_a_waiting_turn_and_nothing_once_it_is_taken(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
+    await inbox.receive(turn("and the notes", id="t2"), channel="slack")
+    assert await inbox.edit_waiting("t1", "deploy at 6")
+    assert await inbox.begin("t2") == 1
+    assert not await inbox.edit_waiting("t2", "too late: being answered")
+    assert not await inbox.edit_waiting("unknown", "never received")
+    waiting = await inbox.open_turns("c1")
+    assert [t.message.content for t in waiting] == ["deploy at 6", "and the notes"]
+    assert waiting[0].message.id == "t1"
+
+
+async def test_a_deletion_cancels_a_waiting_turn_only(store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
+    await inbox.receive(turn("answered already", id="t2"), channel="slack")
+    await inbox.begin("t2")
+    await inbox.finish("t2", TurnState.ANSWERED)
+    assert await inbox.cancel_waiting("t1")
+    assert not await inbox.cancel_waiting("t1")  # a redelivered deletion
+    assert not await inbox.cancel_waiting("t2")
+    assert await inbox.open_turns("c1") == []
+    assert not await inbox.edit_waiting("t1", "a cancelled turn stays cancelled")
+    assert not await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
+
+
+async def test_a_finished_turn_can_wait_again_as_edited(store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
+    assert not await inbox.answer_again(turn("still open", id="t1"))
+    await inbox.begin("t1")
+    await inbox.finish("t1", TurnState.ANSWERED)
+    assert await inbox.answer_again(turn("deploy at 6", id="t1"))
+    [again] = await inbox.open_turns("c1")
+    assert (again.message.content, again.channel, again.attempts) == ("deploy at 6", "slack", 0)
+    assert not await inbox.answer_again(turn("never received", id="t9"))

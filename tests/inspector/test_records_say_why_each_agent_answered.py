@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from threadline.agents import Agent, OfflineModel, Team
+from threadline.agents import Agent, OfflineModel
 from threadline.backends.parts import records_for
 from threadline.channels.local import LocalChannel
 from threadline.history import InMemoryConversationStore
 from threadline.history.model import MessageMetadata
 from threadline.inspector import InMemoryReplyRecords, ReplyRecorder
+from threadline.team import Team
 
 
 async def test_every_routing_reason_is_recorded() -> None:

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from threadline.agents import Agent, OfflineModel, Team
+from threadline.agents import Agent, OfflineModel
 from threadline.agents.summarizer import ExtractiveSummarizer
 from threadline.backends.parts import people_for, records_for
 from threadline.backends.sql import SqlConversationStore
@@ -35,6 +35,7 @@ from threadline.inspector import ReplyRecorder
 from threadline.interceptors.outbox import Outbox
 from threadline.people import person_memory_for
 from threadline.people.erase import export_person
+from threadline.team import Team
 
 SECRET = "zanzibar"  # only Ann ever says it
 BOB_WORD = "quokka"  # only Bob ever says it

@@ -18,7 +18,7 @@ from typing import Any
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.parts import people_for
 from threadline.backends.sql import SqlConversationStore
@@ -26,6 +26,7 @@ from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
 from threadline.history.assembler import AssemblerOptions
 from threadline.people.link_codes import LINK_CODE, LinkCodeInterceptor
+from threadline.team import Team
 
 FACT = "5531"
 

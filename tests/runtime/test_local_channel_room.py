@@ -8,10 +8,10 @@ import pytest
 
 from threadline.agents.agent import Agent
 from threadline.agents.offline import OfflineModel
-from threadline.agents.team import Team
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.local import LocalChannel, LocalReply
 from threadline.errors import ChannelError
+from threadline.team import Team
 
 
 async def test_addressed_line_is_stored_and_answered(tmp_path: Path) -> None:

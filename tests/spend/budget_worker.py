@@ -18,9 +18,9 @@ from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.spend import SqlSpendLedger
-from threadline.interceptors.spend_limit import STOP_REASON, SpendLimitInterceptor
 from threadline.log import configure_logging
 from threadline.spend import DailyBudgets
+from threadline.spend.limit import STOP_REASON, SpendLimitInterceptor
 
 TOKENS_PER_TURN = 100
 

@@ -15,12 +15,12 @@ from threadline.agents.summarizer import SummarizerAgent
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.history.assembler import AssemblerOptions
-from threadline.interceptors.spend_limit import (
+from threadline.spend import DailyBudgets, Price, SpendDay
+from threadline.spend.limit import (
     STOP_REASON,
     MeteredProvider,
     SpendLimitInterceptor,
 )
-from threadline.spend import DailyBudgets, Price, SpendDay
 
 
 class Clock:

@@ -1,4 +1,5 @@
-"""Agents: the LLM loop with tools, several agents in one channel, providers and summarizers.
+"""Agents: the LLM loop with tools, model providers and summarizers (`threadline.team` puts
+several of them on channels).
 
 `AnthropicProvider` and `OpenAIProvider` are in their own modules (the second needs the
 `openai` extra); a provider of your own registers with `register_provider`.
@@ -15,7 +16,6 @@ from threadline.agents.llm import (
 from threadline.agents.offline import OfflineModel
 from threadline.agents.providers import ProviderPlug, ProviderSettings, register_provider
 from threadline.agents.summarizer import ExtractiveSummarizer, SummarizerAgent
-from threadline.agents.team import Team
 from threadline.agents.tools import FunctionTool, Tool, function_tool, tool
 from threadline.turn import AgentResult
 
@@ -32,7 +32,6 @@ __all__ = [
     "ProviderSettings",
     "StreamingProvider",
     "SummarizerAgent",
-    "Team",
     "Tool",
     "ToolSpec",
     "function_tool",

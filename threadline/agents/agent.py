@@ -4,16 +4,16 @@
                     conversation_history=SqlConversationStore("sqlite:///threadline.db"))
     result = await support.invoke(inbound_message)
 
-One turn, top to bottom: capture (always first: stores the inbound turn) -> delivery (when
-the turn pipeline passes `deliver`) -> the agent's own interceptors -> `assemble_prompt` from
-the store -> model call (its text shown as it is written, where the provider streams) -> the
-tools it asked for (the status names them) -> model call ... until the model ends its
-turn, `max_tool_rounds` tool rounds have run, or `timeout` seconds have passed -> an
-`AgentResult` whose reply delivery posts and capture then stores.
+One turn, top to bottom: the recording step (always first) -> the agent's own interceptors
+-> `assemble_prompt` from the store -> model call (its text shown as it is written, where the
+provider streams and the turn has a `deliver`) -> the tools it asked for (the status names
+them) -> model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run,
+or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores.
 
-Embedded without channels, `invoke` is the pipeline's answering step alone: both turns are
-recorded through the agent's writer, nothing is posted. With channels, `Team` runs the whole
-pipeline (`threadline.pipeline`) and gives every agent its one writer.
+Embedded without channels, `invoke` records through capture (`CaptureInterceptor`): the inbound
+turn before the run, the reply after it, through the agent's writer; nothing is posted. With
+channels, the turn pipeline (`threadline.pipeline`) owns the turn: it records the inbound turn
+itself and passes its own recording step, which delivers the reply and then records it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any, cast
 
 import structlog
 
-from threadline.agents.anthropic_provider import DEFAULT_MODEL
 from threadline.agents.llm import (
     ModelProvider,
     ModelRequest,
@@ -38,6 +37,7 @@ from threadline.agents.llm import (
     StreamingProvider,
 )
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
+from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, StoreError
@@ -60,7 +60,6 @@ from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
-from threadline.interceptors.delivery import DeliveryInterceptor
 from threadline.people.memory import person_memory_for
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
@@ -113,13 +112,6 @@ def _as_tool(candidate: Any, agent_name: str) -> Tool:
     )
 
 
-def _default_provider() -> ModelProvider:
-    from threadline.agents.anthropic_provider import AnthropicProvider
-
-    provider: ModelProvider = AnthropicProvider()
-    return provider
-
-
 class Agent:
     """An LLM persona with a name, a system prompt, tools and a shared conversation store."""
 
@@ -128,7 +120,7 @@ class Agent:
         *,
         name: str,
         system_prompt: str = "",
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         tools: Iterable[Any] = (),
         conversation_history: ConversationStore | None = None,
         description: str = "",
@@ -156,7 +148,11 @@ class Agent:
             )
         self.name = name
         self.system_prompt = system_prompt
-        self.model = model
+        chosen = model or default_plug().default_model
+        if chosen is None:
+            raise ConfigError(f"agent {name!r}: name its model (model=...); the default "
+                              f"provider {default_plug().name!r} has no default model")
+        self.model = chosen
         self.description = description
         self.aliases = tuple(aliases)
         self.store: ConversationStore = conversation_history or InMemoryConversationStore()
@@ -174,7 +170,7 @@ class Agent:
             processors=(*options.processors, *processors),
         )
         self.interceptors = tuple(interceptors)
-        self.provider = provider if provider is not None else _default_provider()
+        self.provider = provider if provider is not None else build_default_provider()
         self.max_tool_rounds = max_tool_rounds
         self.timeout = timeout
         self.summarizer = summarizer
@@ -217,11 +213,14 @@ class Agent:
         aliases: Sequence[str] = (),
         deliver: Deliver | None = None,
         reason: str | None = None,
+        recording: Interceptor | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
-        With `deliver`, the reply is posted through it before the outbound turn is stored.
-        `reason` says why this agent answers (the team's routing decision).
+        `recording` is the turn's outermost step, which stores what the turn says: capture by
+        default, the turn pipeline's when it drives the agent. `deliver` is where the reply is
+        shown while it is written (the status, streamed text). `reason` says why this agent
+        answers (the team's routing decision).
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
@@ -229,8 +228,7 @@ class Agent:
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
             aliases=tuple(aliases), deliver=deliver, reason=reason,
         )
-        delivery = (DeliveryInterceptor(),) if deliver is not None else ()
-        chain = (CaptureInterceptor(self.writer), *delivery, *self.interceptors)
+        chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
         try:
             result = await run_chain(chain, context, lambda c: self._turn(c, trace))
@@ -399,7 +397,7 @@ class Agent:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
         return StoredMessage(
-            id=reply_turn_id(inbound.id, self.name),
+            id=reply_turn_id(inbound, self.name),
             conversation_id=inbound.conversation_id,
             participant=self.participant,
             content=text,

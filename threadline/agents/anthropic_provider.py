@@ -38,7 +38,6 @@ from threadline.agents.providers import (
     DEFAULT_TIMEOUT,
     ProviderPlug,
     ProviderSettings,
-    register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import ToolCall
@@ -298,7 +297,7 @@ async def _check(settings: AnthropicSettings) -> str:
     return "Anthropic API key accepted"
 
 
-register_provider(ProviderPlug(
+PLUG = ProviderPlug(
     name="anthropic", settings=AnthropicSettings, build=_build, check=_check,
     key_variable="ANTHROPIC_API_KEY", default_model=DEFAULT_MODEL,
-    summary_model=DEFAULT_SUMMARY_MODEL))
+    summary_model=DEFAULT_SUMMARY_MODEL, key_required=True)

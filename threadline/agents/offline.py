@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
-from threadline.agents.providers import ProviderPlug, ProviderSettings, register_provider
+from threadline.agents.providers import ProviderPlug, ProviderSettings
 from threadline.history.model import ToolCall
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import ENGLISH_STOP_WORDS, SearchQuery, stem_words
@@ -143,5 +143,5 @@ async def _check(settings: OfflineSettings) -> str:
     return "the offline model answers with canned text (set a provider for real answers)"
 
 
-register_provider(ProviderPlug(name="offline", settings=OfflineSettings, build=_build,
-                               check=_check, default_model=MODEL_NAME))
+PLUG = ProviderPlug(name="offline", settings=OfflineSettings, build=_build, check=_check,
+                    default_model=MODEL_NAME)

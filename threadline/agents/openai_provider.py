@@ -38,7 +38,6 @@ from threadline.agents.providers import (
     DEFAULT_TIMEOUT,
     ProviderPlug,
     ProviderSettings,
-    register_provider,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import ToolCall
@@ -278,6 +277,5 @@ async def _check(settings: OpenAISettings) -> str:
     return f"{provider.base_url} answered; {len(models)} model(s) served"
 
 
-register_provider(ProviderPlug(name="openai", settings=OpenAISettings, build=_build, check=_check,
-                               key_variable="OPENAI_API_KEY",
-                               key_variable_follows_base_url=False))
+PLUG = ProviderPlug(name="openai", settings=OpenAISettings, build=_build, check=_check,
+                    key_variable="OPENAI_API_KEY", key_variable_follows_base_url=False)

@@ -1,18 +1,22 @@
-"""Model providers as plugs: each one registers its name, its settings, how to build and check it.
+"""Model providers as plugs, registered like platforms: by name, each with its settings model, how
+to build one and how to check it works.
 
-    register_provider(ProviderPlug(name="mine", settings=MySettings, build=..., check=...))
-    plug = provider_plug("openai")          # imports the module that registers it, on first use
-    provider = plug.build(plug.settings.model_validate({"type": "openai", "base_url": ...}))
+Built-in providers are listed below; a third-party package adds one with an entry point in the
+`threadline.providers` group, named after the `type:` (or `provider:`) the YAML gives it,
+pointing at its `ProviderPlug`:
 
-The built-in plugs (`anthropic`, `openai`, `offline`) live beside their providers and register
-themselves when their module is imported; this registry only knows which module holds which
-name, so an SDK is imported only when a configuration uses it, and a missing optional SDK is
-reported as a setting to fix rather than an ImportError at start-up.
+    [project.entry-points."threadline.providers"]
+    mine = "threadline_mine:PLUG"
+
+Code may also `register_provider(plug)` before the config is loaded. A provider's module is
+imported only when a configuration uses it (its SDK may be an optional extra), so a missing SDK
+is reported as a setting to fix rather than an ImportError at start-up, and `provider_names()`
+reads names without importing anything. The core names no provider: which one `provider: auto`
+means (and which one an `Agent` built without one uses) is declared here, in `AUTO`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,15 +25,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.agents.llm import ModelProvider
 from threadline.errors import ConfigError
+from threadline.plugs import load_plug, plug_references
 
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_TIMEOUT = 120.0
-# name -> (module that registers it, the extra that installs its SDK)
-_BUILT_IN = {
-    "anthropic": ("threadline.agents.anthropic_provider", None),
-    "openai": ("threadline.agents.openai_provider", "openai"),
-    "offline": ("threadline.agents.offline", None),
+ENTRY_POINT_GROUP = "threadline.providers"
+# name -> `module:attribute` of its plug
+BUILT_IN = {
+    "anthropic": "threadline.agents.anthropic_provider:PLUG",
+    "openai": "threadline.agents.openai_provider:PLUG",
+    "offline": "threadline.agents.offline:PLUG",
 }
+_EXTRAS = {"openai": "openai"}  # the extra that installs a built-in provider's SDK
+# `provider: auto`: the first provider whose key is found, else the last (which needs none).
+AUTO = ("anthropic", "offline")
 
 
 class ProviderSettings(BaseModel):
@@ -70,6 +79,7 @@ class ProviderPlug:
     key_variable_follows_base_url: bool = True
     default_model: str | None = None
     summary_model: str | None = None
+    key_required: bool = False  # the provider cannot answer without a key (no local server)
 
 
 _PLUGS: dict[str, ProviderPlug] = {}
@@ -81,22 +91,44 @@ def register_provider(plug: ProviderPlug) -> None:
 
 
 def provider_names() -> list[str]:
-    """Every provider name a configuration may use, built in or registered."""
-    return sorted({*_BUILT_IN, *_PLUGS})
+    """Every provider name a configuration may use: built in, plugged in or registered."""
+    return sorted({*plug_references(ENTRY_POINT_GROUP, BUILT_IN), *_PLUGS})
 
 
 def provider_plug(name: str) -> ProviderPlug:
-    """The plug registered as `name`, importing its built-in module on first use."""
-    if name not in _PLUGS and name in _BUILT_IN:
-        module, extra = _BUILT_IN[name]
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            install = f"pip install 'threadline[{extra}]'" if extra else "reinstall threadline"
-            raise ConfigError(f"model provider {name!r} needs a package that is not installed "
-                              f"({exc.name}); run {install}") from exc
-    try:
+    """The plug named `name`, importing its module on first use."""
+    if name in _PLUGS:
         return _PLUGS[name]
-    except KeyError:
+    references = plug_references(ENTRY_POINT_GROUP, BUILT_IN)
+    if name not in references:
         raise ConfigError(f"unknown model provider {name!r}; known providers: "
-                          f"{', '.join(provider_names())}") from None
+                          f"{', '.join(provider_names())} (a third-party provider registers "
+                          f"under the {ENTRY_POINT_GROUP!r} entry point group)")
+    try:
+        plug = load_plug(references[name])
+    except ImportError as exc:
+        extra = _EXTRAS.get(name) if name in BUILT_IN else None
+        install = (f"run pip install 'threadline[{extra}]'" if extra else
+                   "reinstall threadline" if name in BUILT_IN else "install its package")
+        raise ConfigError(f"model provider {name!r} needs a package that is not installed "
+                          f"({exc.name}); {install}") from exc
+    if not isinstance(plug, ProviderPlug) or plug.name != name:
+        raise ConfigError(f"{references[name]!r} is not the ProviderPlug for {name!r}")
+    _PLUGS[name] = plug
+    return plug
+
+
+def auto_provider(*, key_found: bool) -> str:
+    """The provider `provider: auto` means: the first of `AUTO` when its key was found."""
+    return AUTO[0] if key_found else AUTO[-1]
+
+
+def default_plug() -> ProviderPlug:
+    """The plug an `Agent` built without a provider uses (`AUTO`'s first)."""
+    return provider_plug(AUTO[0])
+
+
+def build_default_provider() -> ModelProvider:
+    """A provider built from `default_plug()`'s defaults (its key from its usual variable)."""
+    plug = default_plug()
+    return plug.build(plug.settings(type=plug.name))

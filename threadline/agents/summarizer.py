@@ -21,9 +21,9 @@ from datetime import UTC
 
 import structlog
 
-from threadline.agents.anthropic_provider import DEFAULT_SUMMARY_MODEL
 from threadline.agents.llm import ModelProvider, ModelRequest
-from threadline.errors import ModelError
+from threadline.agents.providers import default_plug
+from threadline.errors import ConfigError, ModelError
 from threadline.history.model import StoredMessage
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import format_turn
@@ -72,12 +72,16 @@ class SummarizerAgent:
         self,
         provider: ModelProvider,
         *,
-        model: str = DEFAULT_SUMMARY_MODEL,
+        model: str | None = None,
         max_words: int = 250,
         max_tokens: int = 1024,
     ) -> None:
         self._provider = provider
-        self._model = model
+        chosen = model or default_plug().summary_model
+        if chosen is None:
+            raise ConfigError(f"SummarizerAgent: name its model (model=...); the default "
+                              f"provider {default_plug().name!r} has no summary model")
+        self._model = chosen
         self._max_words = max_words
         self._max_tokens = max_tokens
 

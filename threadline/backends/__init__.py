@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from threadline.backends import memory, sql  # noqa: F401  (their adopters, see `parts_of`)
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.backends.parts import parts_of, remember
 from threadline.backends.registry import backend_for, backend_schemes

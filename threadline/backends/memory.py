@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.errors import ConfigError
+from threadline.history.beside import add_adopter
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.store import ConversationStore
 from threadline.inspector.records import InMemoryReplyRecords
@@ -40,3 +41,4 @@ def adopt(history: ConversationStore) -> Backend | None:
 
 BACKEND = BackendPlug(name="memory", schemes=("memory",), build=build, check_url=check_url,
                       adopt=adopt)
+add_adopter(adopt)  # a history of ours built directly finds its parts

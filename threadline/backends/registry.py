@@ -12,12 +12,11 @@ and `postgresql+asyncpg://` name a driver after the `+`; the scheme before it pi
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
 from urllib.parse import urlsplit
 
 from threadline.backends.base import BackendPlug
 from threadline.errors import ConfigError
+from threadline.plugs import load_plug, plug_references
 
 ENTRY_POINT_GROUP = "threadline.backends"
 DEFAULT_STORE_URL = "sqlite:///threadline.db"
@@ -31,10 +30,7 @@ _EXPECTED = "sqlite:///PATH, postgresql+asyncpg://USER@HOST/DB or memory://"
 
 def _references() -> dict[str, str]:
     """scheme -> `module:attribute`; a built-in scheme cannot be taken over by a plug-in."""
-    found = dict(BUILT_IN)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(entry.name, entry.value)
-    return found
+    return plug_references(ENTRY_POINT_GROUP, BUILT_IN)
 
 
 def backend_schemes() -> list[str]:
@@ -47,20 +43,18 @@ def scheme_of(url: str) -> str:
     return urlsplit(url).scheme.partition("+")[0].lower()
 
 
-def load_plug(scheme: str) -> BackendPlug:
+def plug_for_scheme(scheme: str) -> BackendPlug:
     """The plug registered for a scheme; a `ConfigError` says what to do if none."""
     references = _references()
     if scheme not in references:
         raise ConfigError(f"no backend serves store URLs of scheme {scheme!r}; use {_EXPECTED} "
                           f"(a third-party backend registers its scheme under the "
                           f"{ENTRY_POINT_GROUP!r} entry point group)")
-    module_name, _, attribute = references[scheme].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        plug = load_plug(references[scheme])
     except ImportError as exc:
         raise ConfigError(f"the backend for {scheme!r} store URLs cannot be loaded: {exc}; "
                           "install its dependencies") from exc
-    plug = getattr(module, attribute, None)
     if not isinstance(plug, BackendPlug) or scheme not in plug.schemes:
         raise ConfigError(f"{references[scheme]!r} is not a BackendPlug serving {scheme!r}")
     return plug
@@ -68,11 +62,7 @@ def load_plug(scheme: str) -> BackendPlug:
 
 def backend_for(url: str) -> BackendPlug:
     """The backend that serves a store URL, its URL checked (`ConfigError` if it is wrong)."""
-    plug = load_plug(scheme_of(url))
+    plug = plug_for_scheme(scheme_of(url))
     plug.check_url(url)
     return plug
 
-
-def built_in_plugs() -> list[BackendPlug]:
-    """The built-in plugs, once each (for adopting a history built without a backend)."""
-    return list({id(p): p for p in (load_plug(s) for s in dict.fromkeys(BUILT_IN))}.values())

@@ -77,11 +77,13 @@ class ChannelEvents(Protocol):
         ...
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        """A user edited a message; `message_id` is the stored id the channel derived."""
+        """A user edited a message; `message_id` is the stored id the channel derived. A turn
+        still waiting to be answered is answered as edited; an answered one is edited."""
         ...
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        """A user deleted a message; `message_id` is the stored id the channel derived."""
+        """A user deleted a message; `message_id` is the stored id the channel derived. A turn
+        still waiting to be answered is not answered; a stored one leaves the history."""
         ...
 
     async def on_context(self, message: StoredMessage) -> None:

@@ -12,12 +12,11 @@ A platform's module is imported only when a config uses it (its SDK is an option
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 from threadline.channels.platform import Platform
 from threadline.errors import ConfigError
+from threadline.plugs import load_plug, plug_references
 
 ENTRY_POINT_GROUP = "threadline.platforms"
 BUILT_IN = {
@@ -31,36 +30,26 @@ DEFAULT_PLATFORM = "local"
 _loaded: dict[str, Platform[Any]] = {}
 
 
-def _references() -> dict[str, str]:
-    """`type` -> `module:attribute`; a built-in name cannot be taken over by a plug-in."""
-    found = dict(BUILT_IN)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(entry.name, entry.value)
-    return found
-
-
 def platform_names() -> list[str]:
     """Every platform `type:` a config may use."""
-    return list(_references())
+    return list(plug_references(ENTRY_POINT_GROUP, BUILT_IN))
 
 
 def platform_for(name: str) -> Platform[Any]:
     """The platform whose channels have `type: NAME`; a `ConfigError` says what to do if none."""
     if name in _loaded:
         return _loaded[name]
-    references = _references()
+    references = plug_references(ENTRY_POINT_GROUP, BUILT_IN)
     if name not in references:
         raise ConfigError(f"unknown platform type {name!r}; expected one of "
                           f"{', '.join(references)} (a third-party platform registers under "
                           f"the {ENTRY_POINT_GROUP!r} entry point group)")
-    module_name, _, attribute = references[name].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        platform = load_plug(references[name])
     except ImportError as exc:
         extra = f" (pip install 'threadline[{name}]')" if name in BUILT_IN else ""
         raise ConfigError(f"platform {name!r} cannot be loaded: {exc}; install its "
                           f"dependencies{extra}") from exc
-    platform = getattr(module, attribute, None)
     if not isinstance(platform, Platform) or platform.name != name:
         raise ConfigError(f"{references[name]!r} is not the Platform object for {name!r}")
     _loaded[name] = platform

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from threadline.agents.anthropic_provider import DEFAULT_MODEL
+from threadline.agents.providers import default_plug
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.errors import ConfigError
 
@@ -100,7 +100,8 @@ def render(platform: str | None, path: str) -> str:
         joined = f"      - name: {platform}\n        respond_to_all: false\n"
     else:
         joined = ""
-    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=DEFAULT_MODEL, joined=joined)
+    return text + AGENTS.format(default=DEFAULT_PLATFORM, model=default_plug().default_model,
+                               joined=joined)
 
 
 def main(args: argparse.Namespace) -> int:

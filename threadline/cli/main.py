@@ -135,15 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_main(args: argparse.Namespace) -> int:
     """`threadline run CONFIG`."""
+    from threadline.agents.providers import default_plug
     from threadline.config import load_settings
     from threadline.log import configure_logging
+    from threadline.provider_setup import offline_by_default
     from threadline.runtime import Runtime
 
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
-    if settings.model.provider == "auto" and settings.resolved_provider() == "offline":
-        print("threadline: no ANTHROPIC_API_KEY set: agents answer with the offline model "
-              "(canned, for trying things out)", file=sys.stderr)
+    if offline_by_default(settings):
+        print(f"threadline: no {default_plug().key_variable} set: agents answer with the "
+              "offline model (canned, for trying things out)", file=sys.stderr)
 
     async def serve() -> None:
         runtime = Runtime.build(settings, interactive=not args.no_input)

@@ -1,8 +1,14 @@
-"""Commands people send to the bots; see `registry` (how) and `builtin` (which)."""
+"""Commands people send to the bots; see `registry` (how) and `builtin` (which).
+
+Data and handlers that read the history: below the channels (which offer the commands on their
+platforms) and the turn pipeline (which answers them). A team's default set, with a person's
+`/forget-me` from `threadline.people`, is `threadline.team.default_commands`.
+"""
 
 from threadline.commands.builtin import BUILTIN_COMMANDS
 from threadline.commands.registry import (
     Command,
+    CommandAgent,
     CommandCall,
     CommandChoice,
     CommandHandler,
@@ -10,14 +16,6 @@ from threadline.commands.registry import (
     CommandReply,
     CommandRequest,
 )
-from threadline.people.forget_me import FORGET_ME
 
-
-def default_commands() -> CommandRegistry:
-    """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
-    `/forget-me` (`threadline.people.forget_me`)."""
-    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
-
-
-__all__ = ["BUILTIN_COMMANDS", "Command", "CommandCall", "CommandChoice", "CommandHandler",
-           "CommandRegistry", "CommandReply", "CommandRequest", "default_commands"]
+__all__ = ["BUILTIN_COMMANDS", "Command", "CommandAgent", "CommandCall", "CommandChoice",
+           "CommandHandler", "CommandRegistry", "CommandReply", "CommandRequest"]

@@ -113,9 +113,7 @@ async def summary(request: CommandRequest) -> CommandReply:
 
 async def agents(request: CommandRequest) -> CommandReply:
     """Who is here, what each does, and how to address them."""
-    channel = request.channel
-    identity = channel.identity if channel is not None else None
-    bot = identity.username or identity.display_name if identity is not None else None
+    bot = request.bot
     lines = ["Agents here:"]
     for position, agent in enumerate(request.present):
         ways = [f"@{agent.name}"]

@@ -16,16 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from threadline.errors import ConfigError
+from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
-
-if TYPE_CHECKING:
-    from threadline.agents.agent import Agent
-    from threadline.channels.base import Channel
-    from threadline.interceptors.outbox import Outbox
+from threadline.interceptors.outbox import Outbox
 
 _NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 # `/name`, `/name@bot` (Telegram in groups), then the arguments.
@@ -56,20 +53,37 @@ class CommandCall:
                    args=(match.group(3) or "").strip())
 
 
+class CommandAgent(Protocol):
+    """What a command handler may read of an agent (`threadline.agents.Agent` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+    @property
+    def assembler_options(self) -> AssemblerOptions: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CommandRequest:
     """One command as its handler sees it.
 
     `message` is the command turn as recorded (its `sequence` filled in). `present` are the
     agents on the channel it was sent in (the channel's default first); `targets` those it is
-    for: the agents named in the arguments, else every agent present.
+    for: the agents named in the arguments, else every agent present. `bot` is the bot's own
+    name on that channel's platform (None without a channel).
     """
 
     call: CommandCall
     message: StoredMessage
-    present: tuple[Agent, ...]
-    targets: tuple[Agent, ...]
-    channel: Channel | None
+    present: tuple[CommandAgent, ...]
+    targets: tuple[CommandAgent, ...]
+    bot: str | None
     store: ConversationStore
     outbox: Outbox | None = None  # turns waiting on disk for the store (erasing purges them)
 

@@ -2,9 +2,13 @@
 
 A turn enters as `received` (the platform may be acknowledged once `receive` returned), becomes
 `answering` when a worker takes it (each take counts an attempt), and ends `answered`, or
-`given_up` with the error after too many attempts. Dedup means "already answered or being
-answered": a redelivery of a turn the inbox holds, in any state, or of a turn already in the
-history, is not new.
+`given_up` with the error after too many attempts. While it is still `received` (waiting for
+its conversation's earlier turns, or for a worker), a person's edit changes what will be
+answered (`edit_waiting`) and a deletion cancels it (`cancel_waiting`: `cancelled`, its text
+dropped). An answered turn may be answered again as edited (`answer_again`).
+
+Dedup means "already answered or being answered": a redelivery of a turn the inbox holds, in
+any state, or of a turn already in the history, is not new.
 
 Replies have a ledger of their own, keyed by the reply's id (the turn answered and the agent):
 a reply is `delivering`, with its text, before it is posted and `delivered`, with its platform
@@ -34,6 +38,7 @@ class TurnState(StrEnum):
     ANSWERING = "answering"
     ANSWERED = "answered"
     GIVEN_UP = "given_up"
+    CANCELLED = "cancelled"  # deleted by its author while it waited
 
 
 OPEN_STATES = (TurnState.RECEIVED, TurnState.ANSWERING)
@@ -96,6 +101,20 @@ class TurnInbox(Protocol):
         """Mark a turn answered or given up (with the error that made it so)."""
         ...
 
+    async def edit_waiting(self, turn_id: str, content: str) -> bool:
+        """A turn still waiting to be taken now reads `content`; False when none waits."""
+        ...
+
+    async def cancel_waiting(self, turn_id: str) -> bool:
+        """A turn still waiting to be taken is not answered (`cancelled`, its text dropped);
+        False when none waits."""
+        ...
+
+    async def answer_again(self, message: StoredMessage) -> bool:
+        """A finished turn is to be answered again as `message` (its edit; same id): waiting
+        once more, attempts from zero. False when the inbox holds no finished turn of that id."""
+        ...
+
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         """Claim a reply for posting: None if claimed now, else the entry already there."""
         ...
@@ -151,6 +170,28 @@ class MemoryInbox:
         finished = [k for k, t in self._turns.items() if t.state not in OPEN_STATES]
         for key in finished[: max(len(finished) - self._remember, 0)]:
             del self._turns[key]
+
+    async def edit_waiting(self, turn_id: str, content: str) -> bool:
+        turn = self._turns.get(turn_id)
+        if turn is None or turn.state is not TurnState.RECEIVED:
+            return False
+        self._turns[turn_id] = replace(turn, message=replace(turn.message, content=content))
+        return True
+
+    async def cancel_waiting(self, turn_id: str) -> bool:
+        turn = self._turns.get(turn_id)
+        if turn is None or turn.state is not TurnState.RECEIVED:
+            return False
+        self._turns[turn_id] = replace(turn, state=TurnState.CANCELLED,
+                                       message=replace(turn.message, content=""))
+        return True
+
+    async def answer_again(self, message: StoredMessage) -> bool:
+        turn = self._turns.get(message.id)
+        if turn is None or turn.state in OPEN_STATES:
+            return False
+        self._turns[message.id] = InboxTurn(message=message, channel=turn.channel)
+        return True
 
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         existing = self._deliveries.get(reply.id)

@@ -1,8 +1,7 @@
-"""Interceptors: middleware around an agent run. Capture is always first and needs no setup."""
+"""Interceptors: middleware around an agent run. Capture (the recording step) is always first."""
 
 from threadline.interceptors.base import Interceptor
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
-from threadline.interceptors.delivery import DeliveryInterceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.outbox import Outbox
 from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
@@ -11,7 +10,6 @@ from threadline.turn import TurnContext
 
 __all__ = [
     "CaptureInterceptor",
-    "DeliveryInterceptor",
     "DurableWriter",
     "ErrorReplyInterceptor",
     "Interceptor",

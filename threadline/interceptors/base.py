@@ -3,8 +3,9 @@
 An interceptor is any async callable `(context, call_next) -> AgentResult`. It may act before
 the turn, after it (on the result `await call_next()` returns), or instead of it (return a
 result without calling `call_next`; `context.agent.reply_result(...)` builds one). Interceptors
-are registered per agent and run in order, inside the capture interceptor, which is always
-first (and, when the turn is delivered to a platform, the pipeline's delivery step second).
+are registered per agent and run in order, inside the turn's recording step, which is always
+first: the turn pipeline's (which also delivers the reply, so a friendly error reply an
+interceptor returns is posted too), or capture for an agent used on its own.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Capture: every inbound and outbound turn reaches the store, even when the store is down.
 
-`CaptureInterceptor` is always the first interceptor of every agent. It appends the inbound turn
-before the run and the outbound turn (with its tool activity) after it, through a
-`DurableWriter`: when an append fails, for any store, built-in or custom, the turn goes to the
+Capture is the recording step of a turn, and always its first: the turn pipeline records each
+inbound turn, and each reply once it is delivered, through the team's one `DurableWriter`; an
+agent used on its own (`Agent.invoke`, no pipeline) records both turns with
+`CaptureInterceptor`, its outermost interceptor, through the same kind of writer. Either way
+there is one writer per store and each turn is written once. When an append fails, for any
+store, built-in or custom, the turn goes to the
 durable outbox (fsynced to disk) and a background task replays the outbox in order, with
 backoff, until the store takes it. A new turn arriving while the outbox holds others goes
 behind them (never ahead, which would reorder the conversation) and wakes the replay at once; a
@@ -19,8 +22,8 @@ from typing import Literal
 
 import structlog
 
-from threadline.channels.intake import RecentKeys
 from threadline.errors import InvalidMessageError
+from threadline.history.beside import parts_beside
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
 from threadline.interceptors.base import CallNext
@@ -36,11 +39,7 @@ def default_outbox_path(store: ConversationStore) -> Path | None:
     """Where a store's outbox lives by default: where its backend keeps it (next to a SQLite
     file, say), None when it keeps none (the memory backend: its turns do not outlive the
     process anyway)."""
-    from threadline.backends.parts import (
-        parts_of,  # the backends know their outbox; not the reverse
-    )
-
-    return parts_of(store).outbox_path
+    return parts_beside(store).outbox_path
 
 
 class DurableWriter:
@@ -63,9 +62,6 @@ class DurableWriter:
         self._wake = asyncio.Event()
         self._replay_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
-        # Turns this writer stored lately: recording one again (each agent answering a turn
-        # records it) costs no database round trip.
-        self._recent = RecentKeys(4096)
 
     @classmethod
     def for_store(cls, store: ConversationStore, outbox_path: str | Path | None = None
@@ -81,18 +77,16 @@ class DurableWriter:
             self._kick()
 
     async def record(self, message: StoredMessage) -> Recorded:
-        """Store one turn now if possible, otherwise durably in the outbox; never loses it."""
-        if not self._recent.first_sighting(message.id):
-            return "duplicate"
+        """Store one turn now if possible, otherwise durably in the outbox; never loses it.
+
+        "duplicate" when the store already had it (a turn answered again after a crash)."""
         if self.outbox is None or not self.outbox.has_pending():
             try:
                 return "stored" if await self.store.append(message) else "duplicate"
             except InvalidMessageError:
-                self._recent.forget(message.id)
                 raise  # a wrong turn stays wrong on every retry: the caller must hear of it
             except Exception as exc:
                 if self.outbox is None:
-                    self._recent.forget(message.id)
                     raise
                 log.warning("capture.append_failed", conversation_id=message.conversation_id,
                             message_id=message.id, error=str(exc))
@@ -153,13 +147,13 @@ class DurableWriter:
 
 
 class CaptureInterceptor:
-    """Stores the inbound turn before the run and the outbound turn after it.
+    """Stores the inbound turn before the run and the outbound turn after it: the recording
+    step of an agent used on its own (`Agent.invoke`); the turn pipeline records through the
+    same writer itself, once per turn.
 
     Why it exists: the shared history is the product. Every turn any agent sees or says must
     land in the store, in order, exactly once, even across a database outage; and a store
-    problem must never cost the user their reply. It writes through the writer it is given
-    (the team's, shared by every agent on the store); the reply is delivered inside it, so the
-    stored turn carries its platform ids.
+    problem must never cost the user their reply.
     """
 
     def __init__(self, writer: DurableWriter) -> None:

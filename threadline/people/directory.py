@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of
 from threadline.history.store import ConversationStore
@@ -194,3 +196,14 @@ def _summarizes_from(message: StoredMessage, first: int) -> bool:
     return message.is_summary and (
         message.metadata.summary_of is None or message.metadata.summary_of[1] >= first)
 
+
+def people_for(history: ConversationStore) -> PeopleDirectory:
+    """The people directory kept beside a history; a `ConfigError` says when its backend keeps
+    none (linking, export and forgetting a person need one)."""
+    parts = parts_beside(history)
+    if parts.people is None:
+        raise ConfigError(f"backend {parts.name} keeps no people directory: linking, export "
+                          "and forgetting a person need a backend that does (sqlite or "
+                          "postgresql)")
+    people: PeopleDirectory = parts.people
+    return people

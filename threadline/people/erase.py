@@ -16,14 +16,13 @@ from typing import IO, Any
 
 import structlog
 
-from threadline.backends.parts import people_for
 from threadline.errors import ConfigError
 from threadline.history.codec import message_to_dict
 from threadline.history.model import StoredMessage
 from threadline.history.speakers import identity_of, speaker_key
 from threadline.history.store import ConversationStore
 from threadline.interceptors.outbox import Outbox
-from threadline.people.directory import Batch, Person
+from threadline.people.directory import Batch, Person, people_for
 from threadline.people.identities import parse_identity
 
 log = structlog.get_logger("threadline.people")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from threadline.backends.parts import parts_of
+from threadline.history.beside import parts_beside
 from threadline.history.speakers import identity_of
 from threadline.interceptors.base import CallNext
-from threadline.people.directory import CODE_MINUTES
+from threadline.people.directory import CODE_MINUTES, PeopleDirectory
 from threadline.turn import AgentResult, TurnContext
 
 LINK_REQUEST = re.compile(r"^\s*(?:/link|link my account)\s*[.!]?\s*$", re.IGNORECASE)
@@ -33,7 +33,7 @@ class LinkCodeInterceptor:
         identity = identity_of(message)
         if message.scope != "dm" or identity is None:
             return await call_next()
-        people = parts_of(context.store).people
+        people: PeopleDirectory | None = parts_beside(context.store).people
         if people is None:  # the backend keeps no people directory (said at start)
             return await call_next()
         if LINK_REQUEST.match(message.content):

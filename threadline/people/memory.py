@@ -7,6 +7,7 @@ into a group, never one workspace's groups into another's, never another person'
 
 from __future__ import annotations
 
+from threadline.history.beside import parts_beside
 from threadline.history.model import StoredMessage
 from threadline.history.person_memory import PersonMemory
 from threadline.history.speakers import (
@@ -15,7 +16,8 @@ from threadline.history.speakers import (
     speaker_space_key,
     workspace_of,
 )
-from threadline.history.store import ConversationStore
+from threadline.history.store import ConversationStore, SpeakerSearchStore
+from threadline.people.directory import PeopleDirectory
 
 
 async def person_memory_for(store: ConversationStore, message: StoredMessage
@@ -25,12 +27,11 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     identity = identity_of(message)
     if identity is None:
         return None
-    from threadline.backends.parts import parts_of  # the backends build the directory
-
-    parts = parts_of(store)
-    if parts.speakers is None:  # the backend cannot search one person's turns
+    parts = parts_beside(store)
+    speakers: SpeakerSearchStore | None = parts.speakers
+    if speakers is None:  # the backend cannot search one person's turns
         return None
-    people = parts.people
+    people: PeopleDirectory | None = parts.people
     person = await people.person_of(identity) if people is not None else None
     identities = person.identities if person is not None else (identity,)
     if message.scope == "dm":
@@ -38,6 +39,6 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     else:
         workspace = workspace_of(message.conversation_id)
         keys = frozenset(speaker_space_key(i, workspace) for i in identities)
-    return PersonMemory(store=parts.speakers, person_name=message.participant.display_name,
+    return PersonMemory(store=speakers, person_name=message.participant.display_name,
                         keys=keys, conversation_id=message.conversation_id,
                         before=message.timestamp)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from threadline.agents.llm import ModelUsage
 from threadline.errors import ConfigError
+from threadline.turn import ModelUsage
 
 
 @dataclass(frozen=True, slots=True)

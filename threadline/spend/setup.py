@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from threadline.agents.llm import ModelProvider
 from threadline.errors import ConfigError
-from threadline.interceptors.spend_limit import MeteredProvider, SpendLimitInterceptor
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
 from threadline.spend.ledger import SpendTotals
+from threadline.spend.limit import MeteredProvider, SpendLimitInterceptor
 
 if TYPE_CHECKING:
     from threadline.backends.base import Backend

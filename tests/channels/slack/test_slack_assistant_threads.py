@@ -11,12 +11,13 @@ from typing import Any
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.slack import FakeSlack
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.platform import ChannelContext
 from threadline.channels.slack import SlackChannel
 from threadline.channels.slack.platform import PLATFORM
+from threadline.team import Team
 
 model = fake_anthropic_fixture()
 PROMPTS = [{"title": "Order status", "message": "Where is my order?"},

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.slack import FakeSlack, slack_rig
-from threadline.agents import Agent, Team
+from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
+from threadline.team import Team
 
 model = fake_anthropic_fixture()
 DM = "D0ALICE"

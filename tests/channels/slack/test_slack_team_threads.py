@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.slack import FakeSlack
-from threadline.agents import Agent, OfflineModel, Team
+from threadline.agents import Agent, OfflineModel
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
+from threadline.team import Team
 
 
 async def test_a_thread_opened_by_a_reply_keeps_its_context(tmp_path: Path) -> None:

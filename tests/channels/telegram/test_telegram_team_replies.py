@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
-from threadline.agents import Agent, OfflineModel, Team
+from threadline.agents import Agent, OfflineModel
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
+from threadline.team import Team
 
 
 async def run_team(url: str, fake: FakeTelegram, update: dict[str, object], posts: int) -> None:

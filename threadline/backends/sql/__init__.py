@@ -18,6 +18,7 @@ from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
+from threadline.history.beside import add_adopter
 from threadline.history.store import ConversationStore
 
 
@@ -62,5 +63,7 @@ def adopt(history: ConversationStore) -> Backend | None:
 
 BACKEND = BackendPlug(name="sql", schemes=("sqlite", "postgresql"), build=build,
                       check_url=check_url, adopt=adopt)
+
+add_adopter(adopt)  # a history of ours built directly finds its parts
 
 __all__ = ["BACKEND", "SqlConversationStore"]

@@ -75,6 +75,34 @@ def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> Non
         {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
 
 
+def _edit_waiting(conn: SqlRunner, turn_id: str, content: str) -> bool:
+    rows = conn.rows("SELECT message_json FROM threadline_inbox WHERE turn_id = :turn_id "
+                     "AND state = 'received'", {"turn_id": turn_id})
+    if not rows:
+        return False
+    edited = {**json.loads(rows[0][0]), "content": content}
+    # The state is checked again here: a worker may have taken the turn since it was read.
+    return conn.rowcount(
+        "UPDATE threadline_inbox SET message_json = :message, updated_us = :now "
+        "WHERE turn_id = :turn_id AND state = 'received'",
+        {"turn_id": turn_id, "message": _encode(message_from_dict(edited)),
+         "now": _now_us()}) == 1
+
+
+def _cancel_waiting(conn: SqlRunner, turn_id: str) -> bool:
+    return conn.rowcount(
+        "UPDATE threadline_inbox SET state = 'cancelled', message_json = NULL, "
+        "updated_us = :now WHERE turn_id = :turn_id AND state = 'received'",
+        {"turn_id": turn_id, "now": _now_us()}) == 1
+
+
+def _answer_again(conn: SqlRunner, message: StoredMessage) -> bool:
+    return conn.rowcount(
+        f"UPDATE threadline_inbox SET state = 'received', attempts = 0, error = NULL, "
+        f"message_json = :message, updated_us = :now WHERE turn_id = :turn_id AND NOT {_OPEN}",
+        {"turn_id": message.id, "message": _encode(message), "now": _now_us()}) == 1
+
+
 def _encode(message: StoredMessage) -> str:
     return json.dumps(message_to_dict(message), ensure_ascii=False, sort_keys=True,
                       default=repr)
@@ -142,6 +170,21 @@ class SqlTurnInbox:
 
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
         await self._run("finish a turn", True, _finish, turn_id, state.value, error)
+
+    async def edit_waiting(self, turn_id: str, content: str) -> bool:
+        edited: bool = await self._run("edit a waiting turn", True, _edit_waiting, turn_id,
+                                       content)
+        return edited
+
+    async def cancel_waiting(self, turn_id: str) -> bool:
+        cancelled: bool = await self._run("cancel a waiting turn", True, _cancel_waiting,
+                                          turn_id)
+        return cancelled
+
+    async def answer_again(self, message: StoredMessage) -> bool:
+        reopened: bool = await self._run("answer an edited turn again", True, _answer_again,
+                                         message)
+        return reopened
 
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         existing: Delivery | None = await self._run("claim a reply", True, _start_delivery,

@@ -37,7 +37,7 @@ TYPING_RENEWAL = 4.0
 
 def draft_id(inbound: StoredMessage, agent_name: str | None) -> int:
     """A non-zero draft id that is the same for every update of one reply."""
-    return zlib.crc32(reply_turn_id(inbound.id, agent_name or "").encode()) or 1
+    return zlib.crc32(reply_turn_id(inbound, agent_name or "").encode()) or 1
 
 
 class TelegramLiveReply(LiveReply):

@@ -14,24 +14,27 @@ and stored, is the turn pipeline's job (`threadline.pipeline`), and who answers 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
-
-import structlog
+from collections.abc import Iterable, Sequence
 
 from threadline.agents.agent import Agent
 from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
-from threadline.commands import CommandRegistry, default_commands
-from threadline.errors import ConfigError, StoreError
+from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
+from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, SingleProcessLock
+from threadline.people.forget_me import FORGET_ME
 from threadline.pipeline import Attachment, TurnPipeline
 from threadline.turn import AgentResult
 
-log = structlog.get_logger("threadline.team")
+
+def default_commands() -> CommandRegistry:
+    """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
+    `/forget-me` (`threadline.people.forget_me`)."""
+    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
 
 
 def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) -> frozenset[str]:
@@ -64,7 +67,9 @@ class Team:
     default serves one process. `inbox` defaults to the store's own (`store.inbox`), or one in
     memory for stores without one. `commands` are the commands people may send (default: the
     built-in `/forget`, `/summary`, `/agents`; register more before `start`), which each channel
-    offers on its platform at start.
+    offers on its platform at start. `answer_edits`: an edit of a message already answered
+    is stored, and answered again only when this is on (an edit of a message still waiting is
+    always answered as edited).
     """
 
     def __init__(
@@ -80,6 +85,7 @@ class Team:
         writer: DurableWriter | None = None,
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
+        answer_edits: bool = False,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -108,7 +114,7 @@ class Team:
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,
             lock=self.lock, default=_attachment(None, self.agents, respond_to_all),
             max_hops=max_hops, max_agent_turns=max_agent_turns, answer_bots=answer_bots,
-            scan_interval=scan_interval,
+            scan_interval=scan_interval, answer_edits=answer_edits,
             commands=default_commands() if commands is None else commands)
         self._channels: list[Channel] = []
 
@@ -169,25 +175,17 @@ class Team:
         await self.pipeline.answered(message, channel)
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
-        await self._change("edit", conversation_id, self.store.edit_message(
-            conversation_id, message_id, content))
+        """An edit: the pipeline's (a waiting turn is answered as edited)."""
+        await self.pipeline.edit(conversation_id, message_id, content)
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
-        await self._change("delete", conversation_id, self.store.delete_messages(
-            conversation_id, [message_id]))
+        """A deletion: the pipeline's (a waiting turn is not answered)."""
+        await self.pipeline.delete(conversation_id, message_id)
 
     async def on_context(self, message: StoredMessage) -> None:
         """Record a context turn in its conversation's history (durable: the outbox takes it
         when the store is away); nobody answers it, every agent sees it there."""
         await self.writer.record(message)
-
-    @staticmethod
-    async def _change(action: str, conversation_id: str, work: Awaitable[object]) -> None:
-        try:
-            await work
-        except StoreError as exc:
-            log.error("team.change_failed", action=action, conversation_id=conversation_id,
-                      error=str(exc))
 
     async def handle(
         self, message: StoredMessage, channel: Channel | None = None

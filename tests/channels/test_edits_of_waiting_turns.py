@@ -1,0 +1,195 @@
+"""A message edited while its turn waits is answered as edited; one deleted while it waits is
+never answered.
+
+The wait is real: the conversation is busy with an earlier turn whose model answer the test
+holds back, so the next turns wait in the inbox while the platform's edit and deletion events
+arrive (Slack `message_changed` / `message_deleted`, Telegram `edited_message`, Discord
+`MESSAGE_UPDATE` / `MESSAGE_DELETE`), through each platform's real SDK, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
+from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
+from tests.fakes.slack import FakeSlack, fake_slack_fixture
+from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
+from threadline.agents import Agent
+from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.channels.base import Channel
+from threadline.channels.discord.channel import DiscordChannel
+from threadline.channels.slack import SlackChannel
+from threadline.channels.telegram import TelegramChannel
+from threadline.history.inbox import TurnState
+from threadline.team import Team
+
+anthropic = fake_anthropic_fixture()
+slack = fake_slack_fixture()
+Handle = Any  # the platform's message, as its fake delivered it
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, sqlite_url: str
+                ) -> AsyncIterator[SqlConversationStore]:
+    url = sqlite_url if request.param == "sqlite" else await fresh_pg_schema(pg_url_or_skip())
+    try:
+        async with SqlConversationStore(url) as opened:
+            yield opened
+    finally:
+        if request.param == "postgresql":
+            await drop_pg_schema(url)
+
+
+async def waiting(store: SqlConversationStore) -> list[str]:
+    """The text of every turn still waiting to be taken (not the one being answered)."""
+    found = []
+    for conversation_id in await store.inbox.conversations_waiting():
+        found += [t.message.content for t in await store.inbox.open_turns(conversation_id)
+                  if t.state is TurnState.RECEIVED]
+    return found
+
+
+async def until(check: Callable[[], Awaitable[bool]]) -> None:
+    async with asyncio.timeout(10):
+        while not await check():  # noqa: ASYNC110 (the database is the only signal)
+            await asyncio.sleep(0.02)
+
+
+@asynccontextmanager
+async def busy_team(store: SqlConversationStore, channel: Channel,
+                    anthropic: FakeAnthropic) -> AsyncIterator[asyncio.Event]:
+    """One agent answering every message on `channel`; its first model answer waits for the
+    event this yields. Leaving the block stops the team once nothing waits."""
+    release = asyncio.Event()
+    anthropic.script(text("the first answer", until=release))
+    agent = Agent(name="support", conversation_history=store,
+                  provider=AnthropicProvider(anthropic.client()))
+    team = Team([agent], respond_to_all=True)
+    team.attach(channel, respond_to_all=True)
+    await team.start()
+    try:
+        yield release
+        await until(lambda: _settled(store))
+    finally:
+        release.set()
+        await team.stop()
+
+
+async def _settled(store: SqlConversationStore) -> bool:
+    return not await store.inbox.conversations_waiting()
+
+
+async def scenario(store: SqlConversationStore, anthropic: FakeAnthropic, release: asyncio.Event,
+                   *, post: Callable[[str], Awaitable[Handle]],
+                   edit: Callable[[Handle, str], Awaitable[object]],
+                   delete: Callable[[Handle], Awaitable[object]] | None) -> None:
+    """The first turn holds the model; the second is edited and the third deleted (where the
+    platform tells deletions) while they wait; then the model answers."""
+    await post("what is the status of the release?")
+    await anthropic.wait_for_requests(1)
+    second = await post("deploy at 5?")
+    await until(lambda: _waits(store, ["deploy at 5?"]))
+    await edit(second, "deploy at 6?")
+    await until(lambda: _waits(store, ["deploy at 6?"]))
+    if delete is not None:
+        third = await post("my password is hunter2")
+        await until(lambda: _waits(store, ["deploy at 6?", "my password is hunter2"]))
+        await delete(third)
+        await until(lambda: _waits(store, ["deploy at 6?"]))
+    release.set()
+
+
+async def _waits(store: SqlConversationStore, texts: list[str]) -> bool:
+    return await waiting(store) == texts
+
+
+async def assert_answered_as_edited(store: SqlConversationStore, anthropic: FakeAnthropic,
+                                    conversation_id: str) -> None:
+    """Two model calls, the second for the edited text; the deleted turn reached nobody."""
+    assert len(anthropic.requests) == 2
+    asked = json.dumps(anthropic.bodies[1]["messages"][-1])
+    assert "deploy at 6?" in asked and "deploy at 5?" not in asked
+    everything = json.dumps(anthropic.bodies)
+    assert "hunter2" not in everything
+    turns = await store.get(conversation_id)
+    said = [(m.participant.kind, m.content) for m in turns]
+    assert said == [("user", "what is the status of the release?"),
+                    ("agent", "the first answer"),
+                    ("user", "deploy at 6?"),
+                    ("agent", "fake reply 2")]
+
+
+async def test_slack_edit_and_deletion_of_waiting_turns(
+        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    channel = SlackChannel(**slack.channel_settings(), streaming=False)
+    thread = "1600000000.000001"
+
+    async def post(words: str) -> Handle:
+        event = slack.message_event(words, thread_ts=thread)
+        await slack.deliver_event(channel.events_url, event)
+        return event
+
+    async def edit(event: Handle, words: str) -> None:
+        await slack.deliver_event(channel.events_url, slack.edit_event(event, words))
+
+    async def delete(event: Handle) -> None:
+        await slack.deliver_event(channel.events_url, slack.delete_event(event))
+
+    async with busy_team(store, channel, anthropic) as release:
+        await scenario(store, anthropic, release, post=post, edit=edit, delete=delete)
+    await assert_answered_as_edited(store, anthropic, f"slack:T0FAKE:C0GENERAL:{thread}")
+    posted = [c.params["text"] for c in slack.calls_to("chat.postMessage")]
+    assert posted == ["the first answer", "fake reply 2"]
+
+
+async def test_telegram_edit_of_a_waiting_turn(
+        anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    async with FakeTelegram() as fake:
+        channel = TelegramChannel(name="tg", **fake.channel_settings(), streaming=False)
+
+        async def post(words: str) -> Handle:
+            update = fake.message(GROUP, ALICE, words)
+            await fake.deliver(update)
+            return update
+
+        async def edit(update: Handle, words: str) -> None:
+            await fake.deliver(fake.edit(update, words))
+
+        async with busy_team(store, channel, anthropic) as release:
+            await scenario(store, anthropic, release, post=post, edit=edit, delete=None)
+        await assert_answered_as_edited(store, anthropic, f"telegram:{GROUP.id}")
+        assert [c.params["text"] for c in fake.calls_to("sendMessage")] == [
+            "the first answer", "fake reply 2"]
+
+
+async def test_discord_edit_and_deletion_of_waiting_turns(
+        anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+    async with FakeDiscord() as fake:
+        world = DiscordWorld.build(fake)
+
+        async def post(words: str) -> Handle:
+            return await fake.deliver_message(world.general, author=world.ada, content=words)
+
+        async def edit(message: Handle, words: str) -> None:
+            await fake.deliver_edit(message, words)
+
+        async def delete(message: Handle) -> None:
+            await fake.deliver_delete(message)
+
+        channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                 gateway_url=fake.gateway_url, guild_ready_timeout=0.02,
+                                 streaming=False)
+        async with busy_team(store, channel, anthropic) as release:
+            await scenario(store, anthropic, release, post=post, edit=edit, delete=delete)
+        await assert_answered_as_edited(store, anthropic,
+                                        f"discord:{world.guild.id}:{world.general}")
+        assert [m["content"] for m in fake.posted] == ["the first answer", "fake reply 2"]
