@@ -19,7 +19,6 @@ from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import StoredMessage
-from threadline.history.store import ConversationStore
 
 SCHEME = "jsonl"
 
@@ -61,12 +60,7 @@ def check_url(url: str) -> None:
         raise ConfigError(f"store URL {url!r}: write jsonl:///PATH")
 
 
-def adopt(history: ConversationStore) -> Backend | None:
-    return None
-
-
-BACKEND = BackendPlug(name=SCHEME, schemes=(SCHEME,), build=build, check_url=check_url,
-                      adopt=adopt)
+BACKEND = BackendPlug(name=SCHEME, schemes=(SCHEME,), build=build, check_url=check_url)
 
 
 def registered_in(site: Path) -> Path:

@@ -109,13 +109,12 @@ class Backend:
 class BackendPlug:
     """One kind of store: the URL schemes it serves, how to build it, how to check a URL.
 
-    `check_url` raises `ConfigError` saying what to write instead; `adopt` gives the parts
-    around a history of this backend built directly (tests, embedders), or None when the
-    history is not one of its own.
+    `check_url` raises `ConfigError` saying what to write instead. A backend whose history
+    may be built directly (tests, embedders) registers how to find its parts around one with
+    `threadline.history.beside.add_adopter`.
     """
 
     name: str
     schemes: tuple[str, ...]
     build: Callable[[str, BackendOptions], Backend]
     check_url: Callable[[str], None]
-    adopt: Callable[[ConversationStore], Backend | None]

@@ -39,6 +39,5 @@ def adopt(history: ConversationStore) -> Backend | None:
     return _parts(history) if isinstance(history, InMemoryConversationStore) else None
 
 
-BACKEND = BackendPlug(name="memory", schemes=("memory",), build=build, check_url=check_url,
-                      adopt=adopt)
+BACKEND = BackendPlug(name="memory", schemes=("memory",), build=build, check_url=check_url)
 add_adopter(adopt)  # a history of ours built directly finds its parts

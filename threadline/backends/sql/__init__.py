@@ -62,7 +62,7 @@ def adopt(history: ConversationStore) -> Backend | None:
 
 
 BACKEND = BackendPlug(name="sql", schemes=("sqlite", "postgresql"), build=build,
-                      check_url=check_url, adopt=adopt)
+                      check_url=check_url)
 
 add_adopter(adopt)  # a history of ours built directly finds its parts
 
