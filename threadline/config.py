@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from croniter import croniter
 from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
@@ -229,6 +230,59 @@ class HistorySettings(_Section):
     answer_edits: bool = False
 
 
+class SchedulerSettings(_Section):
+    """Scheduled turns (`threadline.schedules`): times are read in the person's zone where the
+    platform says (Slack), else `channel_timezones[channel]`, else `timezone`. A slot that
+    fell due while no process ran is posted late (with a note, when over `late_after`
+    seconds) within `grace_hours`, else skipped. `admins` (identities such as `slack:T1:U7`)
+    may cancel anyone's schedule; `tool` gives every agent the `schedule` tool."""
+
+    enabled: bool = True
+    timezone: str = "UTC"
+    channel_timezones: dict[str, str] = Field(default_factory=dict)
+    poll_interval: float = Field(default=1.0, gt=0)
+    late_after: float = Field(default=60.0, ge=0)
+    grace_hours: float = Field(default=24.0, gt=0)
+    admins: list[str] = Field(default_factory=list)
+    tool: bool = True
+
+
+class ScheduleEntry(_Section):
+    """A schedule the YAML keeps (`schedules: {name: ...}`): `message` posted as written or
+    `prompt` answered by `agent` (default: the channel's first), at `at` once or on `cron`,
+    in `conversation` (its id, `slack:T1:C0REPORTS`) through `channel`."""
+
+    channel: str
+    conversation: str
+    cron: str | None = None
+    at: str | None = None
+    message: str | None = None
+    prompt: str | None = None
+    agent: str | None = None
+    timezone: str | None = None
+
+
+class HandoffNotify(_Section):
+    """Where the team hears of a handoff: a channel of this config and a chat id on it (a
+    Slack channel id, a Telegram group id, a Discord channel id)."""
+
+    channel: str
+    chat: str
+
+
+class HandoffSettings(_Section):
+    """Human handoff (`threadline.handoff`): `/human`, `/bot on` and the `hand_off` tool. The
+    bot stays quiet `pause_hours` after the last human reply. `team` (identities) are the
+    humans who answer; empty: anyone but the customer and bots. The tool is offered only
+    with `notify` set (someone to hand to)."""
+
+    enabled: bool = True
+    pause_hours: float = Field(default=24.0, gt=0)
+    team: list[str] = Field(default_factory=list)
+    notify: HandoffNotify | None = None
+    tool: bool = True
+
+
 class AgentChannel(_Section):
     """One channel an agent joins, and whether it answers every message there."""
 
@@ -296,6 +350,9 @@ class Settings(_Section):
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     people: PeopleSettings = Field(default_factory=PeopleSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     # More model providers by name; each entry is checked against its plug's settings.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Each entry is its platform's settings model (`threadline.channels.registry`).
@@ -594,7 +651,38 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         if agent not in settings.agents:
             problems.append(f"{source.where(('spend', 'agent_daily_tokens', agent))}: unknown "
                             f"agent {agent!r} (agents: {', '.join(sorted(settings.agents))})")
+    problems += [f"{source.where(path)}: {problem}" for path, problem in _timing_problems(settings)]
     if not problems:
         problems += [f"{source.where(path)}: {problem}"
                      for path, problem in provider_problems(settings)]
     return problems
+
+
+def _timing_problems(settings: Settings) -> Iterator[tuple[KeyPath, str]]:
+    """Schedules and handoff naming channels, agents and time zones that exist."""
+    zones: list[tuple[KeyPath, str]] = [(("scheduler", "timezone"), settings.scheduler.timezone)]
+    zones += [(("scheduler", "channel_timezones", c), z)
+              for c, z in settings.scheduler.channel_timezones.items()]
+    for name, entry in settings.schedules.items():
+        where: KeyPath = ("schedules", name)
+        if entry.channel not in settings.channels:
+            yield (*where, "channel"), f"unknown channel {entry.channel!r}"
+        if entry.agent is not None and entry.agent not in settings.agents:
+            yield (*where, "agent"), f"unknown agent {entry.agent!r}"
+        if (entry.cron is None) == (entry.at is None):
+            yield where, "set cron (recurring) or at (once), exactly one"
+        elif entry.cron is not None and not croniter.is_valid(entry.cron):
+            yield (*where, "cron"), (f"{entry.cron!r} is not a cron expression (minute hour "
+                                     "day month weekday, for example '0 9 * * 1')")
+        if (entry.message is None) == (entry.prompt is None):
+            yield where, "set message (posted as written) or prompt (the agent answers it)"
+        if entry.timezone is not None:
+            zones.append(((*where, "timezone"), entry.timezone))
+    for path, name in zones:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            yield path, f"unknown time zone {name!r} (an IANA name such as 'Europe/Paris')"
+    notify = settings.handoff.notify
+    if notify is not None and notify.channel not in settings.channels:
+        yield ("handoff", "notify", "channel"), f"unknown channel {notify.channel!r}"

@@ -1,4 +1,5 @@
-"""A background chore run at start and then every so often, until stopped (retention passes).
+"""A background chore run at start and then every so often, until stopped (retention passes,
+the scheduler's rounds).
 
 A pass that fails on the store is logged and the next one tries again: an outage must not end
 the chore for the life of the process.
@@ -18,8 +19,8 @@ log = structlog.get_logger("threadline.periodic")
 
 
 class Periodic:
-    """Runs `action` now and then every `every` seconds; `passes` and `pass_done` tell tests
-    (and anyone waiting) that a pass has finished."""
+    """Runs `action` now and then every `every` seconds (or sooner, as `next_wait` says);
+    `passes` and `pass_done` tell tests (and anyone waiting) that a pass has finished."""
 
     def __init__(self, action: Callable[[], Awaitable[object]], *, every: float,
                  name: str) -> None:
@@ -41,7 +42,11 @@ class Periodic:
                 log.warning(f"{self.name}_failed", error=str(exc))
             self.passes += 1
             self.pass_done.set()
-            await asyncio.sleep(self.every)
+            await asyncio.sleep(self.next_wait())
+
+    def next_wait(self) -> float:
+        """Seconds until the next pass; a chore that knows when it is next needed says so."""
+        return self.every
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -11,7 +11,10 @@
                      whoever owns it next answers what was left (`scan` finds it)
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
-                     instead, never by a model, through the same reply ledger, and recorded
+                     instead, never by a model, through the same reply ledger, and recorded;
+                     a schedule's turn (`threadline.schedules`) is posted as written or
+                     answered by its agent; in a conversation handed to people
+                     (`threadline.handoff`) the turn is recorded and nobody answers
     answer           each addressed agent runs its turn inside the pipeline's reply step
                      (the status shown while its own interceptors and the model run)
     deliver, record  every reply, a model's or a command's, takes one path
@@ -44,6 +47,7 @@ from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
 from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
 from threadline.errors import StoreError, TurnNotRecordedError
+from threadline.handoff.desk import HandoffDesk
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
@@ -56,6 +60,8 @@ from threadline.reply_delivery import (
     post_result,
     with_platform_ids,
 )
+from threadline.schedules.clock import Clock, SystemClock
+from threadline.schedules.turns import ScheduledTurn
 from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.pipeline")
@@ -115,6 +121,9 @@ class TurnPipeline:
         self.scan_interval = scan_interval
         self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
+        # Set before `start` when conversations can be handed to people (the runtime does).
+        self.handoff: HandoffDesk | None = None
+        self.clock: Clock = SystemClock()  # when a scheduled turn's slot has passed
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
         self._waiting: dict[str, list[asyncio.Future[list[AgentResult]]]] = {}
@@ -349,9 +358,17 @@ class TurnPipeline:
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
         attachment = self.attachments.get(channel_name or "", self.default)
+        scheduled = ScheduledTurn.read(message)
+        if scheduled is not None:
+            return await self._answer_scheduled(scheduled, message, attachment, bound,
+                                                retried=retried)
         command = self._command_in(message, attachment)
         if command is not None:
             return await self._answer_command(command, message, bound, retried=retried)
+        quiet = await self.handoff.screen(message) if self.handoff is not None else None
+        if quiet is not None:
+            await self.writer.record(quiet)  # said while people answer: kept, not answered
+            return []
         await self.writer.record(message)  # in the history, in the order turns are answered
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
@@ -387,9 +404,11 @@ class TurnPipeline:
         return results
 
     async def _run_agent(self, agent: Agent, inbound: StoredMessage, attachment: Attachment,
-                         *, reason: str, retried: bool, bound: Any) -> AgentResult | None:
+                         *, reason: str, retried: bool, bound: Any,
+                         whole: bool = False) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
-        (only a turn taken again after a crash can have one)."""
+        (only a turn taken again after a crash can have one). `whole`: posted once finished,
+        never shown while written."""
         reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
         if retried:
@@ -404,12 +423,15 @@ class TurnPipeline:
         elif earlier is not None:
             return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
-        deliver = self._deliver(channel, inbound, agent.name) if channel is not None else None
+        deliver = (self._deliver(channel, inbound, agent.name,
+                                 post=channel.send_reply if whole else None)
+                   if channel is not None else None)
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
             return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
-                                      recording=self._reply_step(deliver))
+                                      recording=self._reply_step(deliver),
+                                      channel=channel.name if channel is not None else None)
         except StoreError:
             raise
         except Exception:
@@ -493,7 +515,8 @@ class TurnPipeline:
         answer = await turn.command.handler(CommandRequest(
             call=turn.call, message=recorded[0], present=present, targets=targets,
             bot=identity.username or identity.display_name if identity is not None else None,
-            store=self.store, outbox=self.writer.outbox))
+            store=self.store, outbox=self.writer.outbox,
+            channel=channel.name if channel is not None else None))
         reply = responder.reply_turn(message, answer.text)
         reply = replace(reply, metadata=replace(reply.metadata, extra={
             **answer.detail, "command": name}))
@@ -535,6 +558,45 @@ class TurnPipeline:
         if result.outbound is not None:
             await self.writer.record(result.outbound)
         return result
+
+    # -- scheduled turns ---------------------------------------------------------------------
+
+    async def _answer_scheduled(self, due: ScheduledTurn, message: StoredMessage,
+                                attachment: Attachment, bound: Any, *,
+                                retried: bool) -> list[AgentResult]:
+        """A schedule's turn: its text posted as written (no model), or its prompt answered
+        by its agent with the conversation's history; once, through the reply ledger. A slot
+        whose successor is due already is given up (a recurring post never piles up)."""
+        bound = bound.bind(schedule_id=due.schedule_id, agent=due.agent)
+        agent = self.agents.get(due.agent)
+        if agent is None:
+            bound.error("pipeline.schedule_without_agent",
+                        detail=f"schedule {due.schedule_id} is for agent {due.agent!r}, which "
+                               "this deployment does not run; cancel it or add the agent")
+            return []
+        if due.expires is not None and self.clock.now() >= due.expires:
+            bound.warning("pipeline.schedule_slot_passed", expires=due.expires.isoformat())
+            return []
+        if due.kind == "prompt":
+            await self.writer.record(message)  # the agent's prompt, in the history
+            result = await self._run_agent(agent, message, attachment, reason="schedule",
+                                           retried=retried, bound=bound, whole=True)
+            return [result] if result is not None else []
+        earlier = (await self.inbox.delivery(reply_turn_id(message, agent.name))
+                   if retried else None)
+        if earlier is not None:
+            return [await self._earlier_reply(agent, earlier, bound)]
+        reply = agent.reply_turn(message, due.text)
+        reply = replace(reply, metadata=replace(reply.metadata, extra={
+            "schedule": due.schedule_id}))
+        channel = attachment.channel
+        deliver = (self._deliver(channel, message, agent.name, post=channel.send_reply)
+                   if channel is not None else None)
+        result = await self._deliver_and_record(deliver, AgentResult(
+            agent_name=agent.name, conversation_id=message.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="scheduled"))
+        bound.info("pipeline.schedule_posted", delivered=len(result.delivered_ids))
+        return [result]
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

@@ -105,8 +105,8 @@ class LedgeredReply:
             self._log.warning("delivery.status_failed", error=str(exc))
 
     async def show(self, outbound: StoredMessage) -> None:
-        if not self._channel.streaming or not outbound.content:
-            return
+        if self._post is not None or not self._channel.streaming or not outbound.content:
+            return  # a reply posted whole is never shown while it is written
         if await self._claimed(streaming_claim(outbound)):
             try:
                 self._reply().show(outbound.content)

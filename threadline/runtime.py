@@ -44,6 +44,7 @@ from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 from threadline.people.link_codes import LinkCodeInterceptor
+from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.team import Team
@@ -129,12 +130,14 @@ class Runtime:
 
     def __init__(self, *, settings: Settings, backend: Backend, team: Team,
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
+                 proactive: Proactive | None = None,
                  stop_requested: asyncio.Event | None = None) -> None:
         self.settings = settings
         self.backend = backend
         self.store = store = backend.history
         self.team = team
         self.inspector = inspector
+        self.proactive = proactive or Proactive(settings, backend)
         history = settings.history
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
@@ -174,6 +177,7 @@ class Runtime:
         if spend_limit is not None:
             interceptors.append(spend_limit)
         inspector = Inspector.for_settings(settings, backend)
+        proactive = Proactive(settings, backend)  # schedules and handoff
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name),
@@ -185,12 +189,13 @@ class Runtime:
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
-                observer=inspector.recorder,
+                observer=inspector.recorder, turn_tools=proactive.turn_tools(),
             )
             for name, agent in settings.agents.items()
         ]
         team = Team(agents, lock=backend.lock, inbox=backend.inbox,
                     answer_edits=settings.history.answer_edits)
+        proactive.register(team)
         channels = []
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():
@@ -205,9 +210,10 @@ class Runtime:
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
+            proactive.channels[name] = channel
         return cls(settings=settings, backend=backend, team=team, channels=channels,
-                   metrics=metrics,
-                   inspector=inspector, stop_requested=stop_requested)
+                   metrics=metrics, inspector=inspector, proactive=proactive,
+                   stop_requested=stop_requested)
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
@@ -236,6 +242,7 @@ class Runtime:
             if console:
                 log.info("console.listening", url=self.console_url)
         await self.team.start(self.events)
+        await self.proactive.start(self.team)
         self._started.update(channel.name for channel in self.channels)
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
@@ -283,6 +290,7 @@ class Runtime:
         log.info("runtime.stopping")
         self._started.clear()
         try:
+            await self.proactive.stop()
             await self.team.stop(drain_timeout=self.settings.shutdown_timeout)
         finally:
             for agent in self.team.agents:

@@ -135,7 +135,8 @@ class TurnContext:
     it on the platform (the pipeline's delivery step runs inside capture, so the stored reply
     carries the platform's message id). `reason` says why
     the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
-    `agent_mention`), or is None when no team routed the turn.
+    `agent_mention`, `schedule`), or is None when no team routed the turn. `channel` names the
+    channel the turn came in on (None without one): a tool made per turn posts there later.
     """
 
     agent: TurnAgent
@@ -146,3 +147,4 @@ class TurnContext:
     aliases: tuple[str, ...] = ()
     deliver: Deliver | None = None
     reason: str | None = None
+    channel: str | None = None

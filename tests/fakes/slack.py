@@ -179,11 +179,12 @@ class FakeSlack:
     # -- the workspace ---------------------------------------------------------------------
 
     def add_user(self, user_id: str, *, display_name: str, real_name: str | None = None,
-                 is_bot: bool = False) -> None:
+                 is_bot: bool = False, tz: str | None = None) -> None:
         self.users[user_id] = {
             "id": user_id, "team_id": self.team_id, "name": display_name.lower(),
             "real_name": real_name or display_name, "is_bot": is_bot,
             "profile": {"display_name": display_name, "real_name": real_name or display_name},
+            **({"tz": tz} if tz else {}),
         }
 
     def add_channel(self, channel_id: str, *, name: str) -> None:

@@ -22,7 +22,7 @@ import asyncio
 import inspect
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -61,12 +61,15 @@ from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
 from threadline.people.memory import person_memory_for
+from threadline.schedules.turns import nothing_to_say
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.agent")
 
 # A name people can type as "@name" and every platform's mention parser keeps whole.
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
+# Makes a tool for one turn, bound to its conversation and person (`schedule`, `hand_off`).
+TurnTool = Callable[[TurnContext], Tool]
 UNFINISHED_REPLY = {
     "max_tool_rounds": "I could not finish this: I reached my limit of tool steps for one turn.",
     "timeout": "I could not finish this in time. Please try again or ask something smaller.",
@@ -135,6 +138,7 @@ class Agent:
         max_tokens: int = 1024,
         outbox_path: str | Path | None = None,
         observer: TurnObserver | None = None,
+        turn_tools: Sequence[TurnTool] = (),
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -181,6 +185,8 @@ class Agent:
         self._started_writer = False
         # Sees each turn's prompt, model calls and outcome (the reply record); None: nobody.
         self.observer = observer
+        # Tools made for each turn with the turn's conversation and person in their closure.
+        self.turn_tools = tuple(turn_tools)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -214,19 +220,20 @@ class Agent:
         deliver: Deliver | None = None,
         reason: str | None = None,
         recording: Interceptor | None = None,
+        channel: str | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
         `recording` is the turn's outermost step, which stores what the turn says: capture by
         default, the turn pipeline's when it drives the agent. `deliver` is where the reply is
         shown while it is written (the status, streamed text). `reason` says why this agent
-        answers (the team's routing decision).
+        answers (the team's routing decision); `channel` is the channel the turn came in on.
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
             store=self.store,
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
-            aliases=tuple(aliases), deliver=deliver, reason=reason,
+            aliases=tuple(aliases), deliver=deliver, reason=reason, channel=channel,
         )
         chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
@@ -273,6 +280,8 @@ class Agent:
             context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
                                 tool_exchanges=len(run.exchanges))
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
+        if nothing_to_say(context.inbound, text):
+            text = ""  # a scheduled prompt with nothing worth posting now posts nothing
         exchanges = tuple(run.exchanges)
         return AgentResult(
             agent_name=self.name, conversation_id=context.conversation_id, output=text,
@@ -315,7 +324,7 @@ class Agent:
             context.store, context.conversation_id,
             exclude_ids=(context.inbound.id, *run.shown_ids),
             forgotten_through=run.forgotten_through, person=run.person)
-        tools: list[Tool] = [*self.tools, search]
+        tools: list[Tool] = [*self.tools, *(make(context) for make in self.turn_tools), search]
         by_name = {t.name: t for t in tools}
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)

@@ -22,11 +22,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from threadline.handoff.book import HandoffBook
 from threadline.history.inbox import TurnInbox
 from threadline.history.store import ConversationStore, SpeakerSearchStore
 from threadline.inspector.records import ReplyRecords
 from threadline.locks import ConversationLock
 from threadline.people.directory import PeopleDirectory
+from threadline.schedules.book import ScheduleBook
 from threadline.spend.ledger import SpendLedger
 
 
@@ -60,6 +62,8 @@ class Backend:
     speakers: SpeakerSearchStore | None = None
     spend: SpendLedger | None = None
     records: ReplyRecords | None = None
+    schedules: ScheduleBook | None = None
+    handoffs: HandoffBook | None = None
     lock: ConversationLock | None = None
     outbox_path: Path | None = None
     owner_file: Path | None = None
@@ -83,6 +87,9 @@ class Backend:
         if self.speakers is None:
             lines.append(f"backend {self.name} cannot search one person's turns across "
                          "conversations: person memory is off")
+        if self.schedules is None or self.handoffs is None:
+            lines.append(f"backend {self.name} keeps no schedule book or handoffs: scheduled "
+                         "turns and handing a conversation to people are off")
         if self.spend is None:
             lines.append(f"backend {self.name} keeps no spend ledger: daily budgets cannot "
                          "be enforced")

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from threadline.errors import InvalidMessageError
-from threadline.history.model import StoredMessage
+from threadline.errors import ConfigError, InvalidMessageError
+from threadline.history.model import MessageMetadata, StoredMessage
 
 if TYPE_CHECKING:
     from threadline.commands import Command, CommandChoice
@@ -212,6 +212,37 @@ class Channel(ABC):
         the follow-ups in that thread share one history.
         """
         return inbound.conversation_id
+
+    def metadata_for(self, conversation_id: str) -> MessageMetadata:
+        """Where a post to `conversation_id` goes, with nothing to reply to (a schedule the
+        YAML keeps). The default reads `TYPE:CHANNEL`; platforms with workspaces or
+        threads read their own shape (`_conversation_parts`)."""
+        channel_id, thread_id = self._conversation_parts(conversation_id)
+        return MessageMetadata(channel_type=self.channel_type, channel_name=self.name,
+                               channel_id=channel_id, thread_id=thread_id)
+
+    def _conversation_parts(self, conversation_id: str, *, workspace: bool = False
+                            ) -> tuple[str, str | None]:
+        """(channel id, thread id or None) of `TYPE[:WORKSPACE]:CHANNEL[:THREAD]`."""
+        parts = conversation_id.split(":")
+        wanted = 3 if workspace else 2
+        if parts[0] != self.channel_type or len(parts) not in (wanted, wanted + 1) or not all(
+                parts):
+            shape = ":WORKSPACE" if workspace else ""
+            raise ConfigError(f"{conversation_id!r} is not a conversation of {self.channel_type} "
+                              f"channel {self.name!r}; write {self.channel_type}{shape}:CHANNEL"
+                              f"[:THREAD]")
+        return parts[wanted - 1], parts[wanted] if len(parts) > wanted else None
+
+    def link_to(self, message: StoredMessage) -> str | None:
+        """A link people can open to `message` on the platform (a handoff notice carries
+        it), or None where the platform has none (a private chat)."""
+        return None
+
+    async def person_timezone(self, message: StoredMessage) -> str | None:
+        """The IANA time zone the platform gives for the message's author (None: unknown),
+        for reading "tomorrow 9:00" in their time."""
+        return None
 
     async def check(self) -> list[str]:
         """Start-up problems that would make the bot silent (privacy mode, intents)."""

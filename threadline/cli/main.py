@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli.init as cli_init
     import threadline.cli.inspect as cli_inspect
     import threadline.cli.people as cli_people
+    import threadline.cli.schedule as cli_schedule
     import threadline.cli.schema as cli_schema
     import threadline.demo as demo
     from threadline.channels.registry import platform_names
@@ -107,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "conversations."), cli_history)
     _store_actions(command("people", "Link a person's identities across platforms; export "
                                      "or forget everything kept about a person."), cli_people)
+    _store_actions(command("schedule", "List, add and cancel scheduled posts (reminders, "
+                                       "recurring messages and prompts)."), cli_schedule)
     _store_actions(command("inspect", "What each agent saw for each reply: list, show, replay "
                                       "and prune reply records."), cli_inspect)
 

@@ -76,7 +76,8 @@ class CommandRequest:
     `message` is the command turn as recorded (its `sequence` filled in). `present` are the
     agents on the channel it was sent in (the channel's default first); `targets` those it is
     for: the agents named in the arguments, else every agent present. `bot` is the bot's own
-    name on that channel's platform (None without a channel).
+    name on that channel's platform and `channel` that channel's name (both None without a
+    channel).
     """
 
     call: CommandCall
@@ -86,6 +87,7 @@ class CommandRequest:
     bot: str | None
     store: ConversationStore
     outbox: Outbox | None = None  # turns waiting on disk for the store (erasing purges them)
+    channel: str | None = None
 
     @property
     def words(self) -> tuple[str, ...]:

@@ -89,7 +89,8 @@ class Addressee:
 def addressed_turns(
     turns: Iterable[StoredMessage], addressee: Addressee
 ) -> tuple[list[StoredMessage], list[StoredMessage]]:
-    """Split turns into (kept, filtered out) for one agent; system turns are always kept."""
+    """Split turns into (kept, filtered out) for one agent; system turns, and turns said while
+    the conversation was handed to people (`threadline.handoff`), are always kept."""
     turns = list(turns)
     # The platform ids of the agent's turns and of the threads it posted in: a reply to one
     # of them, or a turn in one of those threads, concerns the agent.
@@ -100,7 +101,8 @@ def addressed_turns(
     kept: list[StoredMessage] = []
     dropped: list[StoredMessage] = []
     for message in turns:
-        if message.participant.kind == "system" or addressee.is_addressed(
+        said_to_people = "handoff" in message.metadata.extra
+        if message.participant.kind == "system" or said_to_people or addressee.is_addressed(
             message, own_message_ids=own
         ):
             kept.append(message)

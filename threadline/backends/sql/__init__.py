@@ -13,9 +13,11 @@ from pathlib import Path
 
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.backends.sql.database_url import database_url
+from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
+from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.beside import add_adopter
@@ -40,7 +42,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    shown_url=store.url.render_as_string(hide_password=True), inbox=store.inbox,
                    people=SqlPeopleDirectory(store), speakers=store,
                    spend=SqlSpendLedger(store),
-                   records=SqlReplyRecords(store), lock=lock,
+                   records=SqlReplyRecords(store), schedules=SqlScheduleBook(store),
+                   handoffs=SqlHandoffBook(store), lock=lock,
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 

@@ -41,6 +41,23 @@ def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -
     ) == 1
 
 
+def insert_new_turns(conn: SqlRunner, turns: Sequence[tuple[StoredMessage, str | None]]) -> None:
+    """Record turns no platform delivered (a schedule's slots, claimed once by their caller) as
+    to be answered, in one statement inside the caller's transaction."""
+    if not turns:
+        return
+    now = _now_us()
+    rows = ", ".join(f"(:turn_id{i}, :cid{i}, :channel{i}, 'received', 0, :message{i}, :now, "
+                     ":now)" for i in range(len(turns)))
+    params: dict[str, Any] = {"now": now}
+    for i, (message, channel) in enumerate(turns):
+        params.update({f"turn_id{i}": message.id, f"cid{i}": message.conversation_id,
+                       f"channel{i}": channel, f"message{i}": _encode(message)})
+    conn.rowcount(
+        "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
+        f"message_json, received_us, updated_us) VALUES {rows} ON CONFLICT DO NOTHING", params)
+
+
 def _open_turns(conn: SqlRunner, conversation_id: str) -> list[InboxTurn]:
     rows = conn.rows(
         f"SELECT message_json, channel, state, attempts, error FROM threadline_inbox "

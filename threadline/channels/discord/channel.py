@@ -452,6 +452,19 @@ class DiscordChannel(Channel):
             fail_if_not_exists=False) if metadata.message_id else None
         return client.get_partial_messageable(target_id), reference
 
+    def _conversation_parts(self, conversation_id: str, *, workspace: bool = True
+                            ) -> tuple[str, str | None]:
+        return super()._conversation_parts(conversation_id, workspace=True)
+
+    def link_to(self, message: StoredMessage) -> str | None:
+        """The message's jump link (`@me` for a DM)."""
+        meta = message.metadata
+        guild = message.conversation_id.split(":")[1] if ":" in message.conversation_id else ""
+        where = meta.thread_id or meta.channel_id
+        if not guild or not where or not meta.message_id:
+            return None
+        return f"https://discord.com/channels/{guild}/{where}/{meta.message_id}"
+
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         client = self._client
         if client is None:

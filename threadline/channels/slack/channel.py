@@ -316,6 +316,24 @@ class SlackChannel(Channel):
         thread_ts = meta.message_id if self._opens_thread(inbound) else meta.thread_id
         return channel_id, thread_ts
 
+    def _conversation_parts(self, conversation_id: str, *, workspace: bool = True
+                            ) -> tuple[str, str | None]:
+        return super()._conversation_parts(conversation_id, workspace=True)
+
+    def link_to(self, message: StoredMessage) -> str | None:
+        """The message's archive link (Slack opens it in the workspace of whoever clicks)."""
+        meta = message.metadata
+        if not meta.channel_id or not meta.message_id:
+            return None
+        link = f"https://slack.com/archives/{meta.channel_id}/p{meta.message_id.replace('.', '')}"
+        return f"{link}?thread_ts={meta.thread_id}" if meta.thread_id else link
+
+    async def person_timezone(self, message: StoredMessage) -> str | None:
+        """The author's time zone from `users.info` (cached by the directory)."""
+        if self._directory is None or message.participant.kind != "user":
+            return None
+        return await self._directory.user_timezone(message.participant.id)
+
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         return SlackLiveReply(channel=self, client=self._require_client(), inbound=inbound,
                               agent_name=agent_name, gate=self._gate, log=self._log)

@@ -1,4 +1,5 @@
-"""Display names of Slack users and names of channels, looked up once and cached.
+"""Display names and time zones of Slack users and names of channels, looked up once and
+cached.
 
 Every inbound message needs its author's name and the names of the people it mentions;
 asking `users.info` each time would cost a Web API call (and rate-limit budget) per message.
@@ -58,6 +59,7 @@ class SlackDirectory:
         self._client = client
         self._users = _Cache(size=size)
         self._channels = _Cache(size=size)
+        self._zones = _Cache(size=size)
 
     async def user_names(self, user_ids: Iterable[str]) -> dict[str, str]:
         """Display names of these users by id; an id whose name is unknown maps to itself."""
@@ -68,6 +70,16 @@ class SlackDirectory:
     async def channel_name(self, channel_id: str) -> str | None:
         """The channel's name (`general`), or None for DMs and channels the bot cannot read."""
         return await self._channels.get(channel_id, self._lookup_channel)
+
+    async def user_timezone(self, user_id: str) -> str | None:
+        """The user's IANA time zone (`tz` in `users.info`), or None when Slack gives none."""
+        return await self._zones.get(user_id, self._lookup_zone)
+
+    async def _lookup_zone(self, user_id: str) -> tuple[str | None, bool]:
+        data, cacheable = await self._fetch("users.info", user_id, user=user_id)
+        if data is None:
+            return None, cacheable
+        return (data.get("user") or {}).get("tz") or None, True
 
     async def _lookup_user(self, user_id: str) -> tuple[str | None, bool]:
         data, cacheable = await self._fetch("users.info", user_id, user=user_id)

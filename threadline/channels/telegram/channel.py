@@ -336,6 +336,13 @@ class TelegramChannel(Channel):
             )
         return chat_id, reply_to
 
+    def link_to(self, message: StoredMessage) -> str | None:
+        """A supergroup message's `t.me/c/` link; private chats and basic groups have none."""
+        chat, message_id = message.metadata.channel_id, message.metadata.message_id
+        if not chat or not message_id or not chat.startswith("-100"):
+            return None
+        return f"https://t.me/c/{chat[4:]}/{message_id}"
+
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         return TelegramLiveReply(channel=self, bot=self._started("send a reply"),
                                  inbound=inbound, agent_name=agent_name, gate=self._gate,
