@@ -9,7 +9,6 @@ it before the team, so no schedule fires into a pipeline that is draining.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TypeVar
 
 import structlog
 
@@ -17,7 +16,6 @@ from threadline.agents.agent import TurnTool
 from threadline.backends.base import Backend
 from threadline.channels.base import Channel
 from threadline.config import Settings
-from threadline.errors import ConfigError
 from threadline.handoff import HandoffDesk, TeamDesk, hand_off_tool, handoff_commands
 from threadline.schedules import (
     Schedule,
@@ -32,17 +30,6 @@ from threadline.team import Team
 log = structlog.get_logger("threadline.runtime")
 
 
-Part = TypeVar("Part")
-
-
-def _part(part: Part | None, backend: Backend, section: str) -> Part:
-    """A part the settings turned on; a `ConfigError` when the backend keeps none."""
-    if part is None:
-        raise ConfigError(f"{section}.enabled is set but backend {backend.name} keeps no "
-                          f"{section} book; use sqlite or postgresql, or turn {section} off")
-    return part
-
-
 class Proactive:
     """The deployment's scheduler and handoff desk (either may be off); see the docstring."""
 
@@ -51,18 +38,18 @@ class Proactive:
         self.channels: dict[str, Channel] = {}  # filled as the runtime builds them
         timing = settings.scheduler
         self.scheduler = Scheduler(
-            _part(backend.schedules, backend, "scheduler"), zones=TimeZones(timing.timezone,
+            backend.schedules, zones=TimeZones(timing.timezone,
                                                  per_channel=timing.channel_timezones,
                                                  channels=self.channels),
             admins=timing.admins, poll_interval=timing.poll_interval,
             late_after=timing.late_after, grace=timing.grace_hours * 3600,
-        ) if timing.enabled else None
+        ) if timing.enabled and backend.schedules is not None else None
         handoff = settings.handoff
         self.desk = HandoffDesk(
-            _part(backend.handoffs, backend, "handoff"), pause_hours=handoff.pause_hours,
+            backend.handoffs, pause_hours=handoff.pause_hours,
             team=frozenset(handoff.team),
             desk=TeamDesk(handoff.notify.channel, handoff.notify.chat) if handoff.notify else None,
-        ) if handoff.enabled else None
+        ) if handoff.enabled and backend.handoffs is not None else None
 
     def turn_tools(self) -> list[TurnTool]:
         tools: list[TurnTool] = []
