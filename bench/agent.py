@@ -52,11 +52,12 @@ from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # 
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.backends.sql.operations import SqlRunner  # noqa: E402
+from threadline.backends.sql.records import SqlReplyRecords  # noqa: E402
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
-from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
+from threadline.inspector import ReplyRecorder  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
 from threadline.spend import (  # noqa: E402
     Charge,

@@ -43,11 +43,11 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
-from threadline.people.link_codes import LinkCodeInterceptor
+from threadline.people.link_codes import link_command
 from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
-from threadline.team import Team
+from threadline.team import Team, default_commands
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -146,6 +146,7 @@ class Runtime:
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
+        metrics.count_skipped_events(self.channels)
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
@@ -170,9 +171,6 @@ class Runtime:
         # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
-        if settings.people.link_codes and backend.people is not None:
-            # Before the spend limit: a link code costs no model call.
-            interceptors.append(LinkCodeInterceptor(minutes=settings.people.code_minutes))
         spend_limit = build_spend_limit(settings, backend, providers, metrics)
         if spend_limit is not None:
             interceptors.append(spend_limit)
@@ -193,7 +191,10 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
-        team = Team(agents, lock=backend.lock, inbox=backend.inbox,
+        commands = default_commands()
+        if settings.people.link_codes and backend.people is not None:
+            commands.register(link_command(minutes=settings.people.code_minutes))
+        team = Team(agents, lock=backend.lock, inbox=backend.inbox, commands=commands,
                     answer_edits=settings.history.answer_edits)
         proactive.register(team)
         channels = []
@@ -257,7 +258,8 @@ class Runtime:
         return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
 
     async def readiness(self) -> dict[str, str | None]:
-        """Each check's problem, or None: the store answers and every channel is connected."""
+        """Each check's problem, or None: the store answers and every channel is receiving
+        (its listener alive, not just connected once: `Channel.receiving`)."""
         checks: dict[str, str | None] = {}
         try:
             async with asyncio.timeout(5):
@@ -267,8 +269,8 @@ class Runtime:
             self.metrics.store_errors.labels("readyz").inc()
             checks["store"] = str(exc) or "timed out after 5 s"
         for channel in self.channels:
-            connected = channel.name in self._started and channel.identity is not None
-            checks[f"channel:{channel.name}"] = None if connected else "not connected"
+            checks[f"channel:{channel.name}"] = (
+                channel.receiving() if channel.name in self._started else "not connected")
         return checks
 
     def install_signal_handlers(self) -> None:

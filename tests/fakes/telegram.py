@@ -333,6 +333,11 @@ class FakeTelegram:
         self._messages[(chat.id, message["message_id"])] = message
         return {"update_id": next(self._update_ids), "message": message}
 
+    def raw_update(self, **fields: Any) -> dict[str, Any]:
+        """An update with the next id and exactly these fields (malformed ones, for tests of
+        what the bot does with updates it cannot read)."""
+        return {"update_id": next(self._update_ids), **fields}
+
     def edit(self, update: Mapping[str, Any], text: str) -> dict[str, Any]:
         """An `edited_message` update for the message carried by `update`."""
         edited = {**update["message"], "text": text, "edit_date": int(time.time())}

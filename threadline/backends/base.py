@@ -28,6 +28,7 @@ from threadline.history.store import ConversationStore, SpeakerSearchStore
 from threadline.inspector.records import ReplyRecords
 from threadline.locks import ConversationLock
 from threadline.people.directory import PeopleDirectory
+from threadline.people.link_requests import LinkRequests
 from threadline.schedules.book import ScheduleBook
 from threadline.spend.ledger import SpendLedger
 
@@ -58,6 +59,8 @@ class Backend:
     shown_url: str = ""
     inbox: TurnInbox | None = None
     people: PeopleDirectory | None = None
+    # Links waiting for consent and wrong codes counted (with `people`, or none at all).
+    link_requests: LinkRequests | None = None
     # Searches one person's turns across conversations (person memory); None: no person memory.
     speakers: SpeakerSearchStore | None = None
     spend: SpendLedger | None = None

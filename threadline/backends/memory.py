@@ -14,13 +14,15 @@ from threadline.history.memory import InMemoryConversationStore
 from threadline.history.store import ConversationStore
 from threadline.inspector.records import InMemoryReplyRecords
 from threadline.people.directory import MemoryPeopleDirectory
+from threadline.people.link_requests import MemoryLinkRequests
 
 NOTICE = "backend memory keeps everything in this process: nothing survives a restart"
 
 
 def _parts(history: InMemoryConversationStore) -> Backend:
     return Backend(name="memory", history=history, shown_url="memory://", inbox=history.inbox,
-                   people=MemoryPeopleDirectory(history), speakers=history,
+                   people=MemoryPeopleDirectory(history), link_requests=MemoryLinkRequests(),
+                   speakers=history,
                    records=InMemoryReplyRecords(),
                    notices=(NOTICE,))
 

@@ -32,6 +32,9 @@ class Beside(Protocol):
     def speakers(self) -> Any: ...
 
     @property
+    def link_requests(self) -> Any: ...
+
+    @property
     def outbox_path(self) -> Path | None: ...
 
 
@@ -43,6 +46,7 @@ class Alone:
     outbox_path: Path | None
     people: Any = None
     speakers: Any = None
+    link_requests: Any = None
 
 
 Adopter = Callable[[ConversationStore], Beside | None]

@@ -1,11 +1,14 @@
 """Who is who: persons, their linked platform identities, and one-time link codes.
 
 Identities are linked by an operator (`threadline people link`) or by the person with a code
-the bot gave them on another platform; never by matching names. An identity nobody linked is
-a person of its own: `person_of` answers None and every caller treats it alone.
+the bot gave them on another platform, once the code's owner agreed
+(`threadline.people.link_requests`); never by matching names. An identity nobody linked is a
+person of its own: `person_of` answers None and every caller treats it alone; `unlink` makes an
+identity alone again.
 
-A link code is kept only as a hash, lives `CODE_MINUTES`, and works once: redeeming it deletes
-it in the same transaction that links, so two redemptions of one code link at most once.
+A link code is kept only as a hash, with where it was given (`origin`, so its owner can be asked
+there), lives `CODE_MINUTES`, and works once: taking it deletes it, so two redemptions of one
+code reach its owner at most once.
 """
 
 from __future__ import annotations
@@ -42,6 +45,15 @@ def code_hash(code: str) -> str:
 
 def new_person_id() -> str:
     return "person-" + uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedCode:
+    """A live link code taken for redemption: whose it is, where it was given, until when."""
+
+    identity: str
+    origin: str | None
+    expires: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +102,18 @@ class PeopleDirectory(Protocol):
         """Forget a person and its identities (the turns are the caller's); identities gone."""
         ...
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
-        """A one-time code that links whoever says it (elsewhere) to `identity`."""
+    async def unlink(self, identity: str) -> bool:
+        """Make `identity` a person alone again; False when it was not linked to anyone."""
         ...
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        """Link `identity` with the code's issuer; the person id, None if no live code."""
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
+        """A one-time code for `identity`, given at `origin` (where to ask its owner)."""
+        ...
+
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        """The live code with this hash (`code_hash`), deleted as it is taken; None when it
+        is unknown, used or expired."""
         ...
 
     def kept(self, person: Person) -> AsyncIterator[Batch]:
@@ -122,7 +140,7 @@ class MemoryPeopleDirectory:
     def __init__(self, history: ConversationStore) -> None:
         self.history = history
         self._owner: dict[str, str] = {}
-        self._codes: dict[str, tuple[str, datetime]] = {}
+        self._codes: dict[str, IssuedCode] = {}
 
     def _person(self, person_id: str) -> Person | None:
         identities = sorted(i for i, p in self._owner.items() if p == person_id)
@@ -151,17 +169,28 @@ class MemoryPeopleDirectory:
             del self._owner[identity]
         return len(doomed)
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
+    async def unlink(self, identity: str) -> bool:
+        owner = self._owner.get(identity)
+        if owner is None:
+            return False
+        person = self._person(owner)
+        if person is not None and len(person.identities) <= 2:
+            await self.remove(owner)
+        else:
+            del self._owner[identity]
+        return True
+
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
         code = new_code()
-        self._codes = {c: v for c, v in self._codes.items() if v[0] != identity}
-        self._codes[code_hash(code)] = (identity, utc_now() + timedelta(minutes=minutes))
+        self._codes = {c: v for c, v in self._codes.items() if v.identity != identity}
+        self._codes[code_hash(code)] = IssuedCode(identity, origin,
+                                                  utc_now() + timedelta(minutes=minutes))
         return code
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        found = self._codes.pop(code_hash(code), None)
-        if found is None or found[1] < utc_now() or found[0] == identity:
-            return None
-        return await self.link([found[0], identity], linked_by="code")
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        found = self._codes.pop(hashed, None)
+        return None if found is None or found.expires < utc_now() else found
 
     async def kept(self, person: Person) -> AsyncIterator[Batch]:
         identities = set(person.identities)

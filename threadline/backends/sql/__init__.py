@@ -14,6 +14,7 @@ from pathlib import Path
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.backends.sql.database_url import database_url
 from threadline.backends.sql.handoffs import SqlHandoffBook
+from threadline.backends.sql.link_requests import SqlLinkRequests
 from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
@@ -40,7 +41,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
              if not postgres and store.url.database else None)
     return Backend(name=store.dialect, history=store,
                    shown_url=store.url.render_as_string(hide_password=True), inbox=store.inbox,
-                   people=SqlPeopleDirectory(store), speakers=store,
+                   people=SqlPeopleDirectory(store), link_requests=SqlLinkRequests(store),
+                   speakers=store,
                    spend=SqlSpendLedger(store),
                    records=SqlReplyRecords(store), schedules=SqlScheduleBook(store),
                    handoffs=SqlHandoffBook(store), lock=lock,

@@ -9,13 +9,14 @@ from functools import partial
 
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.people_kept import delete_batch, read_batch, record_forgotten
-from threadline.backends.sql.schema import to_micros
+from threadline.backends.sql.schema import from_micros, to_micros
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.model import utc_now
 from threadline.history.speakers import speaker_key
 from threadline.people.directory import (
     CODE_MINUTES,
     Batch,
+    IssuedCode,
     Person,
     code_hash,
     new_code,
@@ -65,24 +66,36 @@ def _remove(conn: SqlRunner, person_id: str) -> int:
     return gone
 
 
-def _issue(conn: SqlRunner, hashed: str, identity: str, now_us: int, expires_us: int) -> None:
+def _unlink(conn: SqlRunner, identity: str) -> bool:
+    person = _person_of(conn, identity)
+    if person is None:
+        return False
+    if len(person.identities) <= 2:  # what remains would be one identity alone
+        _remove(conn, person.person_id)
+    else:
+        conn.rowcount("DELETE FROM threadline_person_identities WHERE identity = :i",
+                      {"i": identity})
+    return True
+
+
+def _issue(conn: SqlRunner, hashed: str, identity: str, origin: str | None, now_us: int,
+           expires_us: int) -> None:
     conn.rowcount("DELETE FROM threadline_link_codes WHERE expires_us < :now OR identity = :i",
                   {"now": now_us, "i": identity})
-    conn.rowcount("INSERT INTO threadline_link_codes (code, identity, expires_us) "
-                  "VALUES (:c, :i, :e)", {"c": hashed, "i": identity, "e": expires_us})
+    conn.rowcount("INSERT INTO threadline_link_codes (code, identity, expires_us, origin) "
+                  "VALUES (:c, :i, :e, :o)",
+                  {"c": hashed, "i": identity, "e": expires_us, "o": origin})
 
 
-def _redeem(conn: SqlRunner, hashed: str, identity: str, now_us: int) -> str | None:
-    rows = conn.rows("SELECT identity, expires_us FROM threadline_link_codes WHERE code = :c",
-                     {"c": hashed})
+def _take(conn: SqlRunner, hashed: str, now_us: int) -> tuple[str, str | None, int] | None:
+    rows = conn.rows("SELECT identity, origin, expires_us FROM threadline_link_codes "
+                     "WHERE code = :c", {"c": hashed})
     if not rows:
         return None
-    issuer, expires_us = rows[0]
+    identity, origin, expires_us = rows[0]
     if conn.rowcount("DELETE FROM threadline_link_codes WHERE code = :c", {"c": hashed}) != 1:
         return None  # another redemption took it first
-    if expires_us < now_us or issuer == identity:
-        return None
-    return _link(conn, [issuer, identity], "code", now_us)
+    return None if expires_us < now_us else (identity, origin, int(expires_us))
 
 
 class SqlPeopleDirectory:
@@ -104,17 +117,25 @@ class SqlPeopleDirectory:
     async def remove(self, person_id: str) -> int:
         return await self.store.run("remove a person", _remove, person_id, write=True)
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
+    async def unlink(self, identity: str) -> bool:
+        return await self.store.run("unlink an identity", _unlink, identity, write=True)
+
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
         code = new_code()
         now = utc_now()
         await self.store.run("issue a link code", partial(
             _issue, expires_us=to_micros(now + timedelta(minutes=minutes))),
-            code_hash(code), identity, to_micros(now), write=True)
+            code_hash(code), identity, origin, to_micros(now), write=True)
         return code
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        return await self.store.run("redeem a link code", _redeem, code_hash(code), identity,
-                                    to_micros(utc_now()), write=True)
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        taken = await self.store.run("take a link code", _take, hashed, to_micros(utc_now()),
+                                     write=True)
+        if taken is None:
+            return None
+        identity, origin, expires_us = taken
+        return IssuedCode(identity, origin, from_micros(expires_us))
 
     async def kept(self, person: Person) -> AsyncIterator[Batch]:
         keys = [speaker_key(i) for i in person.identities]
