@@ -53,10 +53,15 @@ def build_spend_limit(settings: Settings, backend: Backend, providers: Providers
                               "or remove the budgets")
         return None
     prices = {}
+    model_prices = {}
     for agent, chosen in providers.agents.items():
         price = price_for(settings, chosen.provider.plug.name, chosen.model)
         if price is not None:
             prices[agent] = price
+        for model in chosen.chain:
+            price = price_for(settings, model.provider.plug.name, model.model)
+            if price is not None:
+                model_prices[agent, model.model] = price
     for scope, cap in (("agent", limits.per_agent), ("conversation", limits.per_conversation),
                        ("person", limits.per_person)):
         if cap is not None:
@@ -67,6 +72,7 @@ def build_spend_limit(settings: Settings, backend: Backend, providers: Providers
 
     return SpendLimitInterceptor(
         backend.spend, budgets=limits, day=SpendDay(settings.spend.timezone), prices=prices,
+        model_prices=model_prices,
         reserve=settings.spend.reserve_per_turn, on_spend=publish)
 
 
