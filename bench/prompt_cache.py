@@ -54,7 +54,8 @@ from threadline.agents.anthropic_provider import (  # noqa: E402
 from threadline.agents.llm import ModelRequest, ModelUsage  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.agents.summarizer import SummarizerAgent  # noqa: E402
-from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions  # noqa: E402
 from threadline.history.model import MessageMetadata  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
