@@ -136,6 +136,17 @@ def _console(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cli_inspect.console_main)
 
 
+def _config(p: argparse.ArgumentParser) -> None:
+    import threadline.cli.schema as cli_schema
+
+    config_actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    schema = config_actions.add_parser(
+        "schema", help="print the JSON Schema of the config file",
+        description="Print the JSON Schema of the whole config file, every registered "
+                    "platform, provider and backend included (editors validate with it).")
+    schema.set_defaults(handler=cli_schema.main)
+
+
 def _db(p: argparse.ArgumentParser) -> None:
     import threadline.cli.history as cli_history
 
@@ -166,6 +177,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
                 "records.", _inspect),
     "console": ("Serve the web console of reply records (conversations, what each agent saw, "
                 "charts, replay) on its own.", _console),
+    "config": ("Describe the config file (its JSON Schema).", _config),
     "db": ("Database maintenance.", _db),
 }
 
