@@ -25,13 +25,14 @@ default: SQLite at `./threadline.db`, the local channel, one `support` agent.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -48,11 +49,11 @@ from pydantic import (
 )
 
 from threadline.agents.providers import auto_provider, provider_plug
+from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 
@@ -82,9 +83,9 @@ class StoreSettings(_Section):
     @classmethod
     def _known_database(cls, url: str) -> str:
         try:
-            database_url(url)
-        except ConfigError:
-            raise ValueError("a sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL") from None
+            backend_for(url)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return url
 
 
@@ -409,11 +410,11 @@ def _line_index(node: yaml.Node, path: KeyPath = ()) -> Iterator[tuple[KeyPath, 
     yield path, node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            yield path + (str(key.value),), key.start_mark.line + 1
-            yield from _line_index(value, path + (str(key.value),))
+            yield (*path, str(key.value)), key.start_mark.line + 1
+            yield from _line_index(value, (*path, str(key.value)))
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            yield from _line_index(item, path + (index,))
+            yield from _line_index(item, (*path, index))
 
 
 class _Source:
@@ -474,10 +475,10 @@ def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str],
     if len(path) == 2 and path[0] == "channels":
         secrets = secrets | _platform_secrets(value)
     if isinstance(value, dict):
-        return {k: _resolve(v, path + (str(k),), source, env, secrets)
+        return {k: _resolve(v, (*path, str(k)), source, env, secrets)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, path + (i,), source, env, secrets) for i, v in enumerate(value)]
+        return [_resolve(v, (*path, i), source, env, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
     secret = bool(path) and path[-1] in secrets
@@ -508,13 +509,37 @@ def _suggested_variable(path: KeyPath) -> str:
     return "_".join(parts).upper() or "SECRET"
 
 
-def _describe_error(error: Mapping[str, Any]) -> str:
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds (`X`, `X | None`, `dict[str, X]`, `list[X]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The settings a model accepts at `loc` (a path ending in the key that was not known)."""
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if current is None:
+            return []
+        field = current.model_fields.get(str(part))
+        if field is not None:
+            current = _model_in(field.annotation)
+        # else: a key of a mapping or an index of a list; stay on its value's model
+    return list(current.model_fields) if current is not None else []
+
+
+def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
     kind = error["type"]
     found = error.get("input")
     if kind == "missing":
         return "required setting is missing"
     if kind == "extra_forbidden":
-        return "unknown setting (check the spelling; see `threadline init` for every option)"
+        key = str(error["loc"][-1]) if error.get("loc") else ""
+        known = _known_keys(model, error["loc"]) if model is not None else []
+        close = difflib.get_close_matches(key, [k for k in known if k != "base_dir"], n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "check the spelling"
+        return f"unknown setting ({hint} see `threadline init` for every option)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
     if len(shown) > 60:
@@ -543,10 +568,11 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
         try:
             validated[name] = channel_settings(entry)
         except ConfigError as exc:
-            problems.append(f"{source.where(where + ('type',))}: {exc}")
+            problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
+            model = platform_for(str(entry["type"])).settings
             problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
-                         f"{_describe_error(e)}" for e in exc.errors()]
+                         f"{_describe_error(e, model)}" for e in exc.errors()]
     return validated, problems
 
 
@@ -565,7 +591,7 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     if "channels" in resolved:
         resolved["channels"], problems = _validated_channels(resolved["channels"], source)
     model = resolved.get("model")
-    if isinstance(model, dict) and "api_key" not in model or model is None:
+    if (isinstance(model, dict) and "api_key" not in model) or model is None:
         # The key is a secret, so it is found in the environment without being named.
         variable = key_variable(str((model or {}).get("provider", AUTO_PROVIDER)),
                                 base_url=(model or {}).get("base_url"))
@@ -574,8 +600,8 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
-                     for e in exc.errors()]
+        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: "
+                     f"{_describe_error(e, Settings)}" for e in exc.errors()]
         raise ConfigError("\n".join(problems)) from exc
     problems = problems or cross_check(settings, source)
     if problems:

@@ -25,10 +25,10 @@ from aiohttp import web
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
+from threadline.backends import Backend, open_backend
 from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app
@@ -96,11 +96,13 @@ def build_provider() -> tuple[ModelProvider, Summarizer | None]:
 class Demo:
     """The demo's team, room and printing; `line()` handles one user message."""
 
-    def __init__(self, store: SqlConversationStore, out: TextIO) -> None:
+    def __init__(self, backend: Backend, out: TextIO) -> None:
+        store = backend.history
+        self.db = backend.shown_url.removeprefix("sqlite:///")
         self.out = out
         self.store = store
         self.turns = TurnLog()
-        self.inspector = Inspector(store=store, redactor=redactor_for())
+        self.inspector = Inspector(store=store, redactor=redactor_for(), records=backend.records)
         provider, summarizer = build_provider()
         interceptors = [ShowMachinery(self.turns)]
         self.support = Agent(
@@ -129,9 +131,10 @@ class Demo:
 
     async def serve_console(self) -> web.AppRunner:
         """The console on 127.0.0.1 while the demo runs; says where it is."""
-        runner = web.AppRunner(standalone_app(self.inspector.console([self.support,
-                                                                      self.billing])),
-                               access_log=None)
+        app = self.inspector.console([self.support, self.billing])
+        if app is None:
+            raise ConfigError("the demo's backend keeps no reply records: no console to serve")
+        runner = web.AppRunner(standalone_app(app), access_log=None)
         await runner.setup()
         try:
             await web.TCPSite(runner, "127.0.0.1", CONSOLE_PORT).start()
@@ -142,7 +145,7 @@ class Demo:
 
     async def greet(self) -> None:
         earlier = await self.store.count(self.room.conversation_id)
-        db = self.store.url.database
+        db = self.db
         memory = (f"{earlier} earlier turns remembered" if earlier
                   else "no earlier turns yet (run it again later: it will remember)")
         self.out.write(
@@ -194,8 +197,8 @@ async def _interactive(demo: Demo) -> None:
 async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
     if not db.parent.exists():
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
-    async with SqlConversationStore(f"sqlite:///{db}") as store:
-        demo = Demo(store, out)
+    async with open_backend(f"sqlite:///{db}") as backend:
+        demo = Demo(backend, out)
         await demo.team.start()
         console = await demo.serve_console()
         try:

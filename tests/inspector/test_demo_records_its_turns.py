@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from tests.cli.helpers import run_process
-from threadline.history import SqlConversationStore
-from threadline.inspector import SqlReplyRecords
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.records import SqlReplyRecords
 
 SCRIPT = "@support my order is 4417-B\n@billing the invoice for 4417-B, please\n"
 

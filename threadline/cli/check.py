@@ -20,12 +20,12 @@ from functools import partial
 
 import aiohttp
 
+from threadline.backends import BackendOptions, open_backend
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
 from threadline.config import Settings, load_settings
 from threadline.errors import ThreadlineError
-from threadline.history.database_url import sqlite_file
-from threadline.history.sql_store import SqlConversationStore
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
 
@@ -59,11 +59,11 @@ async def check_store(settings: Settings) -> str:
     planned = await asyncio.to_thread(new_sqlite_file, url)
     if planned is not None:
         return planned
-    async with SqlConversationStore(url, busy_timeout=settings.store.busy_timeout) as store:
-        conversations = await store.count()
-        spent = await spend_today(settings, store)
-        return (f"{store.url.render_as_string(hide_password=True)}: {conversations} turns "
-                f"stored; spent {spent}")
+    options = BackendOptions(busy_timeout=settings.store.busy_timeout)
+    async with open_backend(url, options) as backend:
+        conversations = await backend.history.count()
+        spent = await spend_today(settings, backend)
+        return f"{backend.shown_url}: {conversations} turns stored; spent {spent}"
 
 
 async def check_channel(name: str, settings: ChannelSettings) -> Report:

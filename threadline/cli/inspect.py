@@ -22,14 +22,14 @@ from typing import Any
 
 from aiohttp import web
 
+from threadline.backends import build_backend, open_backend
 from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.console.server import PREFIX, standalone_app
 from threadline.inspector.record import ReplyRecord
-from threadline.inspector.records import SqlReplyRecords
+from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import redactor_for
 from threadline.inspector.replay import ReplayOutcome
 from threadline.inspector.retention import cutoff, prune_records
@@ -176,7 +176,7 @@ def _part(part: dict[str, Any] | None) -> str:
 # -- commands --------------------------------------------------------------------------------
 
 
-async def _list(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _list(records: ReplyRecords, args: argparse.Namespace) -> int:
     found = await records.recent(args.conversation, agent=args.agent, limit=args.limit)
     if not found:
         print("no reply records" + (f" for {args.conversation!r}" if args.conversation else "")
@@ -187,7 +187,7 @@ async def _list(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _show(records: ReplyRecords, args: argparse.Namespace) -> int:
     record = await records.get(args.record)
     if record is None:
         raise ConfigError(f"no reply record {args.record!r} (or the prefix matches several); "
@@ -197,7 +197,7 @@ async def _show(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prune(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _prune(records: ReplyRecords, args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise ConfigError(f"--older-than must be a number of days >= 0, got {args.older_than}")
     removed = await prune_records(records, args.older_than)
@@ -207,7 +207,7 @@ async def _prune(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-_HANDLERS: dict[str, Callable[[SqlReplyRecords, argparse.Namespace], Awaitable[int]]] = {
+_HANDLERS: dict[str, Callable[[ReplyRecords, argparse.Namespace], Awaitable[int]]] = {
     "list": _list, "show": _show, "prune": _prune,
 }
 
@@ -220,8 +220,11 @@ def main(args: argparse.Namespace) -> int:
     require_database(url)
 
     async def run() -> int:
-        async with SqlConversationStore(url) as store:
-            return await _HANDLERS[args.action](SqlReplyRecords(store), args)
+        async with open_backend(url) as backend:
+            if backend.records is None:
+                raise ConfigError(f"backend {backend.name} keeps no reply records: there is "
+                                  "nothing to inspect")
+            return await _HANDLERS[args.action](backend.records, args)
 
     return asyncio.run(run())
 
@@ -237,8 +240,12 @@ def _replay(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         runtime = Runtime.build(settings)  # built, never started: no channel connects
-        async with runtime.store:
-            outcome = await runtime.inspector.replayer(runtime.team.agents).replay(
+        replayer = runtime.inspector.replayer(runtime.team.agents)
+        if replayer is None:
+            raise ConfigError(f"backend {runtime.backend.name} keeps no reply records: there "
+                              "is nothing to replay")
+        async with runtime.backend:
+            outcome = await replayer.replay(
                 args.record, model=args.model, mode="recorded" if args.recorded else "current")
         print(format_replay(outcome))
         return 0
@@ -267,13 +274,18 @@ def console_main(args: argparse.Namespace) -> int:
     async def serve() -> None:
         if settings is not None:
             runtime = Runtime.build(settings)  # for its store and agents (replay); not started
-            store, inspector, agents = runtime.store, runtime.inspector, runtime.team.agents
+            backend, inspector, agents = runtime.backend, runtime.inspector, runtime.team.agents
         else:
-            store = SqlConversationStore(url)
-            inspector = Inspector(store=store, redactor=redactor_for(None), record=False)
+            backend = build_backend(url)
+            inspector = Inspector(store=backend.history, redactor=redactor_for(None),
+                                  record=False, records=backend.records)
             agents = ()
-        async with store:
-            runner = web.AppRunner(standalone_app(inspector.console(agents)), access_log=None)
+        app = inspector.console(agents)
+        if app is None:
+            raise ConfigError(f"backend {backend.name} keeps no reply records: the console "
+                              "has nothing to show")
+        async with backend:
+            runner = web.AppRunner(standalone_app(app), access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, args.host, args.port)
             await site.start()

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     import threadline.cli.inspect as cli_inspect
     import threadline.cli.people as cli_people
     import threadline.cli.schedule as cli_schedule
+    import threadline.cli.schema as cli_schema
     import threadline.demo as demo
     from threadline.channels.registry import platform_names
 
@@ -116,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "agent saw, charts, replay) on its own.")
     cli_inspect.add_console_arguments(p)
     p.set_defaults(handler=cli_inspect.console_main)
+
+    config = command("config", "Describe the config file.")
+    config_actions = config.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = config_actions.add_parser(
+        "schema", help="print the JSON Schema of the config file",
+        description="Print the JSON Schema of the whole config file, every registered "
+                    "platform, provider and backend included (editors validate with it).")
+    p.set_defaults(handler=cli_schema.main)
 
     db = command("db", "Database maintenance.")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")

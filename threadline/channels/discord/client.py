@@ -8,6 +8,7 @@ they are process-wide; `ENDPOINTS` hands them out and refuses conflicting values
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,25 @@ from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
     from threadline.channels.discord.channel import DiscordChannel
+
+def _decode_gateway_json(text: Any) -> Any:
+    """discord.py's JSON decoder, tolerant of lone surrogates.
+
+    With orjson installed (other packages often pull it in) discord.py decodes every gateway
+    frame with it, and orjson refuses a lone surrogate (half an emoji, which Discord clients do
+    send): the frame raised, the gateway loop ended and the message was lost. The standard
+    library decodes it, and the turn is stored with U+FFFD (`history.model.storable_text`).
+    """
+    try:
+        return _fast_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
+_fast_json = discord.utils._from_json
+if discord.utils.HAS_ORJSON:
+    discord.utils._from_json = _decode_gateway_json
+
 
 # Guilds, guild messages, DMs and message content: what a conversational bot needs, no more.
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True,

@@ -271,7 +271,7 @@ class SlackChannel(Channel):
             await self._runner.cleanup()
             self._runner = None
         if self._socket is not None:
-            await self._socket.close_async()
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
         await self._session.close()
         self._session = self._client = self._directory = None
@@ -513,7 +513,7 @@ class SlackChannel(Channel):
         self._socket.client.wss_uri = str(opened["url"])
         try:
             async with asyncio.timeout(self._connect_timeout):
-                await self._socket.connect_async()
+                await self._socket.connect_async()  # type: ignore[no-untyped-call]
         except TimeoutError as error:
             raise ChannelError(f"Slack channel {self.name!r}: no Socket Mode connection after "
                                f"{self._connect_timeout:.0f} s") from error
