@@ -21,14 +21,16 @@ import signal
 import sys
 from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from threadline.agents.agent import Agent
-from threadline.agents.approvals import ApprovalBook, ApprovalGate
+from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import ModelProvider
 from threadline.agents.mcp import McpServer, McpToolset
+from threadline.backends import Backend, BackendOptions, build_backend
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -36,14 +38,13 @@ from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
 from threadline.history.retention import HistoryRetention
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
-from threadline.locks import PostgresConversationLock, SingleProcessGuard
+from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 from threadline.people.access import Access, AccessInterceptor, PeopleList
 from threadline.people.link_codes import link_command
@@ -141,16 +142,17 @@ class CountedEvents:
 class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""
 
-    def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
+    def __init__(self, *, settings: Settings, backend: Backend, team: Team,
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
                  proactive: Proactive | None = None,
                  stop_requested: asyncio.Event | None = None,
                  mcp_servers: Sequence[McpServer] = ()) -> None:
         self.settings = settings
-        self.store = store
+        self.backend = backend
+        self.store = store = backend.history
         self.team = team
         self.inspector = inspector
-        self.proactive = proactive or Proactive(settings, store)
+        self.proactive = proactive or Proactive(settings, backend)
         history = settings.history
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
@@ -172,7 +174,11 @@ class Runtime:
 
         `interactive=False` keeps channels off this process's terminal (`run --no-input`).
         """
-        store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
+        outbox = settings.store.outbox_path
+        backend = build_backend(settings.store.url, BackendOptions(
+            busy_timeout=settings.store.busy_timeout,
+            outbox_path=Path(outbox) if outbox else None))
+        store = backend.history
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
         providers = Providers(settings)
@@ -180,8 +186,10 @@ class Runtime:
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
         # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [
-            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
-            build_spend_limit(settings, store, providers, metrics)]
+            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+        spend_limit = build_spend_limit(settings, backend, providers, metrics)
+        if spend_limit is not None:
+            interceptors.append(spend_limit)
         access = access_for(settings)
         # Before anything that answers or spends: who may ask, then how often.
         interceptors.insert(1, AccessInterceptor(access))
@@ -191,13 +199,14 @@ class Runtime:
                 per_conversation=None, per_user=None,
                 per_person=Rate(rate.turns, rate.per_seconds),
                 reply=settings.access.rate_limit_reply))
-        inspector = Inspector.for_settings(settings, store)
-        proactive = Proactive(settings, store)  # schedules and handoff
+        inspector = Inspector.for_settings(settings, backend)
+        proactive = Proactive(settings, backend)  # schedules and handoff
         mcp_servers = {name: McpServer(name, entry)
                        for name, entry in settings.mcp_servers.items()}
         channel_by_name: dict[str, Channel] = {}
-        approvals = ApprovalGate(ApprovalBook(store), channels=channel_by_name, access=access,
-                                 approvers=settings.approvals.approvers,
+        # Without the backend's approval book, tools that need approval are refused, not run.
+        approvals = ApprovalGate(backend.approvals, store=store, channels=channel_by_name,
+                                 access=access, approvers=settings.approvals.approvers,
                                  timeout=settings.approvals.timeout_seconds)
 
         def toolsets(agent: str) -> list[McpToolset]:
@@ -227,12 +236,10 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
-        lock = (PostgresConversationLock(settings.store.url)
-                if store.dialect == "postgresql" else None)
         commands = default_commands()
-        if settings.people.link_codes:
+        if settings.people.link_codes and backend.people is not None:
             commands.register(link_command(minutes=settings.people.code_minutes))
-        team = Team(agents, lock=lock, commands=commands,
+        team = Team(agents, lock=backend.lock, inbox=backend.inbox, commands=commands,
                     answer_edits=settings.history.answer_edits)
         team.pipeline.access = access
         if any(a.require_approval for a in settings.agents.values()) or any(
@@ -257,17 +264,19 @@ class Runtime:
             channels.append(channel)
             proactive.channels[name] = channel
             channel_by_name[name] = channel
-        return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
-                   inspector=inspector, proactive=proactive, stop_requested=stop_requested,
-                   mcp_servers=list(mcp_servers.values()))
+        return cls(settings=settings, backend=backend, team=team, channels=channels,
+                   metrics=metrics, inspector=inspector, proactive=proactive,
+                   stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()))
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
-        if self.store.dialect == "sqlite" and self.store.url.database:
-            self._guard = SingleProcessGuard(f"{self.store.url.database}.owner-lock")
+        if self.backend.owner_file is not None:
+            self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here
-        await self.store.__aenter__()
-        await publish_today(self.settings, self.store, self.metrics)
+        for line in self.backend.missing():
+            log.warning(line, backend=self.backend.name)
+        await self.backend.__aenter__()
+        await publish_today(self.settings, self.backend, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
             outbox = writer.outbox
@@ -279,7 +288,8 @@ class Runtime:
             server.start()  # in the background: a server that is down is retried, not awaited
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
-            apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
+            app = self.inspector.console(self.team.agents) if console else None
+            apps = {CONSOLE_PREFIX: app} if app is not None else {}
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
                                  host=self.settings.ops.host, port=self.settings.ops.port,
                                  apps=apps)
@@ -349,7 +359,7 @@ class Runtime:
                 await self.ops.stop()
             await self.team.lock.close()
             with suppress(StoreError):
-                await self.store.close()
+                await self.backend.close()
             if self._guard is not None:
                 self._guard.release()
         log.info("runtime.stopped")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from threadline.agents import Agent
-from threadline.agents.approvals import ApprovalBook, ApprovalGate
+from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import ModelProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.approvals import SqlApprovalBook
 from threadline.channels.base import Channel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 
@@ -24,8 +25,8 @@ class Refunds:
 
 def approving_team(store: SqlConversationStore, provider: ModelProvider, channel: Channel,
                    refunds: Refunds, *, timeout: float = 600.0) -> Team:
-    gate = ApprovalGate(ApprovalBook(store), channels={channel.name: channel}, timeout=timeout,
-                        poll=0.05)
+    gate = ApprovalGate(SqlApprovalBook(store), store=store, channels={channel.name: channel},
+                        timeout=timeout, poll=0.05)
     agent = Agent(name="support", conversation_history=store, provider=provider,
                   tools=[refunds.refund], approvals=gate, require_approval=["refund"])
     team = Team([agent])

@@ -17,10 +17,11 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, t
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say, tool_call
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
-from threadline.agents.approvals import ApprovalBook, ApprovalGate
+from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.mcp import McpServer, McpServerSettings, McpToolset
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.approvals import SqlApprovalBook
 from threadline.history.assembler import AssemblerOptions
 from threadline.team import Team
 
@@ -228,7 +229,8 @@ async def test_a_server_that_requires_approval_waits_for_the_asker(
     try:
         model = tools_then_text([("calc__add", {"a": 20, "b": 22})], final="It is 42.")
         channel = RecordingChannel(name="room")
-        gate = ApprovalGate(ApprovalBook(store), channels={"room": channel}, poll=0.05)
+        gate = ApprovalGate(SqlApprovalBook(store), store=store, channels={"room": channel},
+                            poll=0.05)
         agent = Agent(name="support", conversation_history=store, provider=model,
                       toolsets=[McpToolset([guarded])], approvals=gate)
         team = Team([agent])

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
-from threadline.history.sql_store import SqlConversationStore
 
 ADA = Participant(kind="user", id="U1", display_name="ada")
 SUPPORT = Participant(kind="agent", id="support")

@@ -13,12 +13,12 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import ANN, BOB, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
+from threadline.backends.parts import people_for
+from threadline.backends.sql import SqlConversationStore
 from threadline.config import load_settings
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
 from threadline.history.model import Participant
 from threadline.interceptors.rate_limit import DEFAULT_REPLY, Rate, RateLimitInterceptor
-from threadline.people import people_for
 from threadline.people.access import Access, AccessInterceptor, PeopleList
 from threadline.runtime import access_for
 from threadline.team import Team

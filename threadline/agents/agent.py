@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import structlog
 
@@ -119,7 +119,7 @@ class _Run:
 
 def _as_tool(candidate: Any, agent_name: str) -> Tool:
     if all(hasattr(candidate, a) for a in ("name", "description", "input_schema", "run")):
-        return candidate
+        return cast(Tool, candidate)
     if inspect.iscoroutinefunction(candidate):
         return function_tool(candidate)
     raise ConfigError(

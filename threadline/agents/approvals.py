@@ -23,7 +23,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import structlog
@@ -32,16 +32,11 @@ from threadline.commands import Command, CommandChoice, CommandReply, CommandReq
 from threadline.errors import ChannelError
 from threadline.history.model import StoredMessage, ToolCall
 from threadline.history.speakers import identity_of
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_store import SqlConversationStore
+from threadline.history.store import ConversationStore
 from threadline.people.access import Access
 from threadline.turn import TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.approvals")
-
-_COLUMNS = ("approval_id, conversation_id, turn_id, agent, tool, input_json, approvers_json, "
-            "state, decided_by, result, is_error, posted, created_us, expires_us")
-
 
 class ApprovalChannel(Protocol):
     """What the gate needs of a channel: a post with buttons (`Channel.send_choices`)."""
@@ -77,75 +72,57 @@ def approval_id(turn_id: str, agent: str, tool: str, input: Mapping[str, Any]) -
     return "ap-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _row(row: Sequence[Any]) -> Approval:
-    return Approval(id=row[0], conversation_id=row[1], turn_id=row[2], agent=row[3],
-                    tool=row[4], input=json.loads(row[5]), approvers=tuple(json.loads(row[6])),
-                    state=row[7], decided_by=row[8], result=row[9], is_error=bool(row[10]),
-                    posted=bool(row[11]), created_us=int(row[12]), expires_us=int(row[13]))
-
-
-def _open(conn: SqlRunner, approval: Approval) -> Approval:
-    conn.rowcount(
-        f"INSERT INTO threadline_tool_approvals ({_COLUMNS}) VALUES (:id, :cid, :turn, :agent, "
-        ":tool, :input, :approvers, 'pending', NULL, NULL, :f, :f, :created, :expires) "
-        "ON CONFLICT DO NOTHING",
-        {"id": approval.id, "cid": approval.conversation_id, "turn": approval.turn_id,
-         "agent": approval.agent, "tool": approval.tool,
-         "input": json.dumps(dict(approval.input), sort_keys=True, ensure_ascii=False),
-         "approvers": json.dumps(list(approval.approvers)), "f": False,
-         "created": approval.created_us, "expires": approval.expires_us})
-    found = _get(conn, approval.id)
-    assert found is not None
-    return found
-
-
-def _get(conn: SqlRunner, id: str) -> Approval | None:
-    rows = conn.rows(f"SELECT {_COLUMNS} FROM threadline_tool_approvals "
-                     "WHERE approval_id = :id", {"id": id})
-    return _row(rows[0]) if rows else None
-
-
-def _move(conn: SqlRunner, id: str, before: str, after: str, extra: Mapping[str, Any]) -> bool:
-    sets = "".join(f", {column} = :{column}" for column in extra)
-    return conn.rowcount(f"UPDATE threadline_tool_approvals SET state = :after{sets} "
-                         "WHERE approval_id = :id AND state = :before",
-                         {"id": id, "before": before, "after": after, **extra}) == 1
-
-
-def _mark_posted(conn: SqlRunner, id: str) -> None:
-    conn.rowcount("UPDATE threadline_tool_approvals SET posted = :t WHERE approval_id = :id",
-                  {"id": id, "t": True})
-
-
-class ApprovalBook:
-    """The approvals table, over the store's own connection (one small typed part)."""
-
-    def __init__(self, store: SqlConversationStore) -> None:
-        self.store = store
+class ApprovalBook(Protocol):
+    """Where approvals are kept (a backend part; the SQL one is
+    `threadline.backends.sql.approvals.SqlApprovalBook`)."""
 
     async def open(self, approval: Approval) -> Approval:
         """The row for this call: created pending, or as an earlier attempt left it."""
-        return await self.store.run("open a tool approval", _open, approval, write=True)
+        ...
 
-    async def get(self, id: str) -> Approval | None:
-        return await self.store.run("read a tool approval", _get, id)
+    async def get(self, id: str) -> Approval | None: ...
 
     async def move(self, id: str, before: str, after: str, **extra: Any) -> bool:
         """`before` -> `after` if nobody moved it first; True when this call moved it."""
-        return await self.store.run("decide a tool approval", _move, id, before, after, extra,
-                                    write=True)
+        ...
+
+    async def mark_posted(self, id: str) -> None: ...
+
+
+class MemoryApprovalBook:
+    """Approvals in process memory (the memory backend's: gone at restart, like its turns)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, Approval] = {}
+
+    async def open(self, approval: Approval) -> Approval:
+        return self._rows.setdefault(approval.id, approval)
+
+    async def get(self, id: str) -> Approval | None:
+        return self._rows.get(id)
+
+    async def move(self, id: str, before: str, after: str, **extra: Any) -> bool:
+        found = self._rows.get(id)
+        if found is None or found.state != before:
+            return False
+        self._rows[id] = replace(found, state=after, **extra)
+        return True
 
     async def mark_posted(self, id: str) -> None:
-        await self.store.run("mark an approval shown", _mark_posted, id, write=True)
+        found = self._rows.get(id)
+        if found is not None:
+            self._rows[id] = replace(found, posted=True)
 
 
 class ApprovalGate:
     """Pauses a turn on a tool call until it is approved, denied or times out."""
 
-    def __init__(self, book: ApprovalBook, *, channels: Mapping[str, ApprovalChannel],
-                 access: Access | None = None, approvers: Sequence[str] = (),
+    def __init__(self, book: ApprovalBook | None, *, store: ConversationStore,
+                 channels: Mapping[str, ApprovalChannel], access: Access | None = None,
+                 approvers: Sequence[str] = (),
                  timeout: float = 600.0, poll: float = 0.25) -> None:
         self.book = book
+        self.store = store
         self.channels = channels
         self.access = access or Access()
         self.approvers = tuple(approvers)
@@ -155,12 +132,16 @@ class ApprovalGate:
 
     async def run(self, context: TurnContext, call: ToolCall, tool: Any) -> tuple[str, bool]:
         """The tool's (text, is_error) once approved, or what happened instead, as text."""
+        book = self.book
+        if book is None:
+            return (f"Not run: {call.name} needs a person's approval, and this deployment's "
+                    "store keeps no approvals. Tell the person it was not done.", True)
         inbound = context.inbound
         turn_id = reply_turn_id(inbound, context.agent.name)
         asker = identity_of(inbound)
         approvers = self.approvers or ((asker,) if asker else ())
         now_us = int(time.time() * 1_000_000)
-        approval = await self.book.open(Approval(
+        approval = await book.open(Approval(
             id=approval_id(turn_id, context.agent.name, call.name, call.input),
             conversation_id=context.conversation_id, turn_id=turn_id, agent=context.agent.name,
             tool=call.name, input=dict(call.input), approvers=approvers, state="pending",
@@ -168,24 +149,24 @@ class ApprovalGate:
         bound = context.log.bind(approval_id=approval.id, tool=call.name)
         if approval.state == "pending" and not approval.posted:
             try:
-                await self._show(context, approval)
+                await self._show(book, context, approval)
             except ChannelError as exc:
                 bound.warning("approval.not_shown", error=str(exc))
-                await self.book.move(approval.id, "pending", "expired")
+                await book.move(approval.id, "pending", "expired")
                 return (f"Not run: the request to approve {call.name} could not be posted "
                         f"({exc}). Tell the person it was not done.", True)
             bound.info("approval.asked", approvers=list(approvers))
-        approval = await self._decision(approval)
+        approval = await self._decision(book, approval)
         if approval.state == "approved":
-            if not await self.book.move(approval.id, "approved", "running"):
-                approval = await self.book.get(approval.id) or approval
+            if not await book.move(approval.id, "approved", "running"):
+                approval = await book.get(approval.id) or approval
             else:
                 bound.info("approval.running", decided_by=approval.decided_by)
                 try:
                     content, is_error = await tool.run(dict(call.input)), False
                 except Exception as exc:
                     content, is_error = f"Error: the tool {call.name} failed: {exc}", True
-                await self.book.move(approval.id, "running", "ran", result=content,
+                await book.move(approval.id, "running", "ran", result=content,
                                      is_error=is_error)
                 return content, is_error
         return self._outcome(approval)
@@ -202,7 +183,7 @@ class ApprovalGate:
         return (f"Not run: nobody approved this call to {approval.tool} in time. Tell the "
                 "person it was not done and that they can ask again.", True)
 
-    async def _show(self, context: TurnContext, approval: Approval) -> None:
+    async def _show(self, book: ApprovalBook, context: TurnContext, approval: Approval) -> None:
         channel = self.channels.get(context.channel or "")
         if channel is None:
             return  # no channel to ask in: it times out and the model is told so
@@ -214,16 +195,16 @@ class ApprovalGate:
         await channel.send_choices(context.inbound, text, (
             CommandChoice("Approve", f"/approve {approval.id}"),
             CommandChoice("Deny", f"/deny {approval.id}")), agent_name=approval.agent)
-        await self.book.mark_posted(approval.id)
+        await book.mark_posted(approval.id)
 
-    async def _decision(self, approval: Approval) -> Approval:
+    async def _decision(self, book: ApprovalBook, approval: Approval) -> Approval:
         """The row once it is no longer pending, or expired past its time."""
         event = self._decided.setdefault(approval.id, asyncio.Event())
         try:
             while approval.state == "pending":
                 left = approval.expires_us / 1_000_000 - time.time()
                 if left <= 0:
-                    await self.book.move(approval.id, "pending", "expired")
+                    await book.move(approval.id, "pending", "expired")
                 else:
                     # Woken at once by a click this process took; polled for another replica's.
                     try:
@@ -232,7 +213,7 @@ class ApprovalGate:
                     except TimeoutError:
                         pass
                     event.clear()
-                approval = await self.book.get(approval.id) or approval
+                approval = await book.get(approval.id) or approval
             return approval
         finally:
             self._decided.pop(approval.id, None)
@@ -242,12 +223,12 @@ class ApprovalGate:
     async def on_click(self, message: StoredMessage) -> None:
         """Decide at once on an `/approve ID` or `/deny ID` turn (called once it is recorded)."""
         words = message.content.split()
-        if len(words) < 2 or words[0] not in ("/approve", "/deny"):
+        if len(words) < 2 or words[0] not in ("/approve", "/deny") or self.book is None:
             return
         approval = await self.book.get(words[1])
         if approval is None or approval.state != "pending":
             return
-        names = await self.access.names_of(self.book.store, message)
+        names = await self.access.names_of(self.store, message)
         bound = log.bind(conversation_id=message.conversation_id, approval_id=approval.id)
         if not names & set(approval.approvers):
             bound.info("approval.refused_click", participant=message.participant.id)
@@ -263,11 +244,11 @@ class ApprovalGate:
     async def _answer(self, request: CommandRequest, verb: str) -> CommandReply:
         """The words a press is answered with, in its turn (the decision was made on arrival)."""
         words = request.call.args.split()
-        approval = await self.book.get(words[0]) if words else None
+        approval = await self.book.get(words[0]) if words and self.book is not None else None
         if approval is None:
             return CommandReply(f"There is no tool call waiting for approval with that id. "
                                 f"Use the {verb} button under the request.")
-        names = await self.access.names_of(self.book.store, request.message)
+        names = await self.access.names_of(self.store, request.message)
         if not names & set(approval.approvers):
             who = ", ".join(approval.approvers) or "nobody"
             return CommandReply(f"You may not decide on {approval.tool}: only {who} may. "

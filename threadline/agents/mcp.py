@@ -44,32 +44,47 @@ _PING_EVERY = 15.0
 class McpOAuth(BaseModel):
     """An operator's OAuth 2.1 client credential for a remote server (client_credentials)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     client_id: str
+    """The OAuth client id."""
     client_secret: str
+    """The OAuth client secret."""
     scopes: str | None = None
-    issuer: str | None = None  # the authorization server the credential belongs to
+    """Scopes asked for, space-separated (default: the server's)."""
+    issuer: str | None = None
+    """The authorization server the credential belongs to (default: found from the server)."""
 
 
 class McpServerSettings(BaseModel):
     """One `mcp_servers:` entry: a command to start (stdio) or a URL to reach, never both."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     command: str | None = None
+    """The command that starts a local server (stdio)."""
     args: list[str] = Field(default_factory=list)
+    """The command's arguments."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the command."""
     cwd: str | None = None
+    """The folder the command starts in."""
     url: str | None = None
+    """The address of a remote server."""
     transport: Literal["streamable_http", "sse"] = "streamable_http"
+    """How a remote server is spoken to: "streamable_http" or "sse"."""
     headers: dict[str, str] = Field(default_factory=dict)
-    token: str | None = None  # sent as `Authorization: Bearer <token>`
+    """HTTP headers sent to a remote server."""
+    token: str | None = None
+    """A bearer token, sent as `Authorization: Bearer <token>`."""
     oauth: McpOAuth | None = None
-    timeout: float = Field(default=30.0, gt=0)  # seconds for one tool call
+    """An OAuth client credential instead of a token (the keys below)."""
+    timeout: float = Field(default=30.0, gt=0)
+    """Seconds for one tool call."""
     connect_timeout: float = Field(default=10.0, gt=0)
-    # Every tool of this server waits for a person's approval in the channel.
+    """Seconds to connect and list the tools."""
     require_approval: bool = False
+    """Every tool of this server waits for a person's approval in the channel."""
 
     @model_validator(mode="after")
     def _one_way_in(self) -> McpServerSettings:
@@ -332,7 +347,7 @@ async def probe(name: str, settings: McpServerSettings, within: float = 10.0) ->
         await server.stop()
 
 
-class _two_streams:  # noqa: N801 - used like the SDK's context managers it wraps
+class _two_streams:
     """The SDK's transports yield two or three values; the session needs the first two."""
 
     def __init__(self, inner: Any, closing: httpx.AsyncClient | None = None) -> None:

@@ -18,13 +18,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
+from threadline.backends import open_backend
+from threadline.backends.registry import DEFAULT_STORE_URL
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.codec import message_from_dict, message_to_dict
-from threadline.history.database_url import DEFAULT_STORE_URL, sqlite_file
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.retention import prune_conversation
-from threadline.history.sql_store import SqlConversationStore
+from threadline.history.store import ConversationStore
 
 ACTIONS = {
     "list": "List conversations, most recently active first.",
@@ -115,7 +117,7 @@ def format_turn(message: StoredMessage) -> str:
     return "\n".join(lines)
 
 
-async def _list(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _list(store: ConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=args.limit)
     if not conversations:
         print("no conversations stored yet", file=sys.stderr)
@@ -125,7 +127,7 @@ async def _list(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _show(store: ConversationStore, args: argparse.Namespace) -> int:
     turns = await store.get(args.conversation, limit=args.limit, include_summaries=True)
     if not turns:
         raise ConfigError(f"conversation {args.conversation!r} has no stored turns; "
@@ -136,7 +138,7 @@ async def _show(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _search(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _search(store: ConversationStore, args: argparse.Namespace) -> int:
     windows = await store.search_context(args.conversation, args.query, limit=args.limit)
     if not windows:
         print(f"no turns of {args.conversation!r} match {args.query!r}", file=sys.stderr)
@@ -149,7 +151,7 @@ async def _search(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _export(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=ALL_CONVERSATIONS)
     progress = Progress("exported")
     target: IO[str] = args.target
@@ -181,7 +183,7 @@ def _read_export(path: Path) -> Iterator[tuple[int, StoredMessage]]:
             stream.close()
 
 
-async def _import(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _import(store: ConversationStore, args: argparse.Namespace) -> int:
     progress = Progress("imported")
     stored = duplicates = 0
     batch: list[StoredMessage] = []
@@ -206,7 +208,7 @@ async def _import(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _prune(store: ConversationStore, args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise ConfigError(f"--older-than must be a number of days >= 0, got {args.older_than}")
     cutoff = utc_now() - timedelta(days=args.older_than)
@@ -219,7 +221,7 @@ async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-StoreAction = Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]
+StoreAction = Callable[[ConversationStore, argparse.Namespace], Awaitable[int]]
 _HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
     "prune": _prune,
@@ -244,7 +246,8 @@ def run_action(url: str, action: StoreAction, args: argparse.Namespace, *,
     `target`, or standard output when None."""
 
     async def run() -> int:
-        async with SqlConversationStore(url) as store:
+        async with open_backend(url) as backend:
+            store = backend.history
             return await action(store, args)
 
     if target is None:
@@ -259,8 +262,8 @@ def upgrade_main(args: argparse.Namespace) -> int:
     url = store_url(args)
 
     async def run() -> str:
-        async with SqlConversationStore(url) as store:
-            return store.url.render_as_string(hide_password=True)
+        async with open_backend(url) as backend:
+            return backend.shown_url
 
     described = asyncio.run(run())
     print(f"database {described} is at the current schema", file=sys.stderr)

@@ -11,8 +11,8 @@ from tests.agents.approving import Refunds, approving_team
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.discord import DiscordChannel
-from threadline.history import SqlConversationStore
 
 model = fake_anthropic_fixture()
 

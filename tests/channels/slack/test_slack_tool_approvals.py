@@ -12,8 +12,8 @@ from tests.agents.approving import Refunds, approving_team
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.fakes.slack import FakeSlack
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 model = fake_anthropic_fixture()

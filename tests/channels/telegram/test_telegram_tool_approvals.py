@@ -12,8 +12,8 @@ from tests.agents.approving import Refunds, approving_team
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.fakes.telegram import ALICE, BOB, GROUP, FakeTelegram
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 
 model = fake_anthropic_fixture()
 
