@@ -39,10 +39,12 @@ from threadline.agents.llm import (
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
+from threadline.agents.seeing import with_images, without_images
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
-from threadline.errors import ConfigError, StoreError
+from threadline.errors import ConfigError, ModelError, StoreError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.file_store import FileStore
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import (
     MessageMetadata,
@@ -139,6 +141,7 @@ class Agent:
         outbox_path: str | Path | None = None,
         observer: TurnObserver | None = None,
         turn_tools: Sequence[TurnTool] = (),
+        sees_images: bool = True,
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -187,6 +190,10 @@ class Agent:
         self.observer = observer
         # Tools made for each turn with the turn's conversation and person in their closure.
         self.turn_tools = tuple(turn_tools)
+        # Where the bytes of turns' files are (set by the team); images go to the model as
+        # image blocks when it sees them, else it reads the line naming the image.
+        self.files: FileStore | None = None
+        self.sees_images = sees_images
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -317,7 +324,11 @@ class Agent:
         run.shown_ids = tuple(prompt.shown_ids)
         run.forgotten_through = prompt.forgotten_through
         run.trace.prompt_assembled(prompt)
-        return prompt.messages
+        if not self.sees_images:
+            return prompt.messages
+        messages, image_cost = await with_images(prompt.messages, context.inbound, self.files)
+        run.figures = replace(run.figures, token_count=run.figures.token_count + image_cost)
+        return messages
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(
@@ -362,6 +373,17 @@ class Agent:
     async def _ask(self, context: TurnContext, request: ModelRequest) -> ModelResponse:
         """One model call; its text is shown on the platform as it is written, where both the
         provider and the turn's delivery can."""
+        if any(m.images for m in request.messages):
+            try:
+                return await self._ask_once(context, request)
+            except ModelError as exc:
+                # A model that refuses the image (too large, a type it does not read) still
+                # answers the text; the turn's text names the image it could not see.
+                context.log.warning("agent.image_refused", error=str(exc))
+                request = replace(request, messages=without_images(request.messages))
+        return await self._ask_once(context, request)
+
+    async def _ask_once(self, context: TurnContext, request: ModelRequest) -> ModelResponse:
         deliver = context.deliver
         if deliver is None or not isinstance(self.provider, StreamingProvider):
             return await self.provider.complete(request)

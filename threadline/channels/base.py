@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from threadline.channels.files import FileIntake
 from threadline.errors import ConfigError, InvalidMessageError
 from threadline.history.model import MessageMetadata, StoredMessage
 
@@ -159,6 +160,9 @@ class Channel(ABC):
         # channel; a platform with a command menu is told them at start. A command arrives as
         # an ordinary turn whose text is the command as typed (`/forget confirm`).
         self.commands: tuple[Command, ...] = ()
+        # Where the files people send are kept and how large they may be (set by the team;
+        # None: files are not taken, and a turn that brings one says so).
+        self.file_intake: FileIntake | None = None
 
     @abstractmethod
     async def start(self, events: ChannelEvents) -> None:

@@ -12,6 +12,14 @@ Role = Literal["system", "user", "assistant"]
 
 
 @dataclass(frozen=True, slots=True)
+class PromptImage:
+    """An image shown to a model that sees: its bytes and their sniffed media type."""
+
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class PromptMessage:
     """One prompt turn from an agent's point of view.
 
@@ -22,6 +30,7 @@ class PromptMessage:
     role: Role
     content: str
     tool_exchanges: tuple[ToolExchange, ...] = ()
+    images: tuple[PromptImage, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("role", "content", "tool_exchanges"):

@@ -63,12 +63,14 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, ExtBot
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.files import take_in
 from threadline.channels.live import RateGate
 from threadline.channels.telegram.inbound import (
     Sender,
     button_turn,
     conversation_id,
     inbound_turn,
+    incoming_files,
     sender_of,
     text_of,
     turn_id,
@@ -296,6 +298,8 @@ class TelegramChannel(Channel):
         turn = inbound_turn(message, sender=sender, bot=self.identity)
         if turn is None:
             return  # stickers, joins and other messages without text
+        assert self._bot is not None
+        turn = await take_in(turn, incoming_files(message, self._bot), self.file_intake)
         await self._events.on_message(turn, self)
 
     async def _deliver_press(self, query: CallbackQuery) -> None:

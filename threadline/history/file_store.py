@@ -1,0 +1,155 @@
+"""Where the bytes of turns' files are kept: in the database up to a size, else in a directory.
+
+One row per distinct file (its sha256 is the key), so a picture sent ten times is kept once. The
+bytes of a file up to `inline_max_bytes` are in the row; a larger file is written to
+`directory` (named by its hash, written whole before the row exists, so a crash leaves at most
+an unreferenced file, never a row without bytes). Forgetting a file deletes both, once no stored
+turn names it any more.
+
+The store runs its statements through the conversation store's `run` (its connections and
+threads); this module is the only one that knows the table, so it can move with the SQL code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from threadline.errors import ConfigError
+
+log = structlog.get_logger("threadline.files")
+
+DEFAULT_INLINE_MAX_BYTES = 256 * 1024
+
+_INSERT = ("INSERT INTO threadline_files (sha256, media_type, size, data, path) "
+           "VALUES (:sha, :media_type, :size, :data, :path) ON CONFLICT (sha256) DO NOTHING")
+_READ = "SELECT data, path FROM threadline_files WHERE sha256 = :sha"
+_USED = "SELECT 1 FROM threadline_messages WHERE extra_json LIKE :pattern LIMIT 1"
+_PATH = "SELECT path FROM threadline_files WHERE sha256 = :sha"
+_DELETE = "DELETE FROM threadline_files WHERE sha256 = :sha"
+_DESCRIBE = "UPDATE threadline_files SET description = :text WHERE sha256 = :sha"
+_DESCRIPTION = "SELECT sha256, description FROM threadline_files WHERE sha256 IN ({keys})"
+
+
+class Runner(Protocol):
+    def rows(self, sql: str, params: dict[str, Any]) -> list[Any]: ...
+    def rowcount(self, sql: str, params: dict[str, Any]) -> int: ...
+
+
+class RunsStatements(Protocol):
+    """The conversation store's `run`: a function on a runner, in one transaction."""
+
+    async def run(self, action: str, fn: Any, *args: Any, write: bool = False) -> Any: ...
+
+
+class FileStore:
+    """Keeps and hands back file bytes by hash (see the module docstring)."""
+
+    def __init__(self, store: RunsStatements, *, directory: str | Path | None = None,
+                 inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES) -> None:
+        if not callable(getattr(store, "run", None)):
+            raise ConfigError(
+                f"files need a SQL conversation store (SQLite or PostgreSQL); "
+                f"{type(store).__name__} keeps no files. Set store.url in the config.")
+        self.store = store
+        self.directory = Path(directory) if directory else None
+        self.inline_max_bytes = inline_max_bytes
+
+    async def put(self, data: bytes, *, sha256: str, media_type: str) -> None:
+        """Keep `data` under its hash (nothing happens when it is kept already)."""
+        path: str | None = None
+        blob: bytes | None = data
+        if len(data) > self.inline_max_bytes:
+            if self.directory is None:
+                raise ConfigError(
+                    f"a {len(data):,}-byte file is over files.inline_max_bytes "
+                    f"({self.inline_max_bytes:,}) and no files.directory is set; set one")
+            await asyncio.to_thread(self._write, sha256, data)
+            path, blob = sha256, None
+        await self.store.run("keep a file", _insert, {
+            "sha": sha256, "media_type": media_type, "size": len(data), "data": blob,
+            "path": path}, write=True)
+
+    def _write(self, sha256: str, data: bytes) -> None:
+        assert self.directory is not None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.directory / sha256
+        if final.exists():
+            return
+        partial = final.with_suffix(".part")
+        with open(partial, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        partial.replace(final)
+
+    async def get(self, sha256: str) -> bytes | None:
+        """The bytes kept under `sha256`, or None when they are not (forgotten, never kept)."""
+        rows = await self.store.run("read a file", _rows, _READ, {"sha": sha256})
+        if not rows:
+            return None
+        data, path = rows[0]
+        if data is not None:
+            return bytes(data)
+        if path is None or self.directory is None:
+            return None
+        target = self.directory / path
+        return await asyncio.to_thread(target.read_bytes) if target.exists() else None
+
+    async def describe(self, sha256: str, text: str) -> None:
+        """Keep the short description a model wrote of an image (written once, reused)."""
+        await self.store.run("describe a file", _rowcount, _DESCRIBE,
+                             {"sha": sha256, "text": text}, write=True)
+
+    async def descriptions(self, sha256s: Iterable[str]) -> dict[str, str]:
+        """The descriptions kept for these files (files without one are left out)."""
+        keys = sorted(set(sha256s))
+        if not keys:
+            return {}
+        params = {f"k{i}": key for i, key in enumerate(keys)}
+        sql = _DESCRIPTION.format(keys=", ".join(f":{k}" for k in params))
+        rows = await self.store.run("read file descriptions", _rows, sql, params)
+        return {sha: text for sha, text in rows if text}
+
+    async def forget_unused(self, sha256s: Iterable[str]) -> int:
+        """Delete the bytes of these files that no stored turn names any more; how many."""
+        deleted = 0
+        for sha in sorted(set(sha256s)):
+            path = await self.store.run("forget a file", _forget, sha, write=True)
+            if path is False:
+                continue
+            deleted += 1
+            if path and self.directory is not None:
+                await asyncio.to_thread((self.directory / path).unlink, missing_ok=True)
+        if deleted:
+            log.info("files.forgotten", files=deleted)
+        return deleted
+
+
+def _insert(runner: Runner, params: dict[str, Any]) -> None:
+    runner.rowcount(_INSERT, params)
+
+
+def _rows(runner: Runner, sql: str, params: dict[str, Any]) -> list[Any]:
+    return [tuple(row) for row in runner.rows(sql, params)]
+
+
+def _rowcount(runner: Runner, sql: str, params: dict[str, Any]) -> int:
+    return runner.rowcount(sql, params)
+
+
+def _forget(runner: Runner, sha: str) -> str | None | bool:
+    """The deleted row's path (None: bytes were inline); False when kept (still used, or none)."""
+    if runner.rows(_USED, {"pattern": f'%"sha256": "{sha}"%'}):
+        return False
+    rows = runner.rows(_PATH, {"sha": sha})
+    if not rows:
+        return False
+    runner.rowcount(_DELETE, {"sha": sha})
+    path: str | None = rows[0][0]
+    return path
