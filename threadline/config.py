@@ -246,6 +246,30 @@ class SchedulerSettings(_Section):
     tool: bool = True
 
 
+class SpeechSettings(_Section):
+    """Speech to text for voice notes: an OpenAI-compatible `/audio/transcriptions` endpoint
+    (a hosted one, or a local whisper server). The key is read from `api_key_env`."""
+
+    base_url: str
+    model: str = "whisper-1"
+    api_key_env: str | None = None
+
+
+class FilesSettings(_Section):
+    """Files people send (pictures, documents, voice): kept with their turn. Bytes up to
+    `inline_max_bytes` are in the database, larger ones in `directory`. A file over a
+    channel's `max_file_mb` (`max_file_mb_for: {channel: MB}` per channel) is refused with a
+    note and the message's text still answered. Voice notes are transcribed only with
+    `speech` set."""
+
+    enabled: bool = True
+    directory: str = "threadline-files"
+    inline_max_bytes: int = Field(default=256 * 1024, ge=0)
+    max_file_mb: float = Field(default=20, gt=0)
+    max_file_mb_for: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    speech: SpeechSettings | None = None
+
+
 class ScheduleEntry(_Section):
     """A schedule the YAML keeps (`schedules: {name: ...}`): `message` posted as written or
     `prompt` answered by `agent` (default: the channel's first), at `at` once or on `cron`,
@@ -301,6 +325,8 @@ class AgentSettings(_Section):
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     channels: list[AgentChannel] = Field(default_factory=list)
+    # False for a model that cannot see: it reads the line naming each image instead.
+    sees_images: bool = True
 
     @field_validator("channels", mode="before")
     @classmethod
@@ -349,6 +375,7 @@ class Settings(_Section):
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     people: PeopleSettings = Field(default_factory=PeopleSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)

@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from threadline.agents.agent import Agent
+from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
@@ -187,7 +188,18 @@ class Runtime:
         ]
         lock = (PostgresConversationLock(settings.store.url)
                 if store.dialect == "postgresql" else None)
-        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits)
+        files = settings.files
+        intake, own_intake = file_intakes(
+            store, directory=files.directory, inline_max_bytes=files.inline_max_bytes,
+            max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
+            channels=list(settings.channels), speech_url=files.speech.base_url if files.speech else None,
+            speech_model=files.speech.model if files.speech else "",
+            speech_key_env=files.speech.api_key_env if files.speech else None,
+        ) if files.enabled else (None, {})
+        for agent in agents:
+            agent.sees_images = settings.agents[agent.name].sees_images
+        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits,
+                    files=intake)
         proactive.register(team)
         channels = []
         stop_requested = asyncio.Event()
@@ -200,6 +212,7 @@ class Runtime:
             context = ChannelContext(agents=tuple(a.name for a, _ in joined),
                                      interactive=interactive, request_stop=stop_requested.set)
             channel = platform_for(channel_settings.type).build(name, channel_settings, context)
+            channel.file_intake = own_intake.get(name)
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
