@@ -192,7 +192,8 @@ class Runtime:
         intake, own_intake = file_intakes(
             store, directory=files.directory, inline_max_bytes=files.inline_max_bytes,
             max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
-            channels=list(settings.channels), speech_url=files.speech.base_url if files.speech else None,
+            channels=list(settings.channels),
+            speech_url=files.speech.base_url if files.speech else None,
             speech_model=files.speech.model if files.speech else "",
             speech_key_env=files.speech.api_key_env if files.speech else None,
         ) if files.enabled else (None, {})

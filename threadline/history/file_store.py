@@ -3,8 +3,10 @@
 One row per distinct file (its sha256 is the key), so a picture sent ten times is kept once. The
 bytes of a file up to `inline_max_bytes` are in the row; a larger file is written to
 `directory` (named by its hash, written whole before the row exists, so a crash leaves at most
-an unreferenced file, never a row without bytes). Forgetting a file deletes both, once no stored
-turn names it any more.
+an unreferenced file, never a row without bytes); the row keeps the file's full path, so
+reading or forgetting it needs only the database. Forgetting a file (`forget_unused`: what
+`people forget`, `/forget-me` and retention call with the files of the turns they delete)
+deletes both, once no stored turn names it any more.
 
 The store runs its statements through the conversation store's `run` (its connections and
 threads); this module is the only one that knows the table, so it can move with the SQL code.
@@ -16,7 +18,7 @@ import asyncio
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -41,6 +43,7 @@ class Runner(Protocol):
     def rowcount(self, sql: str, params: dict[str, Any]) -> int: ...
 
 
+@runtime_checkable
 class RunsStatements(Protocol):
     """The conversation store's `run`: a function on a runner, in one transaction."""
 
@@ -69,24 +72,25 @@ class FileStore:
                 raise ConfigError(
                     f"a {len(data):,}-byte file is over files.inline_max_bytes "
                     f"({self.inline_max_bytes:,}) and no files.directory is set; set one")
-            await asyncio.to_thread(self._write, sha256, data)
-            path, blob = sha256, None
+            path = str(await asyncio.to_thread(self._write, sha256, data))
+            blob = None
         await self.store.run("keep a file", _insert, {
             "sha": sha256, "media_type": media_type, "size": len(data), "data": blob,
             "path": path}, write=True)
 
-    def _write(self, sha256: str, data: bytes) -> None:
+    def _write(self, sha256: str, data: bytes) -> Path:
         assert self.directory is not None
         self.directory.mkdir(parents=True, exist_ok=True)
-        final = self.directory / sha256
+        final = (self.directory / sha256).resolve()
         if final.exists():
-            return
+            return final
         partial = final.with_suffix(".part")
         with open(partial, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
         partial.replace(final)
+        return final
 
     async def get(self, sha256: str) -> bytes | None:
         """The bytes kept under `sha256`, or None when they are not (forgotten, never kept)."""
@@ -96,10 +100,7 @@ class FileStore:
         data, path = rows[0]
         if data is not None:
             return bytes(data)
-        if path is None or self.directory is None:
-            return None
-        target = self.directory / path
-        return await asyncio.to_thread(target.read_bytes) if target.exists() else None
+        return None if path is None else await asyncio.to_thread(_read, Path(path))
 
     async def describe(self, sha256: str, text: str) -> None:
         """Keep the short description a model wrote of an image (written once, reused)."""
@@ -116,19 +117,32 @@ class FileStore:
         rows = await self.store.run("read file descriptions", _rows, sql, params)
         return {sha: text for sha, text in rows if text}
 
-    async def forget_unused(self, sha256s: Iterable[str]) -> int:
-        """Delete the bytes of these files that no stored turn names any more; how many."""
-        deleted = 0
-        for sha in sorted(set(sha256s)):
-            path = await self.store.run("forget a file", _forget, sha, write=True)
-            if path is False:
-                continue
-            deleted += 1
-            if path and self.directory is not None:
-                await asyncio.to_thread((self.directory / path).unlink, missing_ok=True)
-        if deleted:
-            log.info("files.forgotten", files=deleted)
-        return deleted
+
+
+async def forget_unused(store: object, sha256s: Iterable[str]) -> int:
+    """Delete the bytes (row and file on disk) of these files that no stored turn names any
+    more; how many were deleted. A store without SQL (in memory) keeps no files: 0."""
+    if not isinstance(store, RunsStatements):
+        return 0
+    deleted = 0
+    for sha in sorted(set(sha256s)):
+        path = await store.run("forget a file", _forget, sha, write=True)
+        if path is False:
+            continue
+        deleted += 1
+        if path:
+            await asyncio.to_thread(Path(path).unlink, missing_ok=True)
+    if deleted:
+        log.info("files.forgotten", files=deleted)
+    return deleted
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None when it is gone (deleted by hand: the turn says so)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _insert(runner: Runner, params: dict[str, Any]) -> None:

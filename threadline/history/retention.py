@@ -17,6 +17,8 @@ from functools import partial
 
 import structlog
 
+from threadline.history.file_store import forget_unused
+from threadline.history.files import files_of
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
 from threadline.periodic import Periodic
@@ -45,6 +47,8 @@ async def prune_conversation(store: ConversationStore, conversation_id: str,
         if not old:
             return removed
         removed += await store.delete_messages(conversation_id, [m.id for m in old])
+        await forget_unused(store, (f.sha256 for m in old for f in files_of(m.metadata.extra)
+                                    if f.kept))
 
 
 async def prune_history(store: ConversationStore, default: float | None,

@@ -10,8 +10,9 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from typing import IO, Any
 
@@ -19,6 +20,8 @@ import structlog
 
 from threadline.errors import ConfigError
 from threadline.history.codec import message_to_dict
+from threadline.history.file_store import FileStore, RunsStatements, forget_unused
+from threadline.history.files import files_of
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of, speaker_key
 from threadline.history.sql_schema import to_micros
@@ -102,6 +105,26 @@ def _batch_lines(batch: Batch) -> list[str]:
     return lines
 
 
+def _files_named(messages: Iterable[StoredMessage]) -> list[str]:
+    """The hashes of the kept files these turns name, in order, once each."""
+    return list(dict.fromkeys(f.sha256 for m in messages
+                              for f in files_of(m.metadata.extra) if f.kept))
+
+
+async def _file_lines(store: ConversationStore, batch: Batch) -> list[str]:
+    """A `file` line (its bytes in base64) for each file the batch's turns and replies name."""
+    if not isinstance(store, RunsStatements):
+        return []
+    files = FileStore(store)
+    lines = []
+    for sha in _files_named([*batch.turns, *batch.replies]):
+        data = await files.get(sha)
+        if data is not None:
+            lines.append(_line("file", {"sha256": sha, "size": len(data),
+                                        "data_base64": base64.b64encode(data).decode()}))
+    return lines
+
+
 async def export_person(store: ConversationStore, reference: str, target: IO[str], *,
                         outbox: Outbox | None = None) -> Counts:
     """Write everything kept about a person to `target` as JSON Lines, batch by batch.
@@ -115,6 +138,7 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     progress = _Progress("people.export", person)
     async for batch in _kept(store, person):
         target.writelines(_batch_lines(batch))
+        target.writelines(await _file_lines(store, batch))
         progress.add(batch.counts())
     entries = await _outbox_entries(outbox, person)
     target.writelines(_line("outbox", message_to_dict(m)) for m in entries)
@@ -165,6 +189,11 @@ async def forget_person(store: ConversationStore, reference: str, *,
     if outbox is not None and entries:
         await outbox.remove([m.id for m in entries])
         progress.add({"outbox": len(entries)})
+    # Their files' bytes go once no turn left names them (another person may have sent the
+    # same picture).
+    files: list[str] = []
+    async for batch in _kept(store, person):
+        files += _files_named([*batch.turns, *batch.replies])
     if isinstance(store, SqlConversationStore):
         keys = [speaker_key(i) for i in person.identities]
         agents: dict[str, list[str]] = {}
@@ -187,6 +216,7 @@ async def forget_person(store: ConversationStore, reference: str, *,
                                                                 ids)})
         directory = people_for(store)
         await directory.remove(person.person_id)
+    progress.add({"files": await forget_unused(store, files)})
     return progress.done()
 
 
