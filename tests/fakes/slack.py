@@ -110,6 +110,8 @@ class FakeSlack:
     ) -> None:
         self.signing_secret = signing_secret
         self.bot_token = bot_token
+        self.files: dict[str, bytes] = {}  # file id -> bytes served at url_private
+        self.file_downloads: list[str] = []
         self.app_token = app_token
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -140,6 +142,7 @@ class FakeSlack:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._file)
         app.router.add_get("/socket", self._socket_endpoint)
         app.router.add_post("/commands/{trigger}", self._command_response)
         self._runner = web.AppRunner(app, access_log=None)
@@ -215,16 +218,37 @@ class FakeSlack:
     def next_ts(self) -> str:
         return f"1700000000.{next(self._ts):06d}"
 
+    def add_file(self, data: bytes, *, name: str, size: int | None = None) -> dict[str, Any]:
+        """A file object as a `file_share` event carries it; its bytes are served at
+        `url_private` to requests with the bot token. `size` is what Slack claims."""
+        file_id = f"F{len(self.files) + 1:04d}"
+        self.files[file_id] = data
+        return {"id": file_id, "name": name, "size": len(data) if size is None else size,
+                "url_private": f"http://127.0.0.1:{self._port}/files-pri/{file_id}/{name}"}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+            return web.Response(status=302, headers={"Location": f"http://127.0.0.1:{self._port}/"})
+        if file_id not in self.files:
+            return web.Response(status=404)
+        self.file_downloads.append(file_id)
+        return web.Response(body=self.files[file_id])
+
     def message_event(
         self, text: str, *, user: str | None = "U0ALICE", channel: str = "C0GENERAL",
         channel_type: str = "channel", thread_ts: str | None = None,
         parent_user_id: str | None = None, bot_id: str | None = None,
         subtype: str | None = None, ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A `message` event as Slack sends it (a fresh `ts` unless given)."""
+        """A `message` event as Slack sends it (a fresh `ts` unless given); with `files`
+        (from `add_file`) a `file_share`."""
         ts = ts or self.next_ts()
         event: dict[str, Any] = {"type": "message", "channel": channel, "text": text, "ts": ts,
                                  "event_ts": ts, "channel_type": channel_type}
+        if files:
+            event["files"], subtype = files, subtype or "file_share"
         optional = {"user": user, "thread_ts": thread_ts, "parent_user_id": parent_user_id,
                     "bot_id": bot_id, "subtype": subtype}
         event.update({k: v for k, v in optional.items() if v is not None})
