@@ -50,11 +50,13 @@ from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
     dm_location,
+    incoming_files,
     locate,
     render_text,
     stored_id,
     to_stored_message,
 )
+from threadline.channels.files import take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.text import split_text
@@ -345,8 +347,9 @@ class DiscordChannel(Channel):
                 message.channel, guild_id=message.guild.id if message.guild else None,
                 channel_id=message.channel.id)
             context["conversation_id"] = location.conversation_id
-            inbound = to_stored_message(message, location=location,
-                                        bot_user_id=self._bot_user_id)
+            inbound = await take_in(
+                to_stored_message(message, location=location, bot_user_id=self._bot_user_id),
+                incoming_files(message), self.file_intake)
             assert self._events is not None
             try:
                 await self._events.on_message(inbound, self)
