@@ -34,7 +34,7 @@ async def test_forget_me_and_people_forget_delete_the_bytes(tmp_path: Path) -> N
     picture, invoice = png(1200, 900), pdf("Invoice 4417 for Alice")
     async with FakeTelegram() as fake, FakeAnthropic() as model, \
             SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
-        model.script(*[text("Noted.")] * 3)
+        model.script(*[text("Noted.")] * 4)  # three answers, one description of the photo
         files = FileIntake(store=FileStore(store, directory=directory, inline_max_bytes=1500))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client()))], files=files)

@@ -39,7 +39,7 @@ from threadline.agents.llm import (
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
-from threadline.agents.seeing import with_images, without_images
+from threadline.agents.seeing import describe_images, with_images, without_images
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, ModelError, StoreError
 from threadline.history.addressing import mentions_in_text
@@ -286,6 +286,9 @@ class Agent:
             stop_reason = "timeout"
             context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
                                 tool_exchanges=len(run.exchanges))
+        if self.sees_images:
+            await describe_images(context.inbound, files=self.files, store=context.store,
+                                  provider=self.provider, model=self.model)
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
         if nothing_to_say(context.inbound, text):
             text = ""  # a scheduled prompt with nothing worth posting now posts nothing

@@ -28,7 +28,7 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
     async with FakeDiscord() as fake, FakeAnthropic() as model, SqlConversationStore(
             f"sqlite+aiosqlite:///{tmp_path / 'd.db'}") as store:
         world = DiscordWorld.build(fake)
-        model.script(text("A screenshot and a receipt."))
+        model.script(text("A screenshot and a receipt."), text("A grey screenshot."))
         files = FileIntake(store=FileStore(store, directory=tmp_path / "files"))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client(), stream=False))],

@@ -31,7 +31,7 @@ async def test_a_shared_png_and_pdf_reach_the_model_and_a_huge_file_is_refused(
             f"sqlite+aiosqlite:///{tmp_path / 's.db'}") as store:
         fake.add_user("U0ALICE", display_name="Alice")
         fake.add_channel("C0GENERAL", name="general")
-        model.script(*[text("Looked at it.")] * 3)
+        model.script(*[text("Looked at it.")] * 4)
         files = FileIntake(store=FileStore(store, directory=tmp_path / "files"))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client(), stream=False))],
@@ -53,7 +53,7 @@ async def test_a_shared_png_and_pdf_reach_the_model_and_a_huge_file_is_refused(
         finally:
             await team.stop()
         assert fake.file_downloads == ["F0001", "F0002"]  # the 30 MB file is never fetched
-        first, second, third = (json.dumps(b) for b in model.bodies)
+        first, _describe, second, third = (json.dumps(b) for b in model.bodies)
         assert base64.b64encode(picture).decode() in first
         assert '"type": "image"' in first and '"type": "image"' not in second
         assert "Slack invoice 5521" in second

@@ -61,8 +61,8 @@ async def test_a_photo_a_pdf_and_a_voice_note_reach_the_model_and_stay(tmp_path:
     picture = png(800, 600)
     invoice = pdf("Invoice 4417 total 99 EUR")
     async with FakeTelegram() as fake, FakeAnthropic() as model, FakeOpenAI() as speech:
-        model.script(text("I see the error."), text("Your total is 99 EUR."),
-                     text("Noted."))
+        model.script(text("I see the error."), text("A dialog saying Error 500."),
+                     text("Your total is 99 EUR."), text("Noted."))
         updates = [
             fake.media(CHAT, ALICE, picture, kind="photo", caption="what is this error?"),
             fake.media(CHAT, ALICE, invoice, kind="document", name="invoice.pdf"),
@@ -71,13 +71,16 @@ async def test_a_photo_a_pdf_and_a_voice_note_reach_the_model_and_stay(tmp_path:
         await _run(url, tmp_path, fake, model, speech, updates)
         assert fake.file_downloads == ["file-1", "file-2", "file-3"]
 
-        first, second, third = model.bodies
+        first, describe, second, third = model.bodies
         images = [b for b in _blocks(first) if b["type"] == "image"]
         assert images == [{"type": "image", "source": {
             "type": "base64", "media_type": "image/png",
             "data": base64.b64encode(picture).decode()}}]
         assert "Invoice 4417 total 99 EUR" in json.dumps(second)
+        assert [b["type"] for b in _blocks(describe)] == ["image", "text"]
         assert not [b for b in _blocks(second) if b["type"] == "image"]  # sent once
+        # later prompts read the description the model wrote once, not the picture
+        assert "[image photo-1.jpg, 800x600: A dialog saying Error 500.]" in json.dumps(second)
         assert "this is what the voice note says" in json.dumps(third)
         assert speech.heard == [("whisper-test", ogg_voice())]
 
@@ -89,6 +92,7 @@ async def test_a_photo_a_pdf_and_a_voice_note_reach_the_model_and_stay(tmp_path:
         assert document.media_type == "application/pdf"
         assert voice.transcribed and voice.media_type == "audio/ogg"
         assert turns[2].content.startswith("this is what the voice note says")
+        assert await store.search(f"telegram:{CHAT.id}", "error 500")  # the description
         kept = FileStore(store, directory=tmp_path / "files", inline_max_bytes=200)
         assert await kept.get(photo.sha256) == picture
         assert await kept.get(document.sha256) == invoice
@@ -102,7 +106,8 @@ async def test_a_file_over_the_limit_is_refused_and_the_text_still_answered(
         tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
     async with FakeTelegram() as fake, FakeAnthropic() as model, FakeOpenAI() as speech:
-        model.script(text("I could not take the file, but here is help."), text("A picture."))
+        model.script(text("I could not take the file, but here is help."), text("A picture."),
+                     text("A grey square."))
         huge = fake.media(CHAT, ALICE, b"%PDF-1.4 big", kind="document", name="scan.pdf",
                           caption="please read my scan", declared_size=30 * 1024 * 1024)
         disguised = fake.media(CHAT, ALICE, png(), kind="document", name="invoice.pdf")
@@ -111,7 +116,8 @@ async def test_a_file_over_the_limit_is_refused_and_the_text_still_answered(
         prompt = json.dumps(model.bodies[0])
         assert "please read my scan" in prompt
         assert "30.0 MB is over this channel's limit of 20.0 MB" in prompt
-        assert [b["type"] for b in _blocks(model.bodies[1]) if b["type"] == "image"] == ["image"]
+        assert [b["type"] for b in _blocks(model.bodies[1])
+                if b["type"] == "image"] == ["image"]
     async with SqlConversationStore(url) as store:
         turns = [t for t in await store.get(f"telegram:{CHAT.id}")
                  if t.participant.kind == "user"]
