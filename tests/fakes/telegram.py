@@ -184,6 +184,8 @@ class FakeTelegram:
         self._queue: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}  # file_id -> bytes served by getFile's file route
         self.file_downloads: list[str] = []  # the file paths fetched, in order
+        self.uploads: list[dict[str, Any]] = []  # files the bot sent (sendPhoto, sendDocument)
+        self.uploads_in_flight: dict[str, tuple[str, bytes]] = {}
         self._confirmed_offset = 0
         self._new_update = asyncio.Event()
         self._recorded = asyncio.Condition()
@@ -368,6 +370,27 @@ class FakeTelegram:
         self.file_downloads.append(path)
         return web.Response(body=self.files[path])
 
+    async def _api_sendPhoto(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        return self._sent_file(params, "photo")
+
+    async def _api_sendDocument(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        return self._sent_file(params, "document")
+
+    def _sent_file(self, params: dict[str, Any], kind: str) -> dict[str, Any] | _Failure:
+        upload = self.uploads_in_flight.pop(kind, None)
+        if upload is None:
+            return _Failure(400, f"Bad Request: there is no {kind} in the request")
+        chat_id = int(params["chat_id"])
+        message_id = next(self._message_ids[chat_id])
+        self.uploads.append({"kind": kind, "chat_id": chat_id, "message_id": message_id,
+                             "filename": upload[0], "data": upload[1]})
+        described = {"file_id": f"sent-{message_id}", "file_unique_id": f"us{message_id}",
+                     "file_size": len(upload[1])}
+        media: Any = [{**described, "width": 1, "height": 1}] if kind == "photo" else {
+            **described, "file_name": upload[0]}
+        return {"message_id": message_id, "date": int(time.time()), kind: media,
+                "chat": self._chats.get(chat_id, TgChat(chat_id, "private")).as_dict()}
+
     async def _api_getFile(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
         file_id = str(params.get("file_id"))
         if file_id not in self.files:
@@ -427,6 +450,9 @@ class FakeTelegram:
         elif request.can_read_body:
             form = await request.post()
             params.update({k: _coerce(k, v) for k, v in form.items() if isinstance(v, str)})
+            for key, value in form.items():
+                if isinstance(value, web.FileField):  # a multipart upload (sendPhoto ...)
+                    self.uploads_in_flight[key] = (value.filename, value.file.read())
         return params
 
     async def _handle(self, request: web.Request) -> web.Response:

@@ -45,6 +45,14 @@ from threadline.errors import ConfigError, ModelError, StoreError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.file_store import FileStore
+from threadline.history.files import (
+    ToolFile,
+    TurnFile,
+    files_extra,
+    image_size,
+    sha256_of,
+    sniff,
+)
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import (
     MessageMetadata,
@@ -78,6 +86,10 @@ UNFINISHED_REPLY = {
 }
 
 
+# The text of a reply that is only a file a tool made (platforms post a file with no text).
+FILES_ONLY_REPLY = "Here it is."
+
+
 @dataclass(slots=True)
 class _Run:
     """What one turn has gathered so far (kept outside the timeout so a timeout keeps it)."""
@@ -91,6 +103,7 @@ class _Run:
     person: PersonMemory | None = None  # the answered person's memory (person_memory on)
     forgotten_through: int | None = None  # the agent was asked to forget up to here (/forget)
     trace: TurnTrace = NO_TRACE
+    files: list[TurnFile] = field(default_factory=list)  # files tools made, sent with the reply
 
     def add(self, response: ModelResponse) -> None:
         self.calls += 1
@@ -292,10 +305,12 @@ class Agent:
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
         if nothing_to_say(context.inbound, text):
             text = ""  # a scheduled prompt with nothing worth posting now posts nothing
+        if run.files and not text:
+            text = FILES_ONLY_REPLY
         exchanges = tuple(run.exchanges)
         return AgentResult(
             agent_name=self.name, conversation_id=context.conversation_id, output=text,
-            outbound=self._outbound(context.inbound, text, exchanges)
+            outbound=self._outbound(context.inbound, text, exchanges, tuple(run.files))
             if text or exchanges else None,
             tool_exchanges=exchanges, usage=run.usage,
             latency=time.perf_counter() - started, prompt=run.figures,
@@ -366,7 +381,7 @@ class Agent:
             if context.deliver is not None:
                 await context.deliver.working(", ".join(c.name for c in response.tool_calls))
             exchanges = await asyncio.gather(
-                *(self._run_tool(context, call, by_name) for call in response.tool_calls))
+                *(self._run_tool(context, call, by_name, run) for call in response.tool_calls))
             if context.deliver is not None:
                 await context.deliver.working()
             run.exchanges.extend(exchanges)
@@ -401,7 +416,7 @@ class Agent:
         return await self.provider.stream(request, on_text=show)
 
     async def _run_tool(
-        self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool]
+        self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool], run: _Run
     ) -> ToolExchange:
         tool = by_name.get(call.name)
         if tool is None:
@@ -410,7 +425,8 @@ class Agent:
             is_error = True
         else:
             try:
-                content = await tool.run(dict(call.input))
+                made = await tool.run(dict(call.input))
+                content = made if isinstance(made, str) else await self._keep_file(made, run)
                 is_error = False
             except Exception as exc:
                 # A failing tool is news for the model (it can apologise or try another way),
@@ -421,12 +437,28 @@ class Agent:
         return ToolExchange(call=call, result=ToolResult(
             tool_call_id=call.id, content=str(content), is_error=is_error))
 
+    async def _keep_file(self, made: ToolFile, run: _Run) -> str:
+        """Keep a file a tool made and send it with the reply; what the model reads of it."""
+        if self.files is None:
+            raise ConfigError(f"agent {self.name!r}: a tool made the file {made.name!r}, but "
+                              "no files are set up (the files section of the config)")
+        file = TurnFile(name=made.name, media_type=sniff(made.data, made.name),
+                        size=len(made.data), sha256=sha256_of(made.data))
+        if file.kind == "image":
+            width, height = image_size(made.data)
+            file = replace(file, width=width, height=height)
+        await self.files.put(made.data, sha256=file.sha256, media_type=file.media_type)
+        run.files.append(file)
+        return (f"The file {file.name} ({file.media_type}, {file.size:,} bytes) will be sent "
+                "with your reply.")
+
     def reply_turn(self, inbound: StoredMessage, text: str) -> StoredMessage:
         """A reply to `inbound` written without the model (a command's answer), as a turn."""
         return self._outbound(inbound, text, ())
 
     def _outbound(
-        self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...]
+        self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...],
+        files: tuple[TurnFile, ...] = (),
     ) -> StoredMessage:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
@@ -442,6 +474,7 @@ class Agent:
                 mentions=tuple(mentions_in_text(text)),
                 reply_to_message_id=source.message_id,
                 reply_to_participant_id=inbound.participant.id,
+                extra=files_extra(files),
             ),
             tool_exchanges=exchanges,
         )

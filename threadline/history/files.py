@@ -76,6 +76,15 @@ class TurnFile:
         return f"[file {self.name}, {self.media_type}, {self.size:,} bytes]"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolFile:
+    """A file a tool made (a chart, an export): returned by the tool, it is kept, named to
+    the model, and uploaded with the agent's reply on the platform."""
+
+    name: str
+    data: bytes
+
+
 def files_of(extra: Mapping[str, Any]) -> tuple[TurnFile, ...]:
     """The files a turn's `metadata.extra` records (none for a turn without files)."""
     return tuple(TurnFile.from_dict(raw) for raw in extra.get(FILES_KEY) or ())

@@ -14,18 +14,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.anthropic import FakeAnthropic, text
+from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.files import ogg_voice, pdf, png
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.speech import SpeechToText
+from threadline.agents.tools import tool
 from threadline.channels.files import FileIntake
 from threadline.channels.telegram import TelegramChannel
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import files_of
+from threadline.history.files import ToolFile, files_of
 from threadline.team import Team
 
 CHAT = private_chat(ALICE)
@@ -124,3 +125,34 @@ async def test_a_file_over_the_limit_is_refused_and_the_text_still_answered(
         refused, picture = (files_of(t.metadata.extra)[0] for t in turns)
         assert refused.note and not refused.sha256
         assert picture.media_type == "image/png" and picture.name == "invoice.pdf"
+
+
+async def test_a_chart_a_tool_made_is_sent_once_with_sendphoto(tmp_path: Path) -> None:
+    chart = png(300, 200)
+
+    @tool
+    async def draw_chart() -> ToolFile:
+        """Draws this month's sales as a chart."""
+        return ToolFile(name="sales.png", data=chart)
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    async with FakeTelegram() as fake, FakeAnthropic() as model, \
+            SqlConversationStore(url) as store:
+        model.script(tool_use("draw_chart", {}), text("Here is the chart."))
+        agent = Agent(name="support", conversation_history=store, tools=[draw_chart],
+                      provider=AnthropicProvider(model.client(), stream=False))
+        team = Team([agent], files=FileIntake(store=FileStore(store)))
+        team.attach(TelegramChannel(name="tg", **fake.channel_settings()))
+        await team.start()
+        try:
+            await fake.deliver(fake.message(CHAT, ALICE, "chart my sales please"))
+            await fake.wait_for_calls("sendPhoto", 1)
+        finally:
+            await team.stop()
+        assert [(u["kind"], u["filename"], u["data"]) for u in fake.uploads] == [
+            ("photo", "sales.png", chart)]
+        assert len(fake.calls_to("sendMessage")) == 1  # the text, then the picture, once
+        reply = (await store.get(f"telegram:{CHAT.id}"))[-1]
+        [sent] = files_of(reply.metadata.extra)
+        assert (sent.name, sent.media_type, sent.width) == ("sales.png", "image/png", 300)
+        assert reply.metadata.extra["part_ids"][-1] == str(fake.uploads[0]["message_id"])
