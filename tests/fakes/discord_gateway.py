@@ -181,6 +181,7 @@ class FakeDiscord:
         self.port = 0
         self.attachments: dict[str, bytes] = {}  # attachment id -> bytes at its CDN url
         self.attachment_downloads: list[str] = []
+        self.uploaded: list[dict[str, Any]] = []  # files the bot attached to its messages
 
     # -- server lifecycle ------------------------------------------------------------------
 
@@ -494,7 +495,15 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
-        body = await request.json() if request.can_read_body else None
+        if request.content_type == "multipart/form-data":  # a message with attachments
+            form = await request.post()
+            body = json.loads(str(form["payload_json"]))
+            for value in form.values():
+                if isinstance(value, web.FileField):
+                    self.uploaded.append({"path": path, "filename": value.filename,
+                                          "data": value.file.read()})
+        else:
+            body = await request.json() if request.can_read_body else None
         response = self._answer(request.method, path, body, request.headers.get("Authorization"))
         self.calls.append(RecordedCall(request.method, path, body, response.status,
                                        request.headers.get("Authorization"), time.monotonic()))

@@ -10,16 +10,17 @@ import base64
 import json
 from pathlib import Path
 
-from tests.fakes.anthropic import FakeAnthropic, text
+from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from tests.fakes.files import pdf, png
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.agents.tools import tool
 from threadline.channels.discord import DiscordChannel
 from threadline.channels.files import FileIntake
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import files_of
+from threadline.history.files import ToolFile, files_of
 from threadline.team import Team
 
 
@@ -55,3 +56,34 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
         assert (screen.media_type, screen.width, screen.height) == ("image/png", 640, 480)
         assert receipt.media_type == "application/pdf"
         assert await files.store.get(receipt.sha256) == invoice
+
+
+async def test_a_chart_a_tool_made_is_attached_once(tmp_path: Path) -> None:
+    chart = png(300, 200)
+
+    @tool
+    async def draw_chart() -> ToolFile:
+        """Draws this month's sales as a chart."""
+        return ToolFile(name="sales.png", data=chart)
+
+    async with FakeDiscord() as fake, FakeAnthropic() as model, SqlConversationStore(
+            f"sqlite+aiosqlite:///{tmp_path / 'd.db'}") as store:
+        world = DiscordWorld.build(fake)
+        model.script(tool_use("draw_chart", {}), text("Here is the chart."))
+        team = Team([Agent(name="support", conversation_history=store, tools=[draw_chart],
+                           provider=AnthropicProvider(model.client(), stream=False))],
+                    files=FileIntake(store=FileStore(store)))
+        team.attach(DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                   gateway_url=fake.gateway_url, guild_ready_timeout=0.02))
+        await team.start()
+        try:
+            await fake.deliver_message(world.general, author=world.ada, mentions=(fake.bot,),
+                                       content=f"<@{fake.bot.id}> chart my sales")
+            await fake.wait_for_posts(2)
+        finally:
+            await team.stop()
+        assert [(u["path"], u["filename"], u["data"]) for u in fake.uploaded] == [
+            (f"/channels/{world.general}/messages", "sales.png", chart)]
+        reply = (await store.get(f"discord:{world.guild.id}:{world.general}"))[-1]
+        assert files_of(reply.metadata.extra)[0].name == "sales.png"
+        assert len(reply.metadata.extra["part_ids"]) == 2  # the text and the attachment

@@ -11,16 +11,17 @@ import base64
 import json
 from pathlib import Path
 
-from tests.fakes.anthropic import FakeAnthropic, text
+from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.files import pdf, png
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.agents.tools import tool
 from threadline.channels.files import FileIntake
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import files_of
+from threadline.history.files import ToolFile, files_of
 from threadline.team import Team
 
 
@@ -63,3 +64,36 @@ async def test_a_shared_png_and_pdf_reach_the_model_and_a_huge_file_is_refused(
         assert (shot.name, shot.media_type, shot.platform_id) == ("shot.png", "image/png",
                                                                   "F0001")
         assert await files.store.get(shot.sha256) == picture
+
+
+async def test_a_chart_a_tool_made_is_shared_once_in_the_thread(tmp_path: Path) -> None:
+    chart = png(300, 200)
+
+    @tool
+    async def draw_chart() -> ToolFile:
+        """Draws this month's sales as a chart."""
+        return ToolFile(name="sales.png", data=chart)
+
+    async with FakeSlack() as fake, FakeAnthropic() as model, SqlConversationStore(
+            f"sqlite+aiosqlite:///{tmp_path / 's.db'}") as store:
+        fake.add_user("U0ALICE", display_name="Alice")
+        fake.add_channel("C0GENERAL", name="general")
+        model.script(tool_use("draw_chart", {}), text("Here is the chart."))
+        team = Team([Agent(name="support", conversation_history=store, tools=[draw_chart],
+                           provider=AnthropicProvider(model.client(), stream=False))],
+                    files=FileIntake(store=FileStore(store)))
+        channel = SlackChannel(**fake.channel_settings())
+        team.attach(channel, respond_to_all=True)
+        await team.start()
+        try:
+            post = fake.message_event("chart my sales")
+            await fake.deliver_event(channel.events_url, post)
+            await fake.wait_for_calls("files.completeUploadExternal", 1)
+        finally:
+            await team.stop()
+        assert [(u["filename"], u["data"], u["channel"], u["thread_ts"])
+                for u in fake.uploaded] == [("sales.png", chart, "C0GENERAL", post["ts"])]
+        assert len(fake.calls_to("files.getUploadURLExternal")) == 1
+        reply = (await store.get(f"slack:T0FAKE:C0GENERAL:{post['ts']}"))[-1]
+        assert files_of(reply.metadata.extra)[0].name == "sales.png"
+        assert reply.metadata.extra["part_ids"][-1] == fake.uploaded[0]["id"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
@@ -498,6 +500,16 @@ class DiscordChannel(Channel):
             posted.append(str(sent.id))
         bound.debug("discord.replied", parts=len(posted))
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """A message carrying the file as its attachment (multipart), where `inbound` was."""
+        target, _ = self.reply_target(inbound)
+        try:
+            sent = await target.send(file=discord.File(io.BytesIO(data), filename=file.name))
+        except discord.HTTPException as exc:
+            raise self.send_failure(exc, inbound, 0, self._log.bind(
+                conversation_id=inbound.conversation_id)) from exc
+        return [str(sent.id)]
 
     async def send_choices(
         self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,

@@ -108,6 +108,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
@@ -399,6 +400,23 @@ class SlackChannel(Channel):
                     f"parts: {error!r}") from error
             posted.append(str(response["ts"]))
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """Share a file where `inbound` was said with files upload v2 (an upload URL, the
+        bytes, then completeUploadExternal in the channel and thread)."""
+        client = self._require_client()
+        channel_id, thread_ts = self.reply_target(inbound)
+        try:
+            response = await client.files_upload_v2(
+                channel=channel_id, thread_ts=thread_ts, file=data, filename=file.name,
+                title=file.name)
+        except SlackApiError as error:
+            raise self.reply_error(inbound, error, posted=0, total=1) from error
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise ChannelError(f"Slack channel {self.name!r}: sending {file.name!r} to "
+                               f"conversation {inbound.conversation_id!r} failed: {error!r}"
+                               ) from error
+        return [str(f["id"]) for f in response.get("files") or ()]
 
     async def _answer_command(self, inbound: StoredMessage, parts: list[str], response_url: str,
                               *, blocks: list[dict[str, Any]] | None) -> list[str]:
