@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -608,6 +609,35 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def addressed_to_loopback(host_header: str) -> bool:
+    """Whether an HTTP `Host` header names this machine by a loopback address or localhost.
+
+    A server bound to loopback answers only such requests: a web page elsewhere that points
+    its own DNS name here (DNS rebinding) sends its own name as the Host, and is refused."""
+    return is_loopback(urlsplit(f"//{host_header}").hostname or "")
+
+
+MIN_CONSOLE_TOKEN_CHARS = 24
+
+
+def console_token_problem(host: str, token: str | None) -> str | None:
+    """Why the console may not be served on `host` with this token, or None.
+
+    Beyond loopback it needs a token, and one long enough not to be guessed (the login is
+    rate limited, but a short token falls to patience)."""
+    if is_loopback(host):
+        return None
+    if not token:
+        return (f"the console would listen on {host!r}, beyond this machine, without a token: "
+                "set inspector.token: ${THREADLINE_CONSOLE_TOKEN}, or bind to 127.0.0.1")
+    if len(token) < MIN_CONSOLE_TOKEN_CHARS:
+        return (f"the console token is {len(token)} characters; beyond this machine ({host!r}) "
+                f"it must be at least {MIN_CONSOLE_TOKEN_CHARS} (for example the output of "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`), or bind to "
+                "127.0.0.1")
+    return None
+
+
 def _missing_key(settings: Settings, source: _Source) -> list[str]:
     """The default provider needs a key and none was set or found."""
     try:
@@ -641,12 +671,10 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         problems += [f"{source.where(('channels', name))}: {problem}"
                      for problem in channel.problems()]
     inspector = settings.inspector
-    if (settings.ops.enabled and inspector.console and not inspector.token
-            and not is_loopback(settings.ops.host)):
-        problems.append(f"{source.where(('inspector', 'token'))}: the console is served on "
-                        f"ops.host {settings.ops.host!r}, beyond this machine, so it needs a "
-                        "token: set inspector.token: ${THREADLINE_CONSOLE_TOKEN}, bind ops.host "
-                        "to 127.0.0.1, or set inspector.console: false")
+    unsafe = console_token_problem(settings.ops.host, inspector.token)
+    if settings.ops.enabled and inspector.console and unsafe:
+        problems.append(f"{source.where(('inspector', 'token'))}: {unsafe} (the console is "
+                        "served on ops.host; or set inspector.console: false)")
     problems += _missing_key(settings, source)
     for agent in settings.spend.agent_daily_tokens:
         if agent not in settings.agents:

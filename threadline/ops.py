@@ -1,21 +1,30 @@
 """Operations endpoints: `/healthz`, `/readyz` and Prometheus `/metrics` on one aiohttp server.
 
-`/healthz` answers 200 while the process serves requests (a liveness probe). `/readyz`
-answers 200 only when the store is reachable and every channel is connected, with a JSON body
-naming each check, and 503 otherwise (a readiness probe: send no traffic yet). `/metrics` is
-the Prometheus text format from the runtime's own registry, so two runtimes in one process (as
-in tests) do not share counters.
+Bound to loopback (the default), every endpoint answers only requests whose Host is a loopback
+name, like the console (no DNS rebinding). `/healthz` answers 200 while the process serves
+requests (a liveness probe). `/readyz` answers 200 only when the store is reachable and every
+channel is receiving (its listener alive), with a JSON body naming each check, and 503
+otherwise (a readiness probe: send no traffic yet). `/metrics` is the Prometheus text format
+from the runtime's own registry, so two runtimes in one process (as in tests) do not share
+counters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from threadline.config import addressed_to_loopback, is_loopback
+
+if TYPE_CHECKING:
+    from threadline.channels.base import Channel
 
 log = structlog.get_logger("threadline.ops")
 
@@ -71,8 +80,26 @@ class Metrics:
         self.spend_tokens.labels(agent).set(tokens)
         self.spend_cost.labels(agent).set(cost)
 
+    def count_skipped_events(self, channels: Sequence[Channel]) -> None:
+        """`threadline_skipped_events_total{channel}`: platform events each channel could not
+        read and skipped (`Channel.skip_event`), read from the channels when scraped."""
+        self.registry.register(_SkippedEvents(tuple(channels)))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _SkippedEvents(Collector):
+    def __init__(self, channels: tuple[Channel, ...]) -> None:
+        self.channels = channels
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily("threadline_skipped_events",
+                                     "Platform events a channel could not read and skipped",
+                                     labels=("channel",))
+        for channel in self.channels:
+            family.add_metric((channel.name,), float(channel.skipped_events))
+        yield family
 
 
 class OpsServer:
@@ -90,7 +117,7 @@ class OpsServer:
 
     async def start(self) -> int:
         """Start serving; returns the bound port."""
-        app = web.Application()
+        app = web.Application(middlewares=[self._loopback_only])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
@@ -110,6 +137,19 @@ class OpsServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    @web.middleware
+    async def _loopback_only(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Bound to loopback, the probes answer only requests addressed to a loopback name
+        (as the console does): a page elsewhere whose DNS name points here must not read
+        `/metrics` or `/readyz` through the visitor's browser. The console checks its own."""
+        if (request.path.startswith(("/healthz", "/readyz", "/metrics"))
+                and is_loopback(self.host) and not addressed_to_loopback(request.host)):
+            return web.Response(status=403, text=(
+                f"this server answers only as http://127.0.0.1 (or localhost); {request.host!r} "
+                "is another name"))
+        response: web.StreamResponse = await handler(request)
+        return response
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -45,15 +45,24 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.channels.base import Channel, Post
-from threadline.commands import Command, CommandCall, CommandRegistry, CommandRequest
+from threadline.commands import (
+    Command,
+    CommandCall,
+    CommandChoice,
+    CommandRegistry,
+    CommandReply,
+    CommandRequest,
+)
+from threadline.commands.registry import Origin
 from threadline.errors import StoreError, TurnNotRecordedError
 from threadline.handoff.desk import HandoffDesk
 from threadline.history.addressing import Listener, normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
-from threadline.history.model import StoredMessage
+from threadline.history.model import StoredMessage, storable_text
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock
+from threadline.people.link_codes import mask_link_codes, seal_link_codes
 from threadline.reply_delivery import (
     LedgeredReply,
     interrupted_stream,
@@ -149,6 +158,7 @@ class TurnPipeline:
             log.debug("pipeline.own_echo_ignored", conversation_id=message.conversation_id,
                       turn_id=message.id)
             return False
+        message = seal_link_codes(message)  # before anything keeps the text
         try:
             new = await self.inbox.receive(message, channel=channel.name if channel else None)
         except StoreError as exc:
@@ -189,6 +199,8 @@ class TurnPipeline:
         """A person edited a message: a turn still waiting is answered as edited; an answered
         one is edited in the history (and answered again when `answer_edits` is on)."""
         bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
+        # Edited text is kept like a new turn's: codes masked, unstorable characters replaced.
+        content = storable_text(mask_link_codes(content))
         try:
             if await self.inbox.edit_waiting(turn_id, content):
                 bound.info("pipeline.waiting_turn_edited")
@@ -516,18 +528,10 @@ class TurnPipeline:
             call=turn.call, message=recorded[0], present=present, targets=targets,
             bot=identity.username or identity.display_name if identity is not None else None,
             store=self.store, outbox=self.writer.outbox,
-            channel=channel.name if channel is not None else None))
-        reply = responder.reply_turn(message, answer.text)
-        reply = replace(reply, metadata=replace(reply.metadata, extra={
-            **answer.detail, "command": name}))
-        deliver = None
-        if channel is not None:
-            post: Post = (partial(channel.send_choices, choices=answer.choices)
-                          if answer.choices else channel.send_reply)
-            deliver = self._deliver(channel, message, responder.name, post=post)
-        result = await self._deliver_and_record(deliver, AgentResult(
-            agent_name=responder.name, conversation_id=message.conversation_id,
-            output=reply.content, outbound=reply, stop_reason="command"))
+            channel=channel.name if channel is not None else None,
+            notify=partial(self._notify, command=name)))
+        result = await self._post_answer(channel, message, responder, answer, reply_id=None,
+                                         command=name)
         bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
         return [result]
 
@@ -558,6 +562,45 @@ class TurnPipeline:
         if result.outbound is not None:
             await self.writer.record(result.outbound)
         return result
+
+    async def _post_answer(self, channel: Channel | None, inbound: StoredMessage,
+                           responder: Agent, answer: CommandReply, *, reply_id: str | None,
+                           command: str) -> AgentResult:
+        """A command's answer to `inbound`, delivered and recorded like every reply.
+        `reply_id` names an answer other than the command's own reply (a notice elsewhere);
+        an answer's `private_text` is what is posted, its masked `text` what is kept."""
+        reply = responder.reply_turn(inbound, answer.text)
+        reply = replace(reply, id=reply_id or reply.id, metadata=replace(
+            reply.metadata, extra={**answer.detail, "command": command}))
+        deliver = None
+        if channel is not None:
+            post: Post = (partial(channel.send_choices, choices=answer.choices)
+                          if answer.choices else channel.send_reply)
+            if answer.private_text is not None:
+                post = _posting(post, answer.private_text)
+            deliver = self._deliver(channel, inbound, responder.name, post=post)
+        return await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=inbound.conversation_id,
+            output=reply.content, outbound=reply, stop_reason="command"))
+
+    async def _notify(self, origin: Origin, text: str, *, choices: tuple[CommandChoice, ...] = (),
+                      tag: str, command: str) -> bool:
+        """A command's message posted where `origin` was said, on the channel that took it
+        (see `CommandRequest.notify`); False when that channel is not here or it failed."""
+        attachment = self.attachments.get(origin.channel)
+        if attachment is None or attachment.channel is None or not attachment.agents:
+            log.warning("pipeline.notice_not_posted", channel=origin.channel,
+                        conversation_id=origin.conversation_id,
+                        reason="that channel does not run in this process")
+            return False
+        found = await self.store.get_by_ids(origin.conversation_id, [origin.turn_id])
+        if not found:
+            return False
+        responder = attachment.agents[0]
+        result = await self._post_answer(
+            attachment.channel, found[0], responder, CommandReply(text, choices=choices),
+            reply_id=f"{reply_turn_id(found[0], responder.name)}:{tag}", command=command)
+        return bool(result.delivered_ids)
 
     # -- scheduled turns ---------------------------------------------------------------------
 
@@ -670,3 +713,12 @@ class TurnPipeline:
                           sequence=None, token_count=None)
         await self.writer.record(opening)
         return opening
+
+
+def _posting(post: Post, private: str) -> Post:
+    """`post` that posts `private` whatever text it is given (an answer's private text; the
+    ledger and the history keep the masked one)."""
+    async def posting(inbound: StoredMessage, text: str, *,
+                      agent_name: str | None = None) -> list[str]:
+        return await post(inbound, private, agent_name=agent_name)
+    return posting

@@ -43,11 +43,11 @@ from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import PostgresConversationLock, SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
-from threadline.people.link_codes import LinkCodeInterceptor
+from threadline.people.link_codes import link_command
 from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
-from threadline.team import Team
+from threadline.team import Team, default_commands
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -145,6 +145,7 @@ class Runtime:
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
+        metrics.count_skipped_events(self.channels)
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
@@ -166,9 +167,6 @@ class Runtime:
         interceptors: list[Interceptor] = [
             ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
             build_spend_limit(settings, store, providers, metrics)]
-        if settings.people.link_codes:
-            # Before the spend limit: a link code costs no model call.
-            interceptors.insert(-1, LinkCodeInterceptor(minutes=settings.people.code_minutes))
         inspector = Inspector.for_settings(settings, store)
         proactive = Proactive(settings, store)  # schedules and handoff
         agents = [
@@ -199,8 +197,11 @@ class Runtime:
         ) if files.enabled else (None, {})
         for agent in agents:
             agent.sees_images = settings.agents[agent.name].sees_images
-        team = Team(agents, lock=lock, answer_edits=settings.history.answer_edits,
-                    files=intake)
+        commands = default_commands()
+        if settings.people.link_codes:
+            commands.register(link_command(minutes=settings.people.code_minutes))
+        team = Team(agents, lock=lock, commands=commands,
+                    answer_edits=settings.history.answer_edits, files=intake)
         proactive.register(team)
         channels = []
         stop_requested = asyncio.Event()
@@ -260,7 +261,8 @@ class Runtime:
         return f"http://{host}:{self.ops.port}{CONSOLE_PREFIX}/"
 
     async def readiness(self) -> dict[str, str | None]:
-        """Each check's problem, or None: the store answers and every channel is connected."""
+        """Each check's problem, or None: the store answers and every channel is receiving
+        (its listener alive, not just connected once: `Channel.receiving`)."""
         checks: dict[str, str | None] = {}
         try:
             async with asyncio.timeout(5):
@@ -270,8 +272,8 @@ class Runtime:
             self.metrics.store_errors.labels("readyz").inc()
             checks["store"] = str(exc) or "timed out after 5 s"
         for channel in self.channels:
-            connected = channel.name in self._started and channel.identity is not None
-            checks[f"channel:{channel.name}"] = None if connected else "not connected"
+            checks[f"channel:{channel.name}"] = (
+                channel.receiving() if channel.name in self._started else "not connected")
         return checks
 
     def install_signal_handlers(self) -> None:

@@ -27,14 +27,16 @@ from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, SingleProcessLock
 from threadline.people.forget_me import FORGET_ME
+from threadline.people.link_codes import UNLINK
 from threadline.pipeline import Attachment, TurnPipeline
 from threadline.turn import AgentResult
 
 
 def default_commands() -> CommandRegistry:
     """A registry with the built-in commands (`/forget`, `/summary`, `/agents`) and a person's
-    `/forget-me` (`threadline.people.forget_me`)."""
-    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME))
+    `/forget-me` and `/unlink` (`threadline.people`); `/link` is added where link codes are on
+    (`threadline.people.link_codes.link_command`)."""
+    return CommandRegistry((*BUILTIN_COMMANDS, FORGET_ME, UNLINK))
 
 
 def _respond_to_all_names(value: bool | Iterable[str], agents: Sequence[Agent]) -> frozenset[str]:

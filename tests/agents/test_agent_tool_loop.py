@@ -11,6 +11,7 @@ from tests.interceptors.scripted import ANN, ScriptedModel, say, tool_call
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.history import SqlConversationStore
+from threadline.history.projection import TRANSCRIPT_NOTE
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ async def test_tool_round_trip_is_sent_back_and_stored(sqlite_store: SqlConversa
     assert result.model_calls == 2 and result.stop_reason == "end_turn"
     # The second request carried the call and its result as one assistant turn.
     second = model.requests[1]
-    assert second.system == "You help."
+    assert second.system == f"You help.\n\n{TRANSCRIPT_NOTE}"
     assert {t.name for t in second.tools} == {"lookup_order", "conversation_search"}
     assert second.messages[-1].role == "assistant"
     assert second.messages[-1].tool_exchanges == result.tool_exchanges

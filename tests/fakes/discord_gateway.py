@@ -128,7 +128,9 @@ class _Session:
                 zstandard.COMPRESSOBJ_FLUSH_BLOCK)
 
     async def send(self, payload: Json) -> None:
-        raw = json.dumps(payload)
+        await self.send_raw(json.dumps(payload))
+
+    async def send_raw(self, raw: str) -> None:
         if self._compress is None:
             await self.ws.send_str(raw)
         else:
@@ -410,6 +412,20 @@ class FakeDiscord:
         for session in list(self._sessions):
             await session.identified.wait()
             await session.dispatch(event, data)
+
+    async def deliver_raw(self, event: str, data_json: str) -> None:
+        """Dispatch `event` with `data_json` as its `d`, written as given (JSON nested deeper
+        than any parser allows, say), to every identified session."""
+        for session in list(self._sessions):
+            await session.identified.wait()
+            session.sequence += 1
+            await session.send_raw(
+                f'{{"op": 0, "t": "{event}", "s": {session.sequence}, "d": {data_json}}}')
+
+    @property
+    def identified_sessions(self) -> int:
+        """Gateway connections that identified (a reconnecting client makes a new one)."""
+        return sum(1 for s in self._sessions if s.identified.is_set())
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
         """Wait until `condition()` holds after some request; fails after 5 s, not hanging."""

@@ -398,6 +398,11 @@ class FakeTelegram:
         return {"file_id": file_id, "file_unique_id": f"u{file_id}",
                 "file_size": len(self.files[file_id]), "file_path": file_id}
 
+    def raw_update(self, **fields: Any) -> dict[str, Any]:
+        """An update with the next id and exactly these fields (malformed ones, for tests of
+        what the bot does with updates it cannot read)."""
+        return {"update_id": next(self._update_ids), **fields}
+
     def edit(self, update: Mapping[str, Any], text: str) -> dict[str, Any]:
         """An `edited_message` update for the message carried by `update`."""
         edited = {**update["message"], "text": text, "edit_date": int(time.time())}

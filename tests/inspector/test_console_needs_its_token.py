@@ -19,7 +19,7 @@ from threadline.inspector.console import console_app, standalone_app
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.redaction import Redactor
 
-TOKEN = "console-token-7e1b9f"
+TOKEN = "console-token-7e1b9f-long-enough"
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ SECRETS = {
     "SLACK_BOT_TOKEN": "xoxb-1111-2222-abcdefsecret",
     "SLACK_SIGNING_SECRET": "signing-5f4dcc3b5aa765d6",
     "SUPPORT_DB_PASSWORD": "hunter2-but-longer",  # in the environment only, not the config
+    # HTML escaping changes it (`&amp;`, `&lt;`, `&#34;`): it must be redacted before that.
+    "SUPPORT_API_TOKEN": "pw&<zq9f7e>'\"x",
 }
 TOOL_MODULE = "leaky_account_tools"
 TOOL = '''\
@@ -72,8 +74,8 @@ agents:
         try:
             [room] = runtime.channels
             assert isinstance(room, LocalChannel)
-            await room.say(f"@support my key is {SECRETS['ANTHROPIC_API_KEY']}, what's stored?",
-                           user="ada")
+            await room.say(f"@support my key is {SECRETS['ANTHROPIC_API_KEY']} and my token "
+                           f"{SECRETS['SUPPORT_API_TOKEN']}, what's stored?", user="ada")
             assert runtime.inspector.recorder is not None
             await runtime.inspector.recorder.flush()
             [record] = await runtime.inspector.records.recent()
@@ -101,5 +103,7 @@ agents:
         assert secret not in stored, name
         for path, page in pages.items():
             assert secret not in page, (name, path)
+    for path, page in pages.items():
+        assert "zq9f7e" not in page, path  # in no escaped form either
     assert "[redacted]" in pages[f"records/{record.id}"]
     assert "[redacted]" in pages["conversation?id=local:main"]

@@ -56,7 +56,7 @@ async def test_forget_me_erases_the_sender_everywhere_after_confirming(bot: Bot)
     await bot.send(private_chat(ALICE), ALICE, "my order 7781 never arrived")
     await bot.send(GROUP, ALICE, "@support_bot my card ends in 4242, order 7781")
     await bot.send(GROUP, BOB, "@support_bot my order 5150 is late too")
-    assert bot.telegram.my_commands[-1]["command"] == "forget_me"
+    assert "forget_me" in [c["command"] for c in bot.telegram.my_commands]
 
     unconfirmed = await bot.send(GROUP, ALICE, "/forget_me confirm")
     question = await bot.send(private_chat(ALICE), ALICE, "/forget_me")

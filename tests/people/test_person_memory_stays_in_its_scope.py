@@ -103,9 +103,7 @@ async def test_linked_identities_share_memory_and_unlinked_do_not(
     assert await _found(await _memory(store, asking), "shoe size") == []
 
     people = people_for(store)
-    code = await people.issue_code("telegram:700")
-    assert await people.redeem_code(code, "slack:T1:UANN") is not None
-    assert await people.redeem_code(code, "slack:T1:UANN") is None  # once only
+    await people.link(["telegram:700", "slack:T1:UANN"], linked_by="code")
     assert await _found(await _memory(store, asking), "shoe size") == ["my shoe size is 44"]
 
     # From Telegram, Ann's Slack words (DM and group) are hers too; Bob's are not.
@@ -115,16 +113,6 @@ async def test_linked_identities_share_memory_and_unlinked_do_not(
     assert "my passport number is XK-77120" in found
     assert "my locker code is 5531" in found
     assert not {"my locker code is 9999", "Bob's passport number is BB-33"} & set(found)
-
-
-async def test_an_expired_or_foreign_code_links_nothing(store: ConversationStore) -> None:
-    people = people_for(store)
-    expired = await people.issue_code("telegram:700", minutes=-1)
-    assert await people.redeem_code(expired, "slack:T1:UANN") is None
-    own = await people.issue_code("telegram:700")
-    assert await people.redeem_code(own, "telegram:700") is None  # the same account
-    assert await people.redeem_code("TL-NOPE-NOPE", "slack:T1:UANN") is None
-    assert await people.person_of("slack:T1:UANN") is None
 
 
 async def test_the_search_tool_shows_the_person_and_refuses_to_be_pointed_elsewhere(

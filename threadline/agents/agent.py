@@ -64,7 +64,7 @@ from threadline.history.model import (
 )
 from threadline.history.person_memory import PersonMemory
 from threadline.history.processors import Processor
-from threadline.history.projection import merge_roles, project_turn
+from threadline.history.projection import TRANSCRIPT_NOTE, merge_roles, project_turn
 from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
@@ -265,6 +265,13 @@ class Agent:
         trace.finished(result)
         return result
 
+    @property
+    def system_text(self) -> str:
+        """The system text a model is sent: the agent's prompt, then the fixed note saying how
+        the conversation's turns are shown (`projection.TRANSCRIPT_NOTE`; constant, so the
+        cached prefix stays the same)."""
+        return "\n\n".join(p for p in (self.system_prompt, TRANSCRIPT_NOTE) if p)
+
     def reply_result(
         self, context: TurnContext, text: str, *, stop_reason: str, latency: float = 0.0
     ) -> AgentResult:
@@ -358,7 +365,7 @@ class Agent:
         specs = [to_tool_spec(t) for t in tools]
         history = list(messages)
         for round_number in range(self.max_tool_rounds + 1):
-            request = ModelRequest(model=self.model, system=self.system_prompt,
+            request = ModelRequest(model=self.model, system=self.system_text,
                                    messages=list(history), tools=specs,
                                    max_tokens=self.max_tokens)
             called = time.perf_counter()

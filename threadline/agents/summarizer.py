@@ -25,6 +25,7 @@ from threadline.agents.llm import ModelProvider, ModelRequest
 from threadline.agents.providers import default_plug
 from threadline.errors import ConfigError, ModelError
 from threadline.history.model import StoredMessage
+from threadline.history.projection import SpeakerLabels
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import format_turn
 
@@ -52,10 +53,12 @@ at most {max_words} words. Reply with the summary only."""
 def render_turns(turns: Sequence[StoredMessage]) -> str:
     """Turns as summary input: `[YYYY-MM-DD HH:MM UTC] Name: text`, tool calls with results."""
     lines: list[str] = []
+    labels = SpeakerLabels(t for t in turns if not t.is_summary)
     for turn in turns:
         if turn.is_summary:
             continue
-        lines.append(format_turn(replace(turn, timestamp=turn.timestamp.astimezone(UTC))))
+        lines.append(format_turn(replace(turn, timestamp=turn.timestamp.astimezone(UTC)),
+                                 labels))
         for exchange in turn.tool_exchanges:
             arguments = json.dumps(dict(exchange.call.input), sort_keys=True, ensure_ascii=False)
             result = " ".join(exchange.result.content.split())

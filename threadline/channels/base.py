@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+import structlog
+
 from threadline.channels.files import FileIntake
 from threadline.errors import ChannelPermanentError, ConfigError, InvalidMessageError
 from threadline.history.files import TurnFile
@@ -35,6 +37,8 @@ from threadline.history.model import MessageMetadata, StoredMessage
 
 if TYPE_CHECKING:
     from threadline.commands import Command, CommandChoice
+
+log = structlog.get_logger("threadline.channels")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,8 @@ class Channel(ABC):
         # Where the files people send are kept and how large they may be (set by the team;
         # None: files are not taken, and a turn that brings one says so).
         self.file_intake: FileIntake | None = None
+        # Platform events that could not be read and were skipped (`skip_event`).
+        self.skipped_events = 0
 
     @abstractmethod
     async def start(self, events: ChannelEvents) -> None:
@@ -272,3 +278,18 @@ class Channel(ABC):
     async def check(self) -> list[str]:
         """Start-up problems that would make the bot silent (privacy mode, intents)."""
         return []
+
+    def receiving(self) -> str | None:
+        """None while the channel receives events; otherwise what keeps it deaf (read by
+        `/readyz` and `threadline check`). By default a started channel receives; a channel
+        whose listener can end on its own says so (see `channels.supervise`)."""
+        return None if self.identity is not None else "not connected"
+
+    def skip_event(self, event_id: object, error: BaseException | str) -> None:
+        """A platform event that cannot be read or handled: logged with its platform id,
+        counted (`threadline_skipped_events_total`), and left behind so the channel goes on
+        with the next one. One bad event must never stop a channel from listening."""
+        self.skipped_events += 1
+        log.warning("channel.event_skipped", channel=self.name, platform=self.channel_type,
+                    event_id=str(event_id), error=repr(error)[:500],
+                    outcome="skipped; the channel goes on with the next event")

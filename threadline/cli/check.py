@@ -4,7 +4,8 @@ Each channel is built from its settings and asked for its own `check()`, which w
 channel starts: it asks the platform who the bot is and reports what would keep the bot deaf or
 mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
 tried with its plug's own check (a model list: proves the key and the address); SQLite files
-that do not exist yet are not created, only their folder is checked.
+that do not exist yet are not created, only their folder is checked. When a `threadline run`
+of this config answers on its ops port, its `/readyz` says which channels are not receiving.
 """
 
 from __future__ import annotations
@@ -77,12 +78,31 @@ async def check_channel(name: str, settings: ChannelSettings) -> Report:
     return Report(found, tuple(warnings))
 
 
+async def check_running(settings: Settings) -> Report:
+    """What the running process (if any) says of its channels: one warning per channel that
+    is not receiving (its listener down, or not connected)."""
+    host = settings.ops.host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{settings.ops.port}/readyz"
+    try:
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            checks = (await response.json()).get("checks", {})
+    except (aiohttp.ClientError, OSError, ValueError):
+        return Report(f"no process answers on {url} (not running)")
+    deaf = tuple(f"channel {name.removeprefix('channel:')} is not receiving: {problem}"
+                 for name, problem in sorted(checks.items())
+                 if name.startswith("channel:") and problem != "ok")
+    return Report(f"{url}: {len(checks)} checks, {len(deaf)} channel(s) not receiving", deaf)
+
+
 async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     """(subject, problem or None, report) for every connection, checked concurrently."""
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+    if settings.ops.enabled and settings.ops.port:
+        checks["running process"] = partial(check_running, settings)
 
     async def one(subject: str, check: Check) -> Result:
         nothing = Report("")

@@ -1,6 +1,7 @@
 """`threadline people ...`: link a person's identities, and export or erase what is kept.
 
     threadline people link slack:T123:U456 telegram:456
+    threadline people unlink telegram:456
     threadline people show telegram:456
     threadline people export person-1a2b3c --out alice.jsonl
     threadline people forget telegram:456 --yes
@@ -31,6 +32,7 @@ from threadline.people.identities import parse_identity
 
 ACTIONS = {
     "link": "Link platform identities as one person (an operator's decision; never by name).",
+    "unlink": "Take one identity out of its person: it stands alone again.",
     "show": "Show a person's id and linked identities.",
     "export": "Write everything kept about a person as JSON Lines (turns, replies, summaries, "
               "reply records, inbox, deliveries, outbox).",
@@ -42,6 +44,9 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
     if action == "link":
         parser.add_argument("identities", nargs="+", metavar="IDENTITY",
                             help="slack:TEAM:USER, telegram:USER, discord:USER, local:NAME")
+        return
+    if action == "unlink":
+        parser.add_argument("identity", metavar="IDENTITY", help="the identity to take out")
         return
     parser.add_argument("person", metavar="PERSON", help="a person id or one of its identities")
     if action in ("export", "forget"):
@@ -72,6 +77,15 @@ async def _link(store: SqlConversationStore, args: argparse.Namespace) -> int:
                           "`threadline people link slack:T123:U456 telegram:456`")
     person_id = await people_for(store).link(identities, linked_by="operator")
     print(f"{person_id}\t{' '.join(identities)}")
+    return 0
+
+
+async def _unlink(store: SqlConversationStore, args: argparse.Namespace) -> int:
+    identity = parse_identity(args.identity)
+    if not await people_for(store).unlink(identity):
+        raise ConfigError(f"{identity} is not linked to any other identity "
+                          "(`threadline people show` says who is linked)")
+    print(f"unlinked {identity}")
     return 0
 
 
@@ -108,7 +122,7 @@ def _described(counts: dict[str, int]) -> str:
 
 
 _HANDLERS: dict[str, StoreAction] = {
-    "link": _link, "show": _show, "export": _export, "forget": _forget,
+    "link": _link, "unlink": _unlink, "show": _show, "export": _export, "forget": _forget,
 }
 
 

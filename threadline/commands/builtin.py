@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from threadline.commands.registry import Command, CommandChoice, CommandReply, CommandRequest
+from threadline.commands.registry import (
+    Command,
+    CommandCall,
+    CommandChoice,
+    CommandReply,
+    CommandRequest,
+)
 from threadline.history.addressing import normalize_mention
 from threadline.history.model import StoredMessage
 from threadline.history.summary import (
@@ -20,10 +26,11 @@ from threadline.history.summary import (
     is_forget_marker,
     latest_summary,
 )
+from threadline.turn import reply_turn_id
 
 CONFIRM_WITHIN = timedelta(minutes=10)
 CONFIRM_WORD = "confirm"
-_LOOK_BACK = 50  # recent turns searched for the `/forget` a confirmation answers
+_LOOK_BACK = 200  # a person's own recent turns searched for the question they confirm
 
 
 def _names(request: CommandRequest) -> str:
@@ -74,22 +81,29 @@ async def _confirm(request: CommandRequest) -> CommandReply:
 
 
 async def open_question(request: CommandRequest, command: str) -> StoredMessage | None:
-    """The latest question `/command` asked this person, still open and recent enough.
+    """The question `/command` asked this person, still open and recent enough: its stored
+    answer (which holds the question's `CommandReply.detail`), or None.
 
-    A command that asks first stores `{command: "asked", "asked_by": person}` with its
-    question and `{command: "done"}` with what it did (its `CommandReply.detail`).
+    A question belongs to the person who asked it: only their own turns are read (within
+    `CONFIRM_WITHIN`), so nobody else's confirmation, question or chatter can close or bury
+    it. Their latest `/command` decides: a question is open; a confirmation answered it
+    already, so a second confirm does not act again.
     """
     message = request.message
-    recent = await request.store.get(message.conversation_id, limit=_LOOK_BACK,
-                                     through_sequence=message.sequence)
-    for turn in reversed(recent):
-        if turn.participant.kind != "agent" or turn.metadata.extra.get("command") != command:
+    own = await request.store.get(
+        message.conversation_id, participant_ids=[message.participant.id],
+        since=message.timestamp - CONFIRM_WITHIN, through_sequence=message.sequence,
+        limit=_LOOK_BACK)
+    for turn in reversed(own):
+        if turn.id == message.id or turn.metadata.extra.get("command") != command:
             continue
-        extra = turn.metadata.extra
-        if extra.get(command) == "asked" and extra.get("asked_by") == message.participant.id:
-            return turn if message.timestamp - turn.timestamp <= CONFIRM_WITHIN else None
-        if extra.get(command) == "done":
-            return None  # answered already: a second confirm does not act again
+        call = CommandCall.parse(turn.content)
+        if call is None or CONFIRM_WORD in call.args.lower().split():
+            return None
+        answers = await request.store.get_by_ids(
+            message.conversation_id, [reply_turn_id(turn, a.name) for a in request.present])
+        asked = [a for a in answers if a.metadata.extra.get(command) == "asked"]
+        return asked[0] if asked else None
     return None
 
 

@@ -13,6 +13,7 @@ here: `/forget_me` is `/forget-me`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,38 @@ class CommandAgent(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a turn was said: the channel (by its configured name), conversation, turn id."""
+
+    channel: str
+    conversation_id: str
+    turn_id: str
+
+    @classmethod
+    def of(cls, message: StoredMessage, channel: str | None) -> Origin | None:
+        """Where `message` was said, on the channel named `channel` (None: no channel)."""
+        return cls(channel, message.conversation_id, message.id) if channel else None
+
+    def to_json(self) -> str:
+        return json.dumps([self.channel, self.conversation_id, self.turn_id])
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Origin | None:
+        if not text:
+            return None
+        channel, conversation_id, turn_id = json.loads(text)
+        return cls(str(channel), str(conversation_id), str(turn_id))
+
+
+class Notify(Protocol):
+    """Posts a command's message where an earlier turn was said (another conversation, even
+    another channel), recorded there like any answer; whether it could be posted."""
+
+    async def __call__(self, origin: Origin, text: str, *,
+                       choices: tuple[CommandChoice, ...] = (), tag: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
 class CommandRequest:
     """One command as its handler sees it.
 
@@ -87,7 +120,10 @@ class CommandRequest:
     bot: str | None
     store: ConversationStore
     outbox: Outbox | None = None  # turns waiting on disk for the store (erasing purges them)
-    channel: str | None = None
+    channel: str | None = None  # the name of the channel it came through, if any
+    # Tells someone elsewhere (`/link` asks a code's owner in their own direct message);
+    # None where no channel can post (turns handed over without one).
+    notify: Notify | None = None
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -111,6 +147,9 @@ class CommandReply:
     text: str
     detail: Mapping[str, Any] = field(default_factory=dict)
     choices: tuple[CommandChoice, ...] = ()
+    # What is posted instead of `text` when the answer holds a secret for its reader alone
+    # (a link code): `text` is the same with the secret masked, and only `text` is kept.
+    private_text: str | None = None
 
 
 CommandHandler = Callable[[CommandRequest], Awaitable[CommandReply]]
@@ -124,6 +163,9 @@ class Command:
     description: str
     handler: CommandHandler
     usage: str = ""  # the arguments it takes, as people should type them
+    # A whole message that sends this command in a direct message without the slash
+    # ("link my account"); its text is the call's arguments.
+    plain: re.Pattern[str] | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -159,8 +201,18 @@ class CommandRegistry:
 
     def find(self, message: StoredMessage) -> tuple[Command, CommandCall] | None:
         """The registered command `message` opens with, if any."""
-        call = CommandCall.parse(message.content) if message.content.startswith("/") else None
+        if not message.content.startswith("/"):
+            return self._plain(message)
+        call = CommandCall.parse(message.content)
         if call is None:
             return None
         command = self.get(call.name)
         return (command, call) if command is not None else None
+
+    def _plain(self, message: StoredMessage) -> tuple[Command, CommandCall] | None:
+        if message.scope != "dm":
+            return None
+        for command in self._commands.values():
+            if command.plain is not None and command.plain.match(message.content):
+                return command, CommandCall(command.name, None, message.content.strip())
+        return None

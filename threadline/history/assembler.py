@@ -21,7 +21,7 @@ from threadline.history.addressing import Addressee, addressed_turns
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.person_memory import PersonMemory, person_block
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
-from threadline.history.projection import merge_roles, project_turn, speaker_label
+from threadline.history.projection import SpeakerLabels, merge_roles, project_turn, turn_text
 from threadline.history.prompt import AssembledPrompt, PromptMessage
 from threadline.history.recall import find_recall, only, recall_block, worth_recalling
 from threadline.history.store import ConversationStore, SearchWindow
@@ -251,20 +251,23 @@ async def assemble_prompt(
                 and summary_range[0] <= (message.sequence or 0) <= summary_range[1]
                 and addressee.is_addressed(message, own_message_ids=frozenset()))
 
+    # Every speaker the prompt may show, labelled once (unique labels; see `projection`).
+    labels = SpeakerLabels([*kept, *(m for w in windows for m in w.messages)])
     recall_room = room
     while True:
         included, dropped = _stable_split(kept, turns_budget, options.cache_stride)
         if included and (included[-1].token_count or 0) > turns_budget:
             included[-1] = _truncate(included[-1], turns_budget, counter)
             notes.append(f"newest turn {newest.id} truncated to fit the budget")
-        earlier, just_before, answered = _project(included, context, agent_id,
+        earlier, just_before, answered = _project(included, context, agent_id, labels,
                                                   tool_trace=options.tool_trace)
         turns_total = prompt_tokens(
             merge_roles([*head, *earlier, *beside, *just_before, answered]), counter)
         recall_room = min(recall_room, options.token_budget - turns_total)
         block, recalled_ids = recall_block(windows, room=recall_room,
                                            in_prompt={m.id for m in included},
-                                           summarized=summarized, counter=counter)
+                                           summarized=summarized, counter=counter,
+                                           labels=labels)
         recalled = [block] if block is not None else []
         messages = merge_roles([*head, *earlier, *recalled, *beside, *just_before, answered])
         total = prompt_tokens(messages, counter)
@@ -294,18 +297,18 @@ async def assemble_prompt(
 
 
 def _project(
-    included: list[StoredMessage], context: list[StoredMessage], agent_id: str, *,
-    tool_trace: bool,
+    included: list[StoredMessage], context: list[StoredMessage], agent_id: str,
+    labels: SpeakerLabels, *, tool_trace: bool,
 ) -> tuple[list[PromptMessage], list[PromptMessage], PromptMessage]:
     """(earlier turns, the immediate context as one marked block or nothing, the answered turn).
 
     Context turns sit right before the answered turn (the scan stops at any turn kept anyway).
     """
     context_ids = {m.id for m in context}
-    turns = [project_turn(m, agent_id, tool_trace=tool_trace)
+    turns = [project_turn(m, agent_id, tool_trace=tool_trace, labels=labels)
              for m in included if m.id not in context_ids]
     shown = [m for m in included if m.id in context_ids]
-    lines = "\n".join(f"{speaker_label(m)}: {m.content}" for m in shown)
+    lines = "\n".join(turn_text(labels.of(m), m.content) for m in shown)
     block = [PromptMessage("system", f"{CONTEXT_HEADER}\n{lines}")] if shown else []
     return turns[:-1], block, turns[-1]
 

@@ -5,12 +5,14 @@ validate on construction and name the offending field and value. A tool call and
 one `ToolExchange`, so a call without its result (or the reverse) cannot be stored by accident.
 
 Text is stored as given, with one documented exception: NUL characters (which PostgreSQL text
-cannot hold) are replaced by U+FFFD in every text field and every store alike, so a turn is
-never dropped for them.
+cannot hold) and lone surrogates (half of a UTF-16 pair, which no UTF-8 encoder, database
+driver or JSON body accepts; a platform's JSON can carry them as `\ud800`) are replaced by
+U+FFFD in every text field and every store alike, so a turn is never dropped for them.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,6 +28,13 @@ PARTICIPANT_KINDS: frozenset[str] = frozenset(get_args(ParticipantKind))
 SCOPES: frozenset[str] = frozenset(get_args(Scope))
 MAX_CONTENT_CHARS = 1_000_000
 NUL_REPLACEMENT = "\ufffd"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with NUL and lone surrogates replaced by U+FFFD (see the module docstring)."""
+    return text if text.isascii() and "\x00" not in text else _UNSTORABLE.sub(
+        NUL_REPLACEMENT, text)
 
 
 def _invalid(owner: str, name: str, value: object, expected: str) -> InvalidMessageError:
@@ -36,11 +45,13 @@ def _invalid(owner: str, name: str, value: object, expected: str) -> InvalidMess
 
 
 def _without_nul(record: object, *names: str) -> None:
-    """Replace NUL in these text fields of a frozen record (PostgreSQL text cannot hold NUL)."""
+    """Make these text fields of a frozen record storable (`storable_text`)."""
     for name in names:
         value = getattr(record, name)
-        if isinstance(value, str) and "\x00" in value:
-            object.__setattr__(record, name, value.replace("\x00", NUL_REPLACEMENT))
+        if isinstance(value, str):
+            cleaned = storable_text(value)
+            if cleaned is not value:
+                object.__setattr__(record, name, cleaned)
 
 
 def _require_text(owner: str, name: str, value: object, *, empty_ok: bool = False) -> None:
@@ -164,7 +175,7 @@ class MessageMetadata:
         if isinstance(self.mentions, str) or not all(isinstance(m, str) for m in self.mentions):
             raise _invalid("MessageMetadata", "mentions", self.mentions, "a list of strings")
         object.__setattr__(self, "mentions",
-                           tuple(m.replace("\x00", NUL_REPLACEMENT) for m in self.mentions))
+                           tuple(storable_text(m) for m in self.mentions))
         _without_nul(self, "channel_type", "channel_name", "channel_id", "thread_id",
                      "message_id", "reply_to_message_id", "reply_to_participant_id")
         if self.summary_of is not None:

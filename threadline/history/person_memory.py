@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from threadline.history.model import StoredMessage
+from threadline.history.projection import speaker_label, turn_text
 from threadline.history.prompt import PromptMessage
 from threadline.history.store import SpeakerSearchStore
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
@@ -60,7 +61,7 @@ def format_said_elsewhere(hits: Sequence[StoredMessage]) -> str:
     """One line per turn, oldest first: when and where, who, what."""
     ordered = sorted(hits, key=lambda m: m.timestamp)
     return "\n".join(f"[{m.timestamp:%a %Y-%m-%d %H:%M}, {where_said(m)}] "
-                     f"{m.participant.display_name}: {m.content}" for m in ordered)
+                     f"{turn_text(speaker_label(m), m.content)}" for m in ordered)
 
 
 def person_block(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from datetime import date
 
 from threadline.history.model import StoredMessage
+from threadline.history.projection import SpeakerLabels
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -68,6 +69,7 @@ def recall_block(
     in_prompt: Collection[str],
     summarized: Callable[[StoredMessage], bool],
     counter: TokenCounter,
+    labels: SpeakerLabels | None = None,
 ) -> tuple[PromptMessage | None, list[str]]:
     """The recall system block within `room` tokens, and the ids it holds.
 
@@ -92,7 +94,7 @@ def recall_block(
         used += cost
     while chosen:
         shown = sorted(chosen, key=lambda w: w.messages[0].sequence or 0)
-        block = PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown)}")
+        block = PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown, labels=labels)}")
         if PER_MESSAGE_OVERHEAD + counter.count(block.content) <= room:
             return block, [m.id for w in shown for m in w.messages]
         chosen.pop()  # the estimate was short: the worst-ranked window goes

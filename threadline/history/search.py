@@ -27,7 +27,7 @@ import snowballstemmer
 
 from threadline.errors import ConfigError, SearchQueryError
 from threadline.history.model import StoredMessage
-from threadline.history.projection import speaker_label
+from threadline.history.projection import SpeakerLabels, speaker_label, turn_text
 from threadline.history.store import SearchWindow
 
 MAX_QUERY_CHARS = 4000
@@ -373,32 +373,40 @@ def trim_window(window: SearchWindow, room: int) -> SearchWindow | None:
     return SearchWindow(tuple(h for h in window.hit_ids if any(m.id == h for m in run)), run)
 
 
-def format_turn(message: StoredMessage) -> str:
+def format_turn(message: StoredMessage, labels: SpeakerLabels | None = None) -> str:
     """One turn on its own line: when (absolute), who, what (for summarizers)."""
     when = message.timestamp.strftime("%Y-%m-%d %H:%M %Z").strip()
-    return f"[{when}] {speaker_label(message)}: {message.content}"
+    label = labels.of(message) if labels is not None else speaker_label(message)
+    return f"[{when}] {turn_text(label, message.content)}"
 
 
-def format_window(window: SearchWindow, *, day: date | None = None) -> str:
+def format_window(window: SearchWindow, *, day: date | None = None,
+                  labels: SpeakerLabels | None = None) -> str:
     """A window as a model reads it: the date when it changes from `day`, then who said what.
 
     A full date stamp on every line made the text about 30% larger than the turns' stored
     token counts; once per day keeps "yesterday" in a turn meaningful at a fraction of it.
     """
+    labels = labels or SpeakerLabels(window.messages)
     lines: list[str] = []
     for message in window.messages:
         if message.timestamp.date() != day:
             day = message.timestamp.date()
             lines.append(message.timestamp.strftime("[%a %Y-%m-%d]"))
-        lines.append(f"{speaker_label(message)}: {message.content}")
+        lines.append(turn_text(labels.of(message), message.content))
     return "\n".join(lines)
 
 
-def format_windows(windows: Sequence[SearchWindow]) -> str:
-    """Search windows as plain text, separated by a line of dashes; a day is dated once."""
+def format_windows(windows: Sequence[SearchWindow], *,
+                   labels: SpeakerLabels | None = None) -> str:
+    """Search windows as plain text, separated by a line of dashes; a day is dated once.
+
+    `labels` are the speakers of the whole prompt the text goes in (by default, of these
+    windows)."""
+    labels = labels or SpeakerLabels(m for w in windows for m in w.messages)
     parts = []
     day = None
     for window in windows:
-        parts.append(format_window(window, day=day))
+        parts.append(format_window(window, day=day, labels=labels))
         day = window.messages[-1].timestamp.date()
     return "\n---\n".join(parts)

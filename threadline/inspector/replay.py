@@ -85,7 +85,7 @@ class Replayer:
             messages = await self._assembled(agent, record)
         search = make_conversation_search_tool(self.store, record.conversation_id)
         request = ModelRequest(
-            model=model or agent.model, system=agent.system_prompt, messages=messages,
+            model=model or agent.model, system=agent.system_text, messages=messages,
             tools=[to_tool_spec(t) for t in (*agent.tools, search)],
             max_tokens=agent.max_tokens)
         started = time.perf_counter()

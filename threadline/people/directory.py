@@ -1,11 +1,14 @@
 """Who is who: persons, their linked platform identities, and one-time link codes.
 
 Identities are linked by an operator (`threadline people link`) or by the person with a code
-the bot gave them on another platform; never by matching names. An identity nobody linked is
-a person of its own: `person_of` answers None and every caller treats it alone.
+the bot gave them on another platform, once the code's owner agreed
+(`threadline.people.link_requests`); never by matching names. An identity nobody linked is a
+person of its own: `person_of` answers None and every caller treats it alone; `unlink` makes an
+identity alone again.
 
-A link code is kept only as a hash, lives `CODE_MINUTES`, and works once: redeeming it deletes
-it in the same transaction that links, so two redemptions of one code link at most once.
+A link code is kept only as a hash, with where it was given (`origin`, so its owner can be asked
+there), lives `CODE_MINUTES`, and works once: taking it deletes it, so two redemptions of one
+code reach its owner at most once.
 """
 
 from __future__ import annotations
@@ -14,17 +17,20 @@ import hashlib
 import secrets
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from threadline.history.model import utc_now
 from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import to_micros
+from threadline.history.sql_schema import from_micros, to_micros
 from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
+
+T = TypeVar("T")
+M = TypeVar("M")
 
 CODE_MINUTES = 10
 # No 0/O, 1/I/L: a code is read on one screen and typed on another.
@@ -44,6 +50,15 @@ def code_hash(code: str) -> str:
 
 def _new_person_id() -> str:
     return "person-" + uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedCode:
+    """A live link code taken for redemption: whose it is, where it was given, until when."""
+
+    identity: str
+    origin: str | None
+    expires: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +88,18 @@ class PeopleDirectory(Protocol):
         """Forget a person and its identities (the turns are the caller's); identities gone."""
         ...
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
-        """A one-time code that links whoever says it (elsewhere) to `identity`."""
+    async def unlink(self, identity: str) -> bool:
+        """Make `identity` a person alone again; False when it was not linked to anyone."""
         ...
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        """Link `identity` with the code's issuer; the person id, None if no live code."""
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
+        """A one-time code for `identity`, given at `origin` (where to ask its owner)."""
+        ...
+
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        """The live code with this hash (`code_hash`), deleted as it is taken; None when it
+        is unknown, used or expired."""
         ...
 
 
@@ -127,24 +148,36 @@ def _remove(conn: SqlRunner, person_id: str) -> int:
     return gone
 
 
-def _issue(conn: SqlRunner, hashed: str, identity: str, now_us: int, expires_us: int) -> None:
+def _unlink(conn: SqlRunner, identity: str) -> bool:
+    person = _person_of(conn, identity)
+    if person is None:
+        return False
+    if len(person.identities) <= 2:  # what remains would be one identity alone
+        _remove(conn, person.person_id)
+    else:
+        conn.rowcount("DELETE FROM threadline_person_identities WHERE identity = :i",
+                      {"i": identity})
+    return True
+
+
+def _issue(conn: SqlRunner, hashed: str, identity: str, origin: str | None, now_us: int,
+           expires_us: int) -> None:
     conn.rowcount("DELETE FROM threadline_link_codes WHERE expires_us < :now OR identity = :i",
                   {"now": now_us, "i": identity})
-    conn.rowcount("INSERT INTO threadline_link_codes (code, identity, expires_us) "
-                  "VALUES (:c, :i, :e)", {"c": hashed, "i": identity, "e": expires_us})
+    conn.rowcount("INSERT INTO threadline_link_codes (code, identity, expires_us, origin) "
+                  "VALUES (:c, :i, :e, :o)",
+                  {"c": hashed, "i": identity, "e": expires_us, "o": origin})
 
 
-def _redeem(conn: SqlRunner, hashed: str, identity: str, now_us: int) -> str | None:
-    rows = conn.rows("SELECT identity, expires_us FROM threadline_link_codes WHERE code = :c",
-                     {"c": hashed})
+def _take(conn: SqlRunner, hashed: str, now_us: int) -> tuple[str, str | None, int] | None:
+    rows = conn.rows("SELECT identity, origin, expires_us FROM threadline_link_codes "
+                     "WHERE code = :c", {"c": hashed})
     if not rows:
         return None
-    issuer, expires_us = rows[0]
+    identity, origin, expires_us = rows[0]
     if conn.rowcount("DELETE FROM threadline_link_codes WHERE code = :c", {"c": hashed}) != 1:
         return None  # another redemption took it first
-    if expires_us < now_us or issuer == identity:
-        return None
-    return _link(conn, [issuer, identity], "code", now_us)
+    return None if expires_us < now_us else (identity, origin, int(expires_us))
 
 
 class SqlPeopleDirectory:
@@ -166,17 +199,25 @@ class SqlPeopleDirectory:
     async def remove(self, person_id: str) -> int:
         return await self.store.run("remove a person", _remove, person_id, write=True)
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
+    async def unlink(self, identity: str) -> bool:
+        return await self.store.run("unlink an identity", _unlink, identity, write=True)
+
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
         code = new_code()
         now = utc_now()
         await self.store.run("issue a link code", partial(
             _issue, expires_us=to_micros(now + timedelta(minutes=minutes))),
-            code_hash(code), identity, to_micros(now), write=True)
+            code_hash(code), identity, origin, to_micros(now), write=True)
         return code
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        return await self.store.run("redeem a link code", _redeem, code_hash(code), identity,
-                                    to_micros(utc_now()), write=True)
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        taken = await self.store.run("take a link code", _take, hashed, to_micros(utc_now()),
+                                     write=True)
+        if taken is None:
+            return None
+        identity, origin, expires_us = taken
+        return IssuedCode(identity, origin, from_micros(expires_us))
 
 
 # -- in memory ------------------------------------------------------------------------------
@@ -187,7 +228,7 @@ class MemoryPeopleDirectory:
 
     def __init__(self) -> None:
         self._owner: dict[str, str] = {}
-        self._codes: dict[str, tuple[str, datetime]] = {}
+        self._codes: dict[str, IssuedCode] = {}
 
     def _person(self, person_id: str) -> Person | None:
         identities = sorted(i for i, p in self._owner.items() if p == person_id)
@@ -216,28 +257,47 @@ class MemoryPeopleDirectory:
             del self._owner[identity]
         return len(doomed)
 
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES) -> str:
+    async def unlink(self, identity: str) -> bool:
+        owner = self._owner.get(identity)
+        if owner is None:
+            return False
+        person = self._person(owner)
+        if person is not None and len(person.identities) <= 2:
+            await self.remove(owner)
+        else:
+            del self._owner[identity]
+        return True
+
+    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
+                         origin: str | None = None) -> str:
         code = new_code()
-        self._codes = {c: v for c, v in self._codes.items() if v[0] != identity}
-        self._codes[code_hash(code)] = (identity, utc_now() + timedelta(minutes=minutes))
+        self._codes = {c: v for c, v in self._codes.items() if v.identity != identity}
+        self._codes[code_hash(code)] = IssuedCode(identity, origin,
+                                                  utc_now() + timedelta(minutes=minutes))
         return code
 
-    async def redeem_code(self, code: str, identity: str) -> str | None:
-        found = self._codes.pop(code_hash(code), None)
-        if found is None or found[1] < utc_now() or found[0] == identity:
-            return None
-        return await self.link([found[0], identity], linked_by="code")
+    async def take_code(self, hashed: str) -> IssuedCode | None:
+        found = self._codes.pop(hashed, None)
+        return None if found is None or found.expires < utc_now() else found
 
 
 _MEMORY: weakref.WeakKeyDictionary[ConversationStore, MemoryPeopleDirectory] = (
     weakref.WeakKeyDictionary())
 
 
+def beside_store(store: ConversationStore, sql: Callable[[SqlConversationStore], T],
+                 memory: Callable[[], M], kept: weakref.WeakKeyDictionary[ConversationStore, M],
+                 ) -> T | M:
+    """What lives beside a conversation store: in its database (SQL), or in process memory,
+    one per in-memory store (kept in `kept` while the store lives)."""
+    if isinstance(store, SqlConversationStore):
+        return sql(store)
+    found = kept.get(store)
+    if found is None:
+        found = kept[store] = memory()
+    return found
+
+
 def people_for(store: ConversationStore) -> PeopleDirectory:
     """The directory that lives beside a conversation store (one per in-memory store)."""
-    if isinstance(store, SqlConversationStore):
-        return SqlPeopleDirectory(store)
-    directory = _MEMORY.get(store)
-    if directory is None:
-        directory = _MEMORY[store] = MemoryPeopleDirectory()
-    return directory
+    return beside_store(store, SqlPeopleDirectory, MemoryPeopleDirectory, _MEMORY)

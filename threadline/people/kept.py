@@ -169,11 +169,15 @@ def delete_batch(conn: SqlRunner, keys: Sequence[str], after_row: int, *,
 
 def record_forgotten(conn: SqlRunner, audit_id: str, identities: Sequence[str],
                      counts: dict[str, int], now_us: int) -> None:
-    """Unlink the identities, drop their link codes and the person, and write the audit line:
+    """Unlink the identities, drop their link codes, link requests and wrong-code counts and
+    the person, and write the audit line:
     who (an opaque id), how many of each, when; never any content."""
     params: dict[str, Any] = {}
     listed = _in("i", identities, params)
     conn.rowcount(f"DELETE FROM threadline_link_codes WHERE identity IN ({listed})", params)
+    conn.rowcount(f"DELETE FROM threadline_link_requests WHERE issuer IN ({listed}) "
+                  f"OR redeemer IN ({listed})", params)
+    conn.rowcount(f"DELETE FROM threadline_link_guesses WHERE identity IN ({listed})", params)
     conn.rowcount(f"DELETE FROM threadline_person_identities WHERE identity IN ({listed})",
                   params)
     conn.rowcount("DELETE FROM threadline_people WHERE person_id = :p", {"p": audit_id})

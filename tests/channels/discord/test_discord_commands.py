@@ -52,7 +52,7 @@ async def bot(sqlite_url: str, model: FakeAnthropic) -> AsyncIterator[Bot]:
 
 async def test_the_commands_are_registered_at_start(bot: Bot) -> None:
     registered = {c["name"]: c for c in bot.discord.app_commands}
-    assert sorted(registered) == ["agents", "forget", "forget-me", "summary"]
+    assert sorted(registered) == ["agents", "forget", "forget-me", "summary", "unlink"]
     assert [o["name"] for o in registered["forget"]["options"]] == ["text"]
     assert [o["name"] for o in registered["forget-me"]["options"]] == ["text"]
     assert not registered["agents"].get("options")

@@ -58,7 +58,7 @@ async def bot(fake: FakeTelegram, model: FakeAnthropic, sqlite_url: str) -> Asyn
 
 async def test_the_command_menu_is_set_at_start(bot: Bot) -> None:
     assert [c["command"] for c in bot.telegram.my_commands] == [
-        "forget", "summary", "agents", "forget_me"]
+        "forget", "summary", "agents", "forget_me", "unlink"]
     assert all(c["description"] for c in bot.telegram.my_commands)
 
 

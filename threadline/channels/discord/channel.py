@@ -39,7 +39,7 @@ import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
-from threadline.channels.discord.client import ENDPOINTS, build_client
+from threadline.channels.discord.client import ENDPOINTS, build_client, guard_parsers
 from threadline.channels.discord.commands import (
     choice_view,
     command_tree,
@@ -60,6 +60,7 @@ from threadline.channels.discord.normalize import (
 from threadline.channels.files import take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
+from threadline.channels.supervise import SupervisedListener
 from threadline.channels.text import split_text
 from threadline.errors import (
     ChannelAuthError,
@@ -141,7 +142,7 @@ class DiscordChannel(Channel):
         self._client: discord.Client | None = None
         self._tree: discord.app_commands.CommandTree[discord.Client] | None = None
         self._events: ChannelEvents | None = None
-        self._runner: asyncio.Task[None] | None = None
+        self._listener: SupervisedListener | None = None
         self._ready = asyncio.Event()
         self._in_flight: set[asyncio.Task[Any]] = set()
         # discord.py runs each event in its own task; edits and deletions take this FIFO lock
@@ -160,6 +161,7 @@ class DiscordChannel(Channel):
         client = build_client(self, sharded=self._sharded, shard_count=self._shard_count,
                               guild_ready_timeout=self._guild_ready_timeout)
         self._client = client
+        guard_parsers(client, self.skip_event)
         if self.commands:
             self._tree = command_tree(client, self.commands, self._handle_command)
         try:
@@ -180,22 +182,39 @@ class DiscordChannel(Channel):
 
     async def start(self, events: ChannelEvents) -> None:
         """Log in, open the gateway and return once Discord has sent the bot's servers."""
-        if self._runner is not None:
+        if self._listener is not None:
             raise ChannelError(f"Discord channel '{self.name}' is already started")
         client = await self._logged_in_client()
         self._events = events
         self._closing = False
-        self._runner = asyncio.create_task(client.connect(reconnect=True),
-                                           name=f"discord-gateway:{self.name}")
+        # The gateway task is supervised: an exception discord.py does not reconnect on
+        # (a frame it cannot decode) ends it, and it is started again with backoff.
+        self._listener = SupervisedListener(
+            channel=self.name, listen=lambda: client.connect(reconnect=True),
+            before_restart=self._drop_dead_gateway)
+        self._listener.start()
+        runner = self._listener.task
+        assert runner is not None
         ready = asyncio.create_task(self._ready.wait())
-        await asyncio.wait({self._runner, ready}, timeout=self._start_timeout,
+        await asyncio.wait({runner, ready}, timeout=self._start_timeout,
                            return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
             ready.cancel()
-            await self._fail_start(self._runner)
-        self._runner.add_done_callback(self._gateway_ended)
+            await self._fail_start(runner)
         await self._register_commands()
         self._log.info("discord.started", user_id=self._bot_user_id, guilds=len(client.guilds))
+
+    async def _drop_dead_gateway(self) -> None:
+        """Close the websocket a dead gateway run left open (its heartbeat thread with it)."""
+        client = self._client
+        ws = getattr(client, "ws", None) if client is not None else None
+        if ws is not None and not ws.socket.closed:
+            await ws.close(code=4000)
+
+    def receiving(self) -> str | None:
+        if self._listener is None or self._client is None or self._client.is_closed():
+            return "not connected"
+        return self._listener.problem()
 
     async def _register_commands(self) -> None:
         """Make the application's commands the team's (one bulk overwrite, global scope)."""
@@ -217,13 +236,13 @@ class DiscordChannel(Channel):
                                     display_name=user.global_name)
 
     async def _fail_start(self, runner: asyncio.Task[None]) -> None:
-        self._runner = None
+        listener, self._listener = self._listener, None
         timed_out = not runner.done()
+        if listener is not None:
+            listener.halt()
         await self._close_client()
-        if not runner.done():
-            runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await runner
+        if listener is not None:
+            await listener.stop()
         if timed_out:
             raise ChannelError(
                 f"Discord channel '{self.name}': the gateway was not ready after "
@@ -242,10 +261,6 @@ class DiscordChannel(Channel):
             f"({error!r}); check the network or the `gateway_url` setting."
         ) from error
 
-    def _gateway_ended(self, runner: asyncio.Task[None]) -> None:
-        if not runner.cancelled() and runner.exception() is not None and not self._closing:
-            self._log.error("discord.gateway_ended", error=repr(runner.exception()))
-
     async def stop(self) -> None:
         """Stop taking events, let handlers in flight finish, then close the connection."""
         self._closing = True
@@ -253,11 +268,12 @@ class DiscordChannel(Channel):
         pending = [task for task in self._in_flight if task is not current]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.halt()
         await self._close_client()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await runner
+        if listener is not None:
+            await listener.stop(grace=10)
         self._ready.clear()
 
     async def _close_client(self) -> None:
@@ -272,7 +288,7 @@ class DiscordChannel(Channel):
 
         Before `start()` it logs in (which asks who the bot is), checks, and logs out again.
         """
-        started = self._runner is not None
+        started = self._listener is not None
         client = await self._logged_in_client()
         try:
             if self.identity is None:
@@ -313,8 +329,9 @@ class DiscordChannel(Channel):
             self._in_flight.add(task)
         try:
             yield context
-        except Exception:
+        except Exception as error:
             self._log.exception("discord.event_failed", discord_event=event, **context)
+            self.skip_event(f"{event} {context.get('message_id')!r}", error)
         finally:
             if task is not None:
                 self._in_flight.discard(task)
@@ -447,7 +464,7 @@ class DiscordChannel(Channel):
                      ) -> tuple[discord.PartialMessageable, discord.MessageReference | None]:
         """Where a reply to `inbound` goes, and the message it replies to."""
         client = self._client
-        if client is None or self._runner is None:
+        if client is None or self._listener is None:
             raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
         metadata = inbound.metadata
         target_id = int(metadata.thread_id or self.delivered_here(inbound))

@@ -8,6 +8,7 @@ they are process-wide; `ENDPOINTS` hands them out and refuses conflicting values
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -111,6 +112,30 @@ class _Endpoints:
 
 
 ENDPOINTS = _Endpoints()
+
+
+def guard_parsers(client: discord.Client,
+                  skip: Callable[[object, BaseException], None]) -> None:
+    """Make every gateway dispatch parser skip an event it cannot parse instead of raising.
+
+    discord.py parses each dispatch (`MESSAGE_CREATE` with a null author, a non-numeric id)
+    inside its gateway loop, and an error there ends `connect()` for good. Wrapped, the event
+    is logged with its type and id, counted by `skip`, and the gateway reads the next one.
+    """
+    parsers: dict[str, Callable[[Any], None]] = client._connection.parsers
+    for event, parse in list(parsers.items()):
+        parsers[event] = _guarded(event, parse, skip)
+
+
+def _guarded(event: str, parse: Callable[[Any], None],
+             skip: Callable[[object, BaseException], None]) -> Callable[[Any], None]:
+    def guarded(data: Any) -> None:
+        try:
+            parse(data)
+        except Exception as error:
+            event_id = data.get("id") if isinstance(data, dict) else None
+            skip(f"{event} {event_id!r}", error)
+    return guarded
 
 
 def build_client(channel: DiscordChannel, *, sharded: bool, shard_count: int | None,

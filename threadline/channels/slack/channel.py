@@ -537,6 +537,18 @@ class SlackChannel(Channel):
             raise ChannelError(f"Slack channel {self.name!r}: no Socket Mode connection after "
                                f"{self._connect_timeout:.0f} s") from error
 
+    def receiving(self) -> str | None:
+        if self.identity is None:
+            return "not connected"
+        if self._socket is not None:
+            client = self._socket.client
+            session = client.current_session
+            if client.closed or session is None or session.closed:
+                return "not receiving: the Socket Mode connection is down (reconnecting)"
+        elif self._runner is None:
+            return "not receiving: the events endpoint is not served"
+        return None
+
     async def _drop_app_mention(self) -> None:
         """Acked by bolt and ignored: the same post also arrives as a `message` event."""
 
@@ -558,12 +570,17 @@ class SlackChannel(Channel):
             return BoltResponse(status=503, body="stopping; deliver again later")
         event = body.get("event")
         team_id = str(body.get("team_id") or self._team_id)
-        change = classify(event, team_id=team_id, own_ids=self._own_ids,
-                          allow_bots=self.allow_bots) if isinstance(event, dict) else None
+        event_id = str(body.get("event_id") or "")
+        try:
+            change = classify(event, team_id=team_id, own_ids=self._own_ids,
+                              allow_bots=self.allow_bots) if isinstance(event, dict) else None
+        except Exception as error:  # fields missing or of the wrong kind: acked and skipped
+            self.skip_event(event_id, error)
+            return None
         if change is None:
             return None
         with self._handling():
-            return await self._deliver(change, event_id=str(body.get("event_id") or ""))
+            return await self._deliver(change, event_id=event_id)
 
     async def _on_assistant_thread(self, body: dict[str, Any]) -> BoltResponse | None:
         """An assistant thread started or its context changed (see the module docstring)."""
@@ -658,7 +675,12 @@ class SlackChannel(Channel):
         bound = self._log.bind(conversation_id=change.conversation_id, event_id=event_id)
         if isinstance(change, SlackPost):
             try:
-                await events.on_message(await self._turn(change, directory, bound), self)
+                turn = await self._turn(change, directory, bound)
+            except Exception as error:  # an event we cannot read: acked and skipped
+                self.skip_event(event_id or change.stored_id, error)
+                return None
+            try:
+                await events.on_message(turn, self)
             except TurnNotRecordedError as error:
                 bound.warning("slack_turn_not_recorded", message_id=change.stored_id,
                               error=str(error), outcome="answered 503 so Slack delivers it again")

@@ -3,7 +3,9 @@ cached.
 
 Every inbound message needs its author's name and the names of the people it mentions;
 asking `users.info` each time would cost a Web API call (and rate-limit budget) per message.
-Answers are kept in a bounded LRU; concurrent lookups of the same id share one call. A lookup
+Answers are kept in a bounded LRU; concurrent lookups of the same id share one call. One
+message asks at most `MAX_LOOKUPS_PER_MESSAGE` ids Slack has not told us yet (a message that
+mentions 10,000 people must not cost 10,000 calls): the rest keep their ids as names. A lookup
 that fails for a transient reason is not cached, so the next message tries again; an id Slack
 says does not exist is cached as itself.
 """
@@ -22,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 log = structlog.get_logger("threadline.channels.slack")
 
+MAX_LOOKUPS_PER_MESSAGE = 20
 _GONE = frozenset({"user_not_found", "channel_not_found", "missing_scope", "not_in_channel"})
 
 
@@ -32,6 +35,9 @@ class _Cache:
         self._size = size
         self._names: OrderedDict[str, str | None] = OrderedDict()
         self._pending: dict[str, asyncio.Task[tuple[str | None, bool]]] = {}
+
+    def known(self, key: str) -> bool:
+        return key in self._names or key in self._pending
 
     async def get(
         self, key: str, lookup: Callable[[str], Awaitable[tuple[str | None, bool]]]
@@ -64,8 +70,18 @@ class SlackDirectory:
     async def user_names(self, user_ids: Iterable[str]) -> dict[str, str]:
         """Display names of these users by id; an id whose name is unknown maps to itself."""
         ids = list(dict.fromkeys(user_ids))
+        unknown = [i for i in ids if not self._users.known(i)]
+        if len(unknown) > MAX_LOOKUPS_PER_MESSAGE:
+            log.warning("slack_lookups_capped", mentioned=len(ids),
+                        looked_up=MAX_LOOKUPS_PER_MESSAGE,
+                        outcome="the others are shown by their user ids")
+            skipped = set(unknown[MAX_LOOKUPS_PER_MESSAGE:])
+            ids = [i for i in ids if i not in skipped]
+        else:
+            skipped = set()
         names = await asyncio.gather(*(self._users.get(i, self._lookup_user) for i in ids))
-        return {i: n or i for i, n in zip(ids, names, strict=True)}
+        found = {i: n or i for i, n in zip(ids, names, strict=True)}
+        return {**found, **{i: i for i in skipped}}
 
     async def channel_name(self, channel_id: str) -> str | None:
         """The channel's name (`general`), or None for DMs and channels the bot cannot read."""

@@ -100,8 +100,13 @@ _RATE_LIMIT_RETRIES = 5
 
 
 def _conversation_key(update: Update) -> str | None:
-    message = update.effective_message
-    return conversation_id(message) if message is not None else None
+    """The conversation an update belongs to, for logs; None when it cannot be told (an
+    update missing its chat must still be logged and skipped, never raise here)."""
+    try:
+        message = update.effective_message
+        return conversation_id(message) if message is not None else None
+    except Exception:
+        return None
 
 
 class TelegramChannel(Channel):
@@ -216,7 +221,7 @@ class TelegramChannel(Channel):
         try:
             if self._mode == "webhook":
                 assert self._webhook_url is not None and self._webhook_secret_token is not None
-                receiver = WebhookReceiver(bot=bot, take=self._on_update,
+                receiver = WebhookReceiver(bot=bot, take=self._on_update, skip=self.skip_event,
                                            secret_token=self._webhook_secret_token, log=self._log)
                 await receiver.start(
                     listen=self._webhook_listen, port=self._webhook_port,
@@ -234,7 +239,8 @@ class TelegramChannel(Channel):
                     "webhook (Bot API deleteWebhook), or run this channel with mode='webhook'."
                 )
             poller = UpdatePoller(bot=bot, take=self._on_update, allowed_updates=_ALLOWED_UPDATES,
-                                  on_error=self._on_polling_error, log=self._log)
+                                  on_error=self._on_polling_error, skip=self.skip_event,
+                                  log=self._log, channel=self.name)
             await poller.start(drop_pending_updates=self._drop_pending_updates)
             return poller
         except TelegramError as exc:
@@ -262,6 +268,13 @@ class TelegramChannel(Channel):
         else:
             self._log.warning("telegram.polling_error", error=str(exc))
 
+    def receiving(self) -> str | None:
+        if self._bot is None or self._intake is None:
+            return "not connected"
+        if isinstance(self._intake, UpdatePoller):
+            return self._conflict or self._intake.listener.problem()
+        return None
+
     # -- inbound ---------------------------------------------------------------------------
 
     async def _on_update(self, update: Update) -> None:
@@ -279,9 +292,10 @@ class TelegramChannel(Channel):
                 await self._deliver_press(update.callback_query)
         except TurnNotRecordedError:
             raise
-        except Exception:
+        except Exception as error:
             self._log.exception("telegram.update_failed", update_id=update.update_id,
                                 conversation_id=_conversation_key(update))
+            self.skip_event(update.update_id, error)
 
     def _accepted_sender(self, message: Message) -> Sender | None:
         """The author, or None for the bot's own messages and other bots' unless `allow_bots`."""

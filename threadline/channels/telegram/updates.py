@@ -6,7 +6,12 @@ next poll whatever became of the updates, and its webhook answers 200 before any
 so both are replaced here by code that says "received" only after `take(update)` returned (for
 a message: after `on_message` returned, so the turn is recorded; see `ChannelEvents`).
 
-Polling (`UpdatePoller`): each batch is taken one update at a time, in order, and the offset
+Polling (`UpdatePoller`): getUpdates is read as plain JSON and each update parsed on its own,
+so an update the library cannot parse, or whose handling fails for any reason but "not
+recorded", is logged with its update id, counted (`skip`) and confirmed like any other: one bad
+update never stalls polling. The polling task is supervised (`channels.supervise`): should it
+end anyway, it is started again with backoff and the channel reports itself not receiving
+meanwhile. Each batch is taken one update at a time, in order, and the offset
 moves past an update only once it was taken. When taking one raises `TurnNotRecordedError` the
 batch stops there and polling resumes from that update after a backoff, so it and everything
 after it are delivered again. `stop()` confirms what was taken (one getUpdates with the offset
@@ -15,7 +20,8 @@ confirmed comes again and the receiver drops the copies by turn id.
 
 Webhook (`WebhookReceiver`): an aiohttp server answers each POST after `take` returned: 200, or
 503 when the turn was not recorded, and Telegram delivers it again later. A request without the
-exact `X-Telegram-Bot-Api-Secret-Token` header is a 403, an unreadable body a 400.
+exact `X-Telegram-Bot-Api-Secret-Token` header is a 403, a body that is not JSON a 400; an
+update that cannot be parsed is skipped and answered 200, as polling confirms it.
 """
 
 from __future__ import annotations
@@ -23,17 +29,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import warnings
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import TelegramError, TimedOut
+from telegram.warnings import PTBUserWarning
 
+from threadline.channels.supervise import SupervisedListener
 from threadline.errors import TurnNotRecordedError
+
+# getUpdates is called through `do_api_request` on purpose (see `UpdatePoller._next_batch`).
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
+                        category=PTBUserWarning)
 
 UpdateTaker = Callable[[Update], Coroutine[Any, Any, None]]
 PollingErrorHandler = Callable[[TelegramError], None]
+SkipHandler = Callable[[object, BaseException], None]
 
 _POLL_TIMEOUT_SECONDS = 10
 _STOP_GRACE_SECONDS = 10.0
@@ -52,34 +66,28 @@ class UpdatePoller:
 
     def __init__(
         self, *, bot: Bot, take: UpdateTaker, allowed_updates: Sequence[str],
-        on_error: PollingErrorHandler, log: Any,
+        on_error: PollingErrorHandler, skip: SkipHandler, log: Any, channel: str,
     ) -> None:
         self._bot = bot
         self._take = take
         self._allowed_updates = list(allowed_updates)
         self._on_error = on_error
+        self._skip = skip
         self._log = log
         self._offset: int | None = None  # the first update not yet taken
         self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.listener = SupervisedListener(channel=channel, listen=self._poll)
 
     async def start(self, *, drop_pending_updates: bool) -> None:
         """Make sure no webhook is set (dropping what queued, if asked), then poll."""
         await self._bot.delete_webhook(drop_pending_updates=drop_pending_updates)
-        self._task = asyncio.create_task(self._poll(), name="telegram-polling")
+        self.listener.start()
 
     async def stop(self) -> None:
         """Finish the update being taken (for up to 10 s), then confirm every update taken."""
         self._stopping.set()
-        if self._task is not None:
-            done, _ = await asyncio.wait({self._task}, timeout=_STOP_GRACE_SECONDS)
-            if not done:  # safe: an update not confirmed is delivered again
-                self._log.warning("telegram.stop_abandoned_update", offset=self._offset,
-                                  outcome="the update in hand comes again on restart")
-                self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._task
-            self._task = None
+        # Safe when the grace runs out: an update not confirmed is delivered again.
+        await self.listener.stop(grace=_STOP_GRACE_SECONDS)
         if self._offset is None:
             return
         try:
@@ -110,11 +118,15 @@ class UpdatePoller:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), pause)
 
-    async def _next_batch(self) -> list[Update] | None:
-        """The next updates after the offset, or None once `stop` was called."""
-        poll = asyncio.ensure_future(self._bot.get_updates(
-            offset=self._offset, timeout=_POLL_TIMEOUT_SECONDS,
-            allowed_updates=self._allowed_updates))
+    async def _next_batch(self) -> list[Any] | None:
+        """The next updates after the offset as JSON, or None once `stop` was called.
+
+        Plain JSON, not PTB's `get_updates`: that parses the whole batch at once, and one
+        update it cannot parse would fail every poll from then on."""
+        poll = asyncio.ensure_future(self._bot.do_api_request(
+            "getUpdates", api_kwargs={"offset": self._offset, "timeout": _POLL_TIMEOUT_SECONDS,
+                                      "allowed_updates": self._allowed_updates},
+            read_timeout=_POLL_TIMEOUT_SECONDS + 10))
         stopping = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -123,23 +135,29 @@ class UpdatePoller:
             with contextlib.suppress(asyncio.CancelledError, TelegramError):
                 await poll
             return None
-        return list(poll.result())
+        result = poll.result()
+        return list(result) if isinstance(result, list) else []
 
-    async def _take_in_order(self, updates: list[Update]) -> bool:
+    async def _take_in_order(self, updates: list[Any]) -> bool:
         """Take each update and move the offset past it; False if one was not recorded."""
-        for update in updates:
+        for raw in updates:
             if self._stopping.is_set():
                 return True  # the rest are not confirmed: Telegram delivers them again
+            update_id = raw.get("update_id") if isinstance(raw, dict) else None
             try:
+                update = Update.de_json(raw, self._bot)
                 # A task per update, as a webhook request would have: what the receiver binds
                 # to the current task (log context, "in flight" tracking) ends with the update.
                 await asyncio.create_task(self._take(update))
             except TurnNotRecordedError as error:
-                self._log.warning("telegram.update_not_recorded", update_id=update.update_id,
+                self._log.warning("telegram.update_not_recorded", update_id=update_id,
                                   error=str(error),
                                   outcome="not confirmed; polling resumes from it after a pause")
                 return False
-            self._offset = update.update_id + 1
+            except Exception as error:  # unparseable, or its handling failed: skip it
+                self._skip(update_id, error)
+            if isinstance(update_id, int) and not isinstance(update_id, bool):
+                self._offset = max(self._offset or 0, update_id + 1)
         return True
 
 
@@ -147,10 +165,11 @@ class WebhookReceiver:
     """The webhook endpoint: answers Telegram's POST only after the update was taken."""
 
     def __init__(
-        self, *, bot: Bot, take: UpdateTaker, secret_token: str, log: Any,
+        self, *, bot: Bot, take: UpdateTaker, skip: SkipHandler, secret_token: str, log: Any,
     ) -> None:
         self._bot = bot
         self._take = take
+        self._skip = skip
         self._secret = secret_token.encode()
         self._log = log
         self._runner: web.AppRunner | None = None
@@ -190,10 +209,16 @@ class WebhookReceiver:
                               reason="missing or wrong secret token header")
             return web.Response(status=403, text="wrong or missing secret token")
         try:
-            update = Update.de_json(await request.json(), self._bot)
-        except Exception as error:  # whatever json or PTB's parsing raises for a bad body
+            raw = await request.json()
+        except Exception as error:  # not JSON at all: not Telegram speaking
             self._log.warning("telegram.webhook_refused", status=400, reason=repr(error))
             return web.Response(status=400, text="the body is not a Telegram update")
+        update_id = raw.get("update_id") if isinstance(raw, dict) else None
+        try:
+            update = Update.de_json(raw, self._bot)
+        except Exception as error:  # Telegram's, but unreadable here: confirmed and skipped
+            self._skip(update_id, error)
+            return web.Response(status=200)
         try:
             await self._take(update)
         except TurnNotRecordedError as error:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import structlog
@@ -27,6 +28,7 @@ from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.auth import (
     COOKIE,
+    LoginThrottle,
     authorized,
     cookie_value,
     foreign_request,
@@ -53,10 +55,19 @@ _HEADERS = {
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _environment() -> Environment:
+def _redacted(redactor: Redactor, value: Any) -> Any:
+    if value is None or isinstance(value, int | float):
+        return value
+    return redactor.text(value if isinstance(value, str) else str(value))
+
+
+def _environment(redactor: Redactor) -> Environment:
+    # `finalize` sees every value a template prints before autoescaping does: a secret is
+    # redacted while it still reads as itself (escaped, `a&b` would no longer match).
     env = Environment(loader=PackageLoader("threadline.inspector.console", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      finalize=partial(_redacted, redactor))
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False,
                                                      sort_keys=True, default=str)
     return env
@@ -73,7 +84,8 @@ class Console:
         self.token = token
         self.replayer = replayer
         self.prefix = prefix
-        self.templates = _environment()
+        self.templates = _environment(redactor)
+        self.throttle = LoginThrottle()
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -113,9 +125,18 @@ class Console:
     # -- login ---------------------------------------------------------------------------
 
     async def login(self, request: web.Request) -> web.Response:
+        client = request.remote or "unknown"
+        wait = self.throttle.retry_after(client)
+        if wait is not None:
+            log.warning("console.login_throttled", client=client, retry_after=round(wait))
+            response = self._page("error.html", status=429, message=(
+                f"too many failed logins from {client}; try again in {wait:.0f} s"))
+            response.headers["Retry-After"] = str(int(wait + 0.999))
+            return response
         form = await request.post()
         given = str(form.get("token", ""))
         if self.token is None or not token_matches(given, self.token):
+            self.throttle.failed(client)
             return self._page("login.html", status=401, failed=True)
         response = web.HTTPSeeOther(f"{self.prefix}/")
         response.set_cookie(COOKIE, cookie_value(self.token), httponly=True, samesite="Strict",

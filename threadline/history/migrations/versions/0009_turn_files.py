@@ -4,7 +4,7 @@ The row's key is the file's sha256, so the same picture sent twice is kept once.
 bytes are in `data`; larger ones are in the directory the config names, `path` relative to it.
 
 Revision ID: turn_files
-Revises: schedules_handoffs
+Revises: link_consent
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "turn_files"
-down_revision = "schedules_handoffs"
+down_revision = "link_consent"
 branch_labels = None
 depends_on = None
 
