@@ -11,9 +11,10 @@ an image's prompt cost can be counted as the provider counts it without decoding
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -88,6 +89,16 @@ class ToolFile:
 def files_of(extra: Mapping[str, Any]) -> tuple[TurnFile, ...]:
     """The files a turn's `metadata.extra` records (none for a turn without files)."""
     return tuple(TurnFile.from_dict(raw) for raw in extra.get(FILES_KEY) or ())
+
+
+def kept_files(messages: Iterable[Any]) -> list[TurnFile]:
+    """The kept files these turns name, in order, each hash once."""
+    seen: dict[str, TurnFile] = {}
+    for message in messages:
+        for file in files_of(message.metadata.extra):
+            if file.kept:
+                seen.setdefault(file.sha256, file)
+    return list(seen.values())
 
 
 def files_extra(files: Sequence[TurnFile]) -> dict[str, Any]:
@@ -182,3 +193,19 @@ def image_tokens(width: int, height: int) -> int:
         return 1_600
     scale = min(1.0, 1568 / max(width, height))
     return max(1, int(width * scale) * int(height * scale) // 750)
+
+
+def file_record(file: TurnFile, data: bytes) -> dict[str, Any]:
+    """A kept file as an export line's fields (its bytes in base64), for people and history
+    exports alike."""
+    return {"sha256": file.sha256, "name": file.name, "media_type": file.media_type,
+            "size": len(data), "data_base64": base64.b64encode(data).decode("ascii")}
+
+
+def file_from_record(raw: Mapping[str, Any]) -> tuple[str, str, bytes]:
+    """(sha256, media type, bytes) of an export's file line; ValueError when the bytes are not
+    the file the line names."""
+    data = base64.b64decode(raw["data_base64"], validate=True)
+    if sha256_of(data) != raw["sha256"]:
+        raise ValueError(f"the bytes of file {raw.get('name')!r} do not match its sha256")
+    return str(raw["sha256"]), str(raw["media_type"]), data

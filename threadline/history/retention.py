@@ -18,7 +18,7 @@ from functools import partial
 import structlog
 
 from threadline.history.file_store import forget_unused
-from threadline.history.files import files_of
+from threadline.history.files import kept_files
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
 from threadline.periodic import Periodic
@@ -47,8 +47,7 @@ async def prune_conversation(store: ConversationStore, conversation_id: str,
         if not old:
             return removed
         removed += await store.delete_messages(conversation_id, [m.id for m in old])
-        await forget_unused(store, (f.sha256 for m in old for f in files_of(m.metadata.extra)
-                                    if f.kept))
+        await forget_unused(store, (f.sha256 for f in kept_files(old)))
 
 
 async def prune_history(store: ConversationStore, default: float | None,

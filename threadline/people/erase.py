@@ -10,7 +10,6 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
@@ -21,7 +20,7 @@ import structlog
 from threadline.errors import ConfigError
 from threadline.history.codec import message_to_dict
 from threadline.history.file_store import FileStore, RunsStatements, forget_unused
-from threadline.history.files import files_of
+from threadline.history.files import file_record, kept_files
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of, speaker_key
 from threadline.history.sql_schema import to_micros
@@ -107,8 +106,7 @@ def _batch_lines(batch: Batch) -> list[str]:
 
 def _files_named(messages: Iterable[StoredMessage]) -> list[str]:
     """The hashes of the kept files these turns name, in order, once each."""
-    return list(dict.fromkeys(f.sha256 for m in messages
-                              for f in files_of(m.metadata.extra) if f.kept))
+    return list(dict.fromkeys(f.sha256 for f in kept_files(messages)))
 
 
 async def _file_lines(store: ConversationStore, batch: Batch) -> list[str]:
@@ -117,11 +115,10 @@ async def _file_lines(store: ConversationStore, batch: Batch) -> list[str]:
         return []
     files = FileStore(store)
     lines = []
-    for sha in _files_named([*batch.turns, *batch.replies]):
-        data = await files.get(sha)
+    for file in kept_files([*batch.turns, *batch.replies]):
+        data = await files.get(file.sha256)
         if data is not None:
-            lines.append(_line("file", {"sha256": sha, "size": len(data),
-                                        "data_base64": base64.b64encode(data).decode()}))
+            lines.append(_line("file", file_record(file, data)))
     return lines
 
 
