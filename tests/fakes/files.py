@@ -5,6 +5,9 @@ from __future__ import annotations
 import struct
 import zlib
 
+from threadline.agents.tools import FunctionTool, tool
+from threadline.history.files import ToolFile
+
 
 def png(width: int = 64, height: int = 48) -> bytes:
     """A valid grey PNG of this size."""
@@ -45,3 +48,15 @@ def pdf(text: str) -> bytes:
 def ogg_voice() -> bytes:
     """The start of an Ogg Opus voice note (enough for the type to be read from it)."""
     return b"OggS\x00\x02" + b"\x00" * 20 + b"OpusHead\x01\x01" + b"\x00" * 64
+
+
+def chart_tool(chart: bytes) -> FunctionTool:
+    """A `draw_chart` tool that returns `chart` as the file `sales.png` (what an agent's
+    charting tool would)."""
+
+    @tool
+    async def draw_chart() -> ToolFile:
+        """Draws this month's sales as a chart."""
+        return ToolFile(name="sales.png", data=chart)
+
+    return draw_chart

@@ -12,15 +12,14 @@ from pathlib import Path
 
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
-from tests.fakes.files import pdf, png
+from tests.fakes.files import chart_tool, pdf, png
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
-from threadline.agents.tools import tool
 from threadline.channels.discord import DiscordChannel
 from threadline.channels.files import FileIntake
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import ToolFile, files_of
+from threadline.history.files import files_of
 from threadline.team import Team
 
 
@@ -60,11 +59,7 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
 
 async def test_a_chart_a_tool_made_is_attached_once(tmp_path: Path) -> None:
     chart = png(300, 200)
-
-    @tool
-    async def draw_chart() -> ToolFile:
-        """Draws this month's sales as a chart."""
-        return ToolFile(name="sales.png", data=chart)
+    draw_chart = chart_tool(chart)
 
     async with FakeDiscord() as fake, FakeAnthropic() as model, SqlConversationStore(
             f"sqlite+aiosqlite:///{tmp_path / 'd.db'}") as store:

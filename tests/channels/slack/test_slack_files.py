@@ -12,16 +12,15 @@ import json
 from pathlib import Path
 
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
-from tests.fakes.files import pdf, png
+from tests.fakes.files import chart_tool, pdf, png
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
-from threadline.agents.tools import tool
 from threadline.channels.files import FileIntake
 from threadline.channels.slack import SlackChannel
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import ToolFile, files_of
+from threadline.history.files import files_of
 from threadline.team import Team
 
 
@@ -68,11 +67,7 @@ async def test_a_shared_png_and_pdf_reach_the_model_and_a_huge_file_is_refused(
 
 async def test_a_chart_a_tool_made_is_shared_once_in_the_thread(tmp_path: Path) -> None:
     chart = png(300, 200)
-
-    @tool
-    async def draw_chart() -> ToolFile:
-        """Draws this month's sales as a chart."""
-        return ToolFile(name="sales.png", data=chart)
+    draw_chart = chart_tool(chart)
 
     async with FakeSlack() as fake, FakeAnthropic() as model, SqlConversationStore(
             f"sqlite+aiosqlite:///{tmp_path / 's.db'}") as store:

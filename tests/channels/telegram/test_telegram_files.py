@@ -15,18 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
-from tests.fakes.files import ogg_voice, pdf, png
+from tests.fakes.files import chart_tool, ogg_voice, pdf, png
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.speech import SpeechToText
-from threadline.agents.tools import tool
 from threadline.channels.files import FileIntake
 from threadline.channels.telegram import TelegramChannel
 from threadline.history import SqlConversationStore
 from threadline.history.file_store import FileStore
-from threadline.history.files import ToolFile, files_of
+from threadline.history.files import files_of
 from threadline.team import Team
 
 CHAT = private_chat(ALICE)
@@ -129,11 +128,7 @@ async def test_a_file_over_the_limit_is_refused_and_the_text_still_answered(
 
 async def test_a_chart_a_tool_made_is_sent_once_with_sendphoto(tmp_path: Path) -> None:
     chart = png(300, 200)
-
-    @tool
-    async def draw_chart() -> ToolFile:
-        """Draws this month's sales as a chart."""
-        return ToolFile(name="sales.png", data=chart)
+    draw_chart = chart_tool(chart)
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
     async with FakeTelegram() as fake, FakeAnthropic() as model, \
