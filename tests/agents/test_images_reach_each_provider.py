@@ -79,3 +79,27 @@ async def test_a_model_that_cannot_see_gets_the_line(tmp_path: Path) -> None:
         [body] = fake.bodies
         assert "image" not in {b["type"] for m in body["messages"] for b in m["content"]}
         assert "[image shot.png, 100x80]" in str(body)
+
+
+async def test_a_picture_takes_its_share_of_the_token_budget(tmp_path: Path) -> None:
+    big = png(1280, 800)  # 1,365 tokens as Anthropic counts it
+    async with fake_anthropic.FakeAnthropic() as fake, SqlConversationStore(
+            f"sqlite+aiosqlite:///{tmp_path / 'c.db'}") as store:
+        fake.script(fake_anthropic.text("A wide screenshot."), fake_anthropic.text("Wide."))
+        await store.append_many([StoredMessage(
+            conversation_id="local:pics", participant=Participant("user", "ann"),
+            content=f"@support earlier note {n}: " + "words " * 80) for n in range(60)])
+        files = FileStore(store)
+        await files.put(big, sha256=sha256_of(big), media_type="image/png")
+        shot = TurnFile(name="wide.png", media_type="image/png", size=len(big),
+                        sha256=sha256_of(big), width=1280, height=800)
+        agent = Agent(name="support", conversation_history=store,
+                      provider=AnthropicProvider(fake.client(), stream=False))
+        agent.files = files
+        result = await agent.invoke(StoredMessage(
+            conversation_id="local:pics", participant=Participant("user", "ann"),
+            content=shot.prompt_line(), metadata={"extra": files_extra([shot])}))
+        assert result.prompt is not None
+        budget = agent.assembler_options.token_budget
+        assert result.prompt.dropped_for_budget > 0
+        assert 1365 < result.prompt.token_count <= budget  # the picture counted, within budget

@@ -39,7 +39,12 @@ from threadline.agents.llm import (
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
-from threadline.agents.seeing import describe_images, with_images, without_images
+from threadline.agents.seeing import (
+    describe_images,
+    images_cost,
+    with_images,
+    without_images,
+)
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
 from threadline.errors import ConfigError, ModelError, StoreError
 from threadline.history.addressing import mentions_in_text
@@ -86,6 +91,8 @@ UNFINISHED_REPLY = {
 }
 
 
+# The least history a prompt keeps beside large pictures (the assembler's own minimum budget).
+MIN_HISTORY_TOKENS = 50
 # The text of a reply that is only a file a tool made (platforms post a file with no text).
 FILES_ONLY_REPLY = "Here it is."
 
@@ -328,6 +335,10 @@ class Agent:
         options = self.assembler_options
         if context.aliases:
             options = replace(options, agent_aliases=(*options.agent_aliases, *context.aliases))
+        if self.sees_images and self.files is not None and images_cost(context.inbound):
+            # The turn's pictures take their share of the budget; the history fits the rest.
+            options = replace(options, token_budget=max(
+                MIN_HISTORY_TOKENS, options.token_budget - images_cost(context.inbound)))
         try:
             if options.person_memory:
                 run.person = await person_memory_for(context.store, context.inbound)

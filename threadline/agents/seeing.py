@@ -33,11 +33,22 @@ DESCRIBE = ("Describe this image in one or two short sentences for someone who c
 DESCRIPTION_MAX_TOKENS = 160
 
 
+def pictures_of(inbound: StoredMessage) -> list[TurnFile]:
+    """The kept images of a turn (the ones a model that sees is shown)."""
+    return [f for f in files_of(inbound.metadata.extra) if f.kind == "image" and f.kept]
+
+
+def images_cost(inbound: StoredMessage) -> int:
+    """The prompt tokens the turn's images will cost, as the provider counts them: the room
+    the history leaves for them."""
+    return sum(image_tokens(f.width, f.height) for f in pictures_of(inbound))
+
+
 async def with_images(messages: Sequence[PromptMessage], inbound: StoredMessage,
                       files: FileStore | None) -> tuple[list[PromptMessage], int]:
     """`messages` with the inbound turn's images on its last user message; their tokens."""
     shown = list(messages)
-    pictures = [f for f in files_of(inbound.metadata.extra) if f.kind == "image" and f.kept]
+    pictures = pictures_of(inbound)
     last_user = next((i for i in range(len(shown) - 1, -1, -1)
                       if shown[i].role == "user"), None)
     if files is None or not pictures or last_user is None:
@@ -63,7 +74,7 @@ async def describe_images(inbound: StoredMessage, *, files: FileStore | None,
                           model: str) -> int:
     """Write a description of each image of `inbound` that has none yet (see the module
     docstring); how many the model wrote. A failure leaves the plain line, and is logged."""
-    pictures = [f for f in files_of(inbound.metadata.extra) if f.kind == "image" and f.kept]
+    pictures = pictures_of(inbound)
     if files is None or not pictures:
         return 0
     known = await files.descriptions(f.sha256 for f in pictures)
