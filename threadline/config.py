@@ -123,7 +123,7 @@ class SpendSettings(_Section):
 
     A budget counts every token a provider reports (input, cache reads and writes, output) and
     resets at midnight in `timezone`. `prices` are keyed "provider/model" (e.g.
-    "anthropic/claude-sonnet-4-6") or just the model; there are no built-in prices.
+    "anthropic/claude-sonnet-5-5") or just the model; there are no built-in prices.
     """
 
     timezone: str = "UTC"
@@ -314,14 +314,25 @@ class AgentChannel(_Section):
     respond_to_all: bool = False
 
 
+class FallbackModel(_Section):
+    """One entry of an agent's `model:` list on another provider than the agent's own."""
+
+    provider: str | None = None
+    model: str
+
+
 class AgentSettings(_Section):
     description: str = ""
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     # A `providers:` entry or a provider type; the `model:` section when unset.
     provider: str | None = None
-    # The provider's (or the plug's) default model when unset.
-    model: str | None = None
+    # The provider's (or the plug's) default model when unset. A list is asked in order: the
+    # next answers the turn when the one before stays unavailable past its retries.
+    model: str | Annotated[list[str | FallbackModel], Field(min_length=1)] | None = None
+    # "default" (the model decides; the newest think), "off", or thinking on with this many
+    # tokens (at least 1024) on top of the reply's max_tokens.
+    thinking: Literal["default", "off"] | Annotated[int, Field(ge=1024)] = "default"
     tools: list[str] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
     memory: MemorySettings = Field(default_factory=MemorySettings)

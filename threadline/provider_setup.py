@@ -9,25 +9,28 @@
         base_url: http://127.0.0.1:11434/v1
         model: llama3.1
     agents:
-      support: {model: claude-sonnet-4-6}       # the default provider
+      support: {model: claude-sonnet-5-5}       # the default provider
       notes: {provider: local}                  # llama3.1 on the local server
+      helper:                                   # a list: the next answers when one is down
+        model: [claude-sonnet-5-5, claude-haiku-5-5, {provider: local, model: llama3.1}]
 
 An agent's `provider` names an entry of `providers:`, or a provider type (`anthropic`,
 `openai`, `offline`, or any registered plug), which means the `model:` section when it is of
 that type and the plug's defaults (keys from the SDK's usual environment variable) otherwise.
-Its model is its own `model`, else the entry's `model`, else the plug's default. Each entry is
+Its model is its own `model`, else the entry's `model`, else the plug's default; a list's
+later entries are its fallbacks, on the agent's provider or the one they name. Each entry is
 built once and shared by the agents that use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from threadline.agents.llm import ModelProvider
+from threadline.agents.llm import ModelChoice, ModelProvider
 from threadline.agents.providers import (
     AUTO,
     ProviderPlug,
@@ -70,14 +73,24 @@ class ModelSection(Protocol):
     def summary_provider(self) -> str | None: ...
 
 
-class AgentSection(Protocol):
-    """An agent's provider and model as provider set-up reads them."""
+class ListedModel(Protocol):
+    """An entry of an agent's `model:` list naming its provider (`config.FallbackModel`)."""
 
     @property
     def provider(self) -> str | None: ...
 
     @property
-    def model(self) -> str | None: ...
+    def model(self) -> str: ...
+
+
+class AgentSection(Protocol):
+    """An agent's provider and model (or list of models) as provider set-up reads them."""
+
+    @property
+    def provider(self) -> str | None: ...
+
+    @property
+    def model(self) -> str | Sequence[str | ListedModel] | None: ...
 
 
 class Settings(Protocol):
@@ -111,10 +124,17 @@ class ProviderChoice:
 
 @dataclass(frozen=True, slots=True)
 class AgentModel:
-    """The provider that answers an agent and the model name it asks for."""
+    """The provider that answers an agent and the model name it asks for, and the models asked
+    in order when that one stays unavailable."""
 
     provider: ProviderChoice
     model: str
+    fallbacks: tuple[AgentModel, ...] = ()
+
+    @property
+    def chain(self) -> tuple[AgentModel, ...]:
+        """This model, then its fallbacks."""
+        return (self, *self.fallbacks)
 
 
 def key_variable(provider: str, *, base_url: str | None) -> str | None:
@@ -190,14 +210,33 @@ def provider_named(settings: Settings, name: str | None, path: KeyPath) -> Provi
 
 
 def agent_model(settings: Settings, agent: str) -> AgentModel:
-    """One agent's provider and model; a `SettingError` names the setting to fix."""
+    """One agent's provider and model (and fallbacks); a `SettingError` names the setting."""
     agent_settings = settings.agents[agent]
     provider = provider_named(settings, agent_settings.provider, ("agents", agent, "provider"))
-    model = agent_settings.model or provider.settings.model or provider.plug.default_model
+    named = agent_settings.model
+    listed: Sequence[str | ListedModel | None] = (
+        [named] if named is None or isinstance(named, str) else named)
+    chosen = [_listed_model(settings, agent, provider, entry, number)
+              for number, entry in enumerate(listed)]
+    return replace(chosen[0], fallbacks=tuple(chosen[1:]))
+
+
+def _listed_model(settings: Settings, agent: str, own: ProviderChoice,
+                  entry: str | ListedModel | None, number: int) -> AgentModel:
+    """One entry of an agent's `model:` (a name on the agent's provider, or {provider, model})."""
+    path: KeyPath = ("agents", agent, "model") if number == 0 and (
+        entry is None or isinstance(entry, str)) else ("agents", agent, "model", number)
+    if entry is None or isinstance(entry, str):
+        provider, name = own, entry
+    else:
+        provider = (own if entry.provider is None
+                    else provider_named(settings, entry.provider, (*path, "provider")))
+        name = entry.model
+    model = name or provider.settings.model or provider.plug.default_model
     if model is None:
-        raise SettingError(("agents", agent, "model"),
-                           f"provider {provider.entry!r} ({provider.plug.name}) has no default "
-                           "model; set the model the server serves, e.g. `model: llama3.1`")
+        raise SettingError(path, f"provider {provider.entry!r} ({provider.plug.name}) has no "
+                           "default model; set the model the server serves, e.g. "
+                           "`model: llama3.1`")
     return AgentModel(provider, model)
 
 
@@ -244,6 +283,11 @@ class Providers:
         chosen = self.agents[agent]
         return self.build(chosen.provider), chosen.model
 
+    def fallbacks_for(self, agent: str) -> list[ModelChoice]:
+        """The models asked, in order, when the agent's own stays unavailable."""
+        return [ModelChoice(self.build(f.provider), f.model)
+                for f in self.agents[agent].fallbacks]
+
     def summarizer(self, override: ModelProvider | None = None, *,
                    wrap: Callable[[ModelProvider, str, str], ModelProvider] | None = None
                    ) -> Summarizer:
@@ -266,14 +310,18 @@ class Providers:
 
 
 def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:
-    """One connection check per provider the agents use, by subject."""
+    """One connection check per provider the agents use, by subject, and one more per
+    fallback model (a model that cannot answer is no fallback)."""
     found: dict[str, Callable[[], Awaitable[str]]] = {}
-    for chosen in agent_models(settings).values():
-        choice = chosen.provider
-        subject = "model" if choice.entry == DEFAULT_ENTRY else (
-            f"model provider {choice.entry} ({choice.plug.name})")
-        if subject not in found:
-            found[subject] = _check(choice, chosen.model)
+    for agent in agent_models(settings).values():
+        for number, chosen in enumerate(agent.chain):
+            choice = chosen.provider
+            subject = "model" if choice.entry == DEFAULT_ENTRY else (
+                f"model provider {choice.entry} ({choice.plug.name})")
+            if number:
+                subject += f", fallback {chosen.model}"
+            if subject not in found:
+                found[subject] = _check(choice, chosen.model, exact=number > 0)
     if offline_by_default(settings):
         found["model"] = _offline_by_default
     return found
@@ -288,7 +336,8 @@ async def _offline_by_default() -> str:
     return f"no {default_plug().key_variable}: agents will answer with the offline model"
 
 
-def _check(choice: ProviderChoice, model: str) -> Callable[[], Awaitable[str]]:
-    settings = choice.settings if choice.settings.model else choice.settings.model_copy(
-        update={"model": model})
+def _check(choice: ProviderChoice, model: str, *, exact: bool = False
+           ) -> Callable[[], Awaitable[str]]:
+    settings = choice.settings if choice.settings.model and not exact else (
+        choice.settings.model_copy(update={"model": model}))
     return lambda: choice.plug.check(settings)

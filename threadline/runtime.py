@@ -179,6 +179,8 @@ class Runtime:
                 aliases=agent.aliases,
                 interceptors=interceptors, summarizer=summarizer,
                 provider=provider or providers.for_agent(name)[0],
+                fallbacks=providers.fallbacks_for(name) if provider is None else (),
+                thinking=agent.thinking,
                 max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
                 observer=inspector.recorder, turn_tools=proactive.turn_tools(),
             )

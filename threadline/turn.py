@@ -6,6 +6,7 @@ them, so none of them imports another just to name a turn.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +24,14 @@ class ModelUsage:
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+
+    def __add__(self, other: ModelUsage) -> ModelUsage:
+        return ModelUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=(self.cache_creation_input_tokens
+                                         + other.cache_creation_input_tokens))
 
 
 class Deliver(Protocol):
@@ -95,6 +104,7 @@ class AgentResult:
     dropped). `stop_reason` is the model's (`end_turn`, `max_tokens`, ...) or ours:
     `max_tool_rounds`, `timeout`, `rate_limited`, `error`. `latency` is in seconds.
     `delivered_ids` are the platform ids the reply was posted as (empty when not posted).
+    `usage_by_model` splits `usage` by the model that spent it (a fallback answered part).
     """
 
     agent_name: str
@@ -108,6 +118,7 @@ class AgentResult:
     stop_reason: str = "end_turn"
     model_calls: int = 0
     delivered_ids: tuple[str, ...] = ()
+    usage_by_model: Mapping[str, ModelUsage] = field(default_factory=dict)
 
 
 class TurnAgent(Protocol):

@@ -36,7 +36,7 @@ def marked_paths(body: dict[str, Any]) -> list[str]:
     return paths
 
 
-async def test_breakpoints_sit_on_the_last_tool_the_system_prompt_and_the_newest_turn(
+async def test_breakpoints_sit_on_the_system_prompt_the_history_and_the_newest_turn(
     fake: FakeAnthropic,
 ) -> None:
     provider = AnthropicProvider(fake.client())
@@ -44,12 +44,14 @@ async def test_breakpoints_sit_on_the_last_tool_the_system_prompt_and_the_newest
     await provider.complete(request(
         PromptMessage("user", "Where is my mug?"),
         PromptMessage("assistant", "Checking.", tool_exchanges=(
-            ToolExchange(call, ToolResult("toolu_1", "shipped")),)),
+            ToolExchange(call, ToolResult("toolu_1", "shipped")),), in_round=True),
     ))
 
     body = fake.bodies[0]
-    assert marked_paths(body) == ["tools[1]", "system[0]", "system[1]", "messages[2][0]"]
-    assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
+    # The system prompt caches the tools before it; the history before the newest turn and the
+    # newest turn (here the tool round) each end a cached prefix.
+    assert marked_paths(body) == ["system[0]", "system[1]", "messages[1][1]", "messages[2][0]"]
+    assert body["messages"][1]["content"][1]["type"] == "tool_use"
     assert body["messages"][2]["content"][0]["type"] == "tool_result"
 
 
@@ -89,3 +91,28 @@ async def test_caching_can_be_turned_off(fake: FakeAnthropic) -> None:
     await provider.complete(request(PromptMessage("user", "hi")))
     assert marked_paths(fake.bodies[0]) == []
     assert b"cache_control" not in fake.requests[0].raw
+
+
+async def test_without_a_system_prompt_the_last_tool_carries_the_mark(fake: FakeAnthropic) -> None:
+    provider = AnthropicProvider(fake.client())
+    await provider.complete(ModelRequest(model="claude-test", system="", tools=(SEARCH, ORDERS),
+                                         messages=[PromptMessage("user", "hi")]))
+    assert marked_paths(fake.bodies[0]) == ["tools[1]", "messages[0][0]"]
+
+
+async def test_a_new_turn_reads_the_history_though_the_recall_block_changed(
+        fake: FakeAnthropic) -> None:
+    # What changes every turn (the recall block, the immediate context) travels with the
+    # newest turn; the breakpoint before it lets the next turn read the history so far.
+    provider = AnthropicProvider(fake.client())
+    history = [PromptMessage("user", "Ana: my mug A-1042 has not arrived " * 20),
+               PromptMessage("assistant", "It left the warehouse on 2 May. " * 20)]
+    first = await provider.complete(request(
+        *history, PromptMessage("system", "Earlier: Ana paid by card."),
+        PromptMessage("user", "Ana: when will it come?")))
+    second = await provider.complete(request(
+        *history, PromptMessage("user", "Ana: when will it come?"),
+        PromptMessage("assistant", "By Friday."), PromptMessage("system", "Earlier: Bo asked."),
+        PromptMessage("user", "Ana: thanks")))
+    history_tokens = first.usage.cache_creation_input_tokens
+    assert second.usage.cache_read_input_tokens >= 0.9 * history_tokens > 0

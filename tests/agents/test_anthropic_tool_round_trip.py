@@ -45,7 +45,8 @@ async def test_tool_use_then_tool_result_then_final_text(fake: FakeAnthropic, st
     exchange = ToolExchange(call, ToolResult(call.id, result))
     second = await provider.complete(ModelRequest(
         model="claude-test", system=request.system, tools=request.tools,
-        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,))],
+        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,),
+                                          in_round=True)],
     ))
 
     assert second.text == "Your order A-1042 shipped on 2 May."
@@ -60,7 +61,7 @@ async def test_tool_use_then_tool_result_then_final_text(fake: FakeAnthropic, st
     assert second_body["messages"][1]["content"][:2] == [
         {"type": "text", "text": "Let me check."},
         {"type": "tool_use", "id": "toolu_01", "name": "lookup_order",
-         "input": {"order_id": "A-1042"}},
+         "input": {"order_id": "A-1042"}, "cache_control": {"type": "ephemeral"}},
     ]
     tool_result = second_body["messages"][2]["content"][0]
     assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "toolu_01"

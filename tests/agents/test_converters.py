@@ -17,7 +17,7 @@ EXCHANGE = ToolExchange(ToolCall("toolu_1", "lookup", {"b": 2, "a": 1}),
 PROMPT = [
     PromptMessage("system", "Summary of the earlier conversation:\nAnn ordered 4412."),
     PromptMessage("user", "Ann: where is my order?"),
-    PromptMessage("assistant", "Let me look.", (EXCHANGE,)),
+    PromptMessage("assistant", "Let me look.", (EXCHANGE,), in_round=True),
     PromptMessage("assistant", "It shipped."),
     PromptMessage("system", "Earlier in this conversation: ..."),
     PromptMessage("user", "Ann: thanks"),
@@ -55,3 +55,22 @@ def test_openai_shape_has_one_leading_system_message_and_recall_as_user_text() -
                                               "user", "user"]
     assert converted[5]["content"].startswith("Earlier in this conversation")
     assert json.dumps(to_openai(PROMPT, system="x")) == json.dumps(to_openai(PROMPT, system="x"))
+
+
+def test_a_stored_turns_text_follows_its_tool_results_and_closes_the_round() -> None:
+    # A stored turn's text is what the agent said after its tools; sent as written, the round
+    # is closed, so a thinking model does not take the next question for its continuation.
+    stored = [PromptMessage("user", "Ann: where is my order?"),
+              PromptMessage("assistant", "It shipped on Monday.", (EXCHANGE,)),
+              PromptMessage("user", "Ann: thanks")]
+    _, turns = to_anthropic(stored)
+    TypeAdapter(list[MessageParam]).validate_python(turns)
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+    assert [b["type"] for b in turns[1]["content"]] == ["tool_use"]
+    assert turns[3]["content"] == [{"type": "text", "text": "It shipped on Monday."}]
+    assert turns[4]["content"] == [{"type": "text", "text": "Ann: thanks"}]
+    converted = to_openai(stored)
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(converted)
+    assert [m["role"] for m in converted] == ["user", "assistant", "tool", "assistant", "user"]
+    assert converted[1]["content"] is None
+    assert converted[3] == {"role": "assistant", "content": "It shipped on Monday."}

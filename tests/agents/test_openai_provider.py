@@ -43,7 +43,8 @@ async def test_tool_call_then_tool_result_then_final_text(fake: FakeOpenAI) -> N
     exchange = ToolExchange(call, ToolResult(call.id, await LOOKUP.run(dict(call.input))))
     second = await provider.complete(ModelRequest(
         model="llama-test", system=request.system, tools=request.tools, max_tokens=300,
-        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,))]))
+        messages=[question, PromptMessage("assistant", first.text, tool_exchanges=(exchange,),
+                                          in_round=True)]))
 
     assert second.text == "Your order A-1042 shipped on 2 May."
     assert second.stop_reason == "end_turn" and second.tool_calls == ()

@@ -47,7 +47,7 @@ async def test_the_summary_prompt_on_the_wire_keeps_facts_and_absolute_times(
     assert summary == ("Ann (order A-1042) prefers email. Shipping refund agreed; open: who "
                        "sends the label.")
     body = fake.bodies[0]
-    assert body["model"] == "claude-haiku-4-5"
+    assert body["model"] == "claude-haiku-5-5"
     system = body["system"][0]["text"]
     for kept in ("facts people stated about themselves", "decisions", "open questions",
                  "absolute dates"):

@@ -64,7 +64,7 @@ def test_retries_default_to_four_not_the_sdk_default_of_two(tmp_path: Path) -> N
     settings = load_settings(write(tmp_path, "model: {provider: anthropic}\n"),
                              env={"ANTHROPIC_API_KEY": "sk-ant"})
     provider, model = Providers(settings).for_agent("support")
-    assert isinstance(provider, AnthropicProvider) and model == "claude-sonnet-4-6"
+    assert isinstance(provider, AnthropicProvider) and model == "claude-sonnet-5-5"
     assert provider._client.max_retries == 4
 
 

@@ -5,23 +5,38 @@ Point the real SDK at it (`AsyncAnthropic(base_url=fake.url, api_key="test", ...
 (message_start, content_block_start, ping, content_block_delta with text_delta /
 input_json_delta, content_block_stop, message_delta, message_stop), rejects what the real API
 rejects with a 400 (first turn not from the user, orphan tool_result or unanswered tool_use,
-empty text blocks, more than 4 cache_control breakpoints, bad tool names), and records every
-request body it received, byte for byte.
+empty text blocks, more than 4 cache_control breakpoints, bad tool names, and, as for thinking
+models, a tool round whose assistant turn does not start with its thinking blocks or sends them
+back altered), and records every request body it received, byte for byte.
+
+`GET /v1/models` and `/v1/models/{id}` serve the Claude models the installed SDK lists (404 for
+others), for `threadline check`.
+
+Thinking: a request with `thinking` enabled, or without `thinking` to a Claude 5 model (they
+think by default), is answered with a `thinking` block first (streamed as `thinking_delta` and
+`signature_delta`), signed so that any change to it is caught; `tool_use(..., thinking=...)`
+scripts the thought and `redacted=True` adds a `redacted_thinking` block.
 
 Replies are scripted per test, in order: `fake.script(text("hi"), error(529, ...), ...)`.
 A streamed text can be paced like a real model (`text(..., tokens_per_second=50)`: one word a
 token), and `stream_error(..., after_text=...)` breaks off after part of the reply was sent.
 With nothing scripted it asks `fake.responder(body)` when one is set, else answers
-"fake reply N". Usage figures are estimated (4 characters a token)
-and prompt caching is simulated: a request whose prefix up to a cache_control breakpoint was
-seen before reports those tokens as cache reads, otherwise as cache writes.
+"fake reply N". Usage figures are estimated (4 characters a token) and prompt caching follows
+Anthropic's rules: the prefix (tools, system, messages, in that order) up to a cache_control
+breakpoint is cached when it is at least `min_cacheable_tokens` long; a later request reads
+it when its own prefix is byte-identical up to there (each breakpoint looks back up to 20
+blocks for such an entry); an entry lives 5 minutes from its last use (`clock` may be set to
+a simulated one). Reads are reported as `cache_read_input_tokens`, new entries as
+`cache_creation_input_tokens`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
+import hmac
 import itertools
 import json
 import re
@@ -30,16 +45,23 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from aiohttp import web
 from anthropic import AsyncAnthropic
+from anthropic.types import ModelParam
 from multidict import CIMultiDict
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_CACHE_BREAKPOINTS = 4
 CACHE_LOOKBACK = 20
+CACHE_TTL = 300.0  # seconds an entry lives after its last use (the default "5m")
+MIN_CACHEABLE_TOKENS = 1024  # Sonnet's and Opus's minimum; shorter prefixes are not cached
+_SDK_MODELS = tuple(m for m in get_args(get_args(ModelParam)[0]))
+_THINKS_BY_DEFAULT = re.compile(r"^claude-[a-z]+-5")
+_SIGNING_KEY = b"fake-anthropic-thinking"
+MIN_THINKING_BUDGET = 1024
 
 
 def fake_anthropic_fixture() -> Callable[[], AsyncIterator[FakeAnthropic]]:
@@ -71,6 +93,7 @@ class Reply:
     delay: float = 0.0
     pace: float = 0.0  # seconds between streamed text pieces
     partial: str = ""  # text streamed before a mid-stream error
+    thinking: str = ""  # the thought sent first when the request thinks ("" : a made-up one)
     until: asyncio.Event | None = None  # the answer waits until the test sets it
 
 
@@ -85,13 +108,50 @@ def text(reply: str, *, usage: dict[str, int] | None = None, delay: float = 0.0,
 
 def tool_use(
     name: str, input: dict[str, Any], *, id: str | None = None, text: str = "",
-    usage: dict[str, int] | None = None,
+    usage: dict[str, int] | None = None, thinking: str = "", redacted: bool = False,
+    then: tuple[tuple[str, dict[str, Any], str], ...] = (),
 ) -> Reply:
-    """The model asks for one tool (optionally after some text); stop_reason is tool_use."""
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    """The model asks for one tool (optionally after some text); stop_reason is tool_use.
+
+    `then` asks for more tools in the same reply, each `(name, input, thought)`: a request
+    that thinks gets each thought as a thinking block just before its tool_use (interleaved
+    thinking); `redacted` adds a `redacted_thinking` block after the first thought.
+    """
+    blocks: list[dict[str, Any]] = []
+    if redacted:
+        blocks.append(redacted_thinking())
+    if text:
+        blocks.append({"type": "text", "text": text})
     blocks.append({"type": "tool_use", "id": id or f"toolu_fake_{name}", "name": name,
                    "input": input})
-    return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage)
+    for more, more_input, thought in then:
+        if thought:
+            blocks.append(thinking_block(thought))
+        blocks.append({"type": "tool_use", "id": f"toolu_fake_{more}", "name": more,
+                       "input": more_input})
+    return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage, thinking=thinking)
+
+
+def _signature(thought: str) -> str:
+    return base64.b64encode(hmac.digest(_SIGNING_KEY, thought.encode(), "sha256")).decode()
+
+
+def thinking_block(thought: str) -> dict[str, Any]:
+    """A thinking block as the API signs it: the signature covers the thought's every byte."""
+    return {"type": "thinking", "thinking": thought, "signature": _signature(thought)}
+
+
+def redacted_thinking(seed: str = "redacted") -> dict[str, Any]:
+    """A redacted_thinking block: opaque data the API can check (here: signed)."""
+    return {"type": "redacted_thinking", "data": f"{seed}.{_signature(seed)}"}
+
+
+def thinks(body: dict[str, Any]) -> bool:
+    """Whether this request has the model think: enabled, or the Claude 5 default."""
+    setting = body.get("thinking")
+    if isinstance(setting, dict):
+        return setting.get("type") in ("enabled", "adaptive")
+    return bool(_THINKS_BY_DEFAULT.match(str(body.get("model", ""))))
 
 
 def error(
@@ -135,7 +195,7 @@ class RecordedRequest:
 
 @dataclass
 class _CacheState:
-    seen: set[str] = field(default_factory=set)
+    expires: dict[str, float] = field(default_factory=dict)  # prefix key -> when it expires
 
 
 _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
@@ -145,8 +205,13 @@ _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
 class FakeAnthropic:
     """The fake server; use as `async with FakeAnthropic() as fake:`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, min_cacheable_tokens: int = 0) -> None:
         self.requests: list[RecordedRequest] = []
+        # 0 caches any prefix (most tests' prompts are short); benchmarks pass the real minimum.
+        self.min_cacheable_tokens = min_cacheable_tokens
+        self.clock: Callable[[], float] = time.monotonic
+        # What `GET /v1/models` lists: the Claude models the installed SDK knows.
+        self.models: tuple[str, ...] = _SDK_MODELS
         self.stream_ends: list[float] = []  # time.monotonic() of each stream's last event
         self._replies: deque[Reply] = deque()
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
@@ -161,6 +226,8 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/models/{model}", self._model)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -199,6 +266,23 @@ class FakeAnthropic:
         """Wait until `count` requests have arrived; fails after 5 s rather than hanging."""
         async with asyncio.timeout(5.0), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        await self._record_get(request)
+        return web.json_response({"data": [_model_info(m) for m in self.models],
+                                  "has_more": False, "first_id": self.models[0],
+                                  "last_id": self.models[-1]})
+
+    async def _model(self, request: web.Request) -> web.Response:
+        await self._record_get(request)
+        model = request.match_info["model"]
+        if model not in self.models:
+            return _error_response(404, "not_found_error", f"model: {model}")
+        return web.json_response(_model_info(model))
+
+    async def _record_get(self, request: web.Request) -> None:
+        self.requests.append(RecordedRequest(request.path, CIMultiDict(request.headers), b"",
+                                             None))
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -247,10 +331,16 @@ class FakeAnthropic:
         return web.json_response(message, headers={"request-id": f"req_fake_{message['id']}"})
 
     def _message(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-        output = sum(_estimate(json.dumps(b, sort_keys=True)) for b in reply.content) or 1
+        number = next(self._ids)
+        content = [dict(b) for b in reply.content]
+        if thinks(body):
+            content.insert(0, thinking_block(reply.thinking or f"Working out reply {number}."))
+        else:
+            content = [b for b in content if "thinking" not in b["type"]]
+        output = sum(_estimate(json.dumps(b, sort_keys=True)) for b in content) or 1
         usage = {**self._usage(body), "output_tokens": output, **(reply.usage or {})}
-        return {"id": f"msg_fake_{next(self._ids)}", "type": "message", "role": "assistant",
-                "model": body["model"], "content": [dict(b) for b in reply.content],
+        return {"id": f"msg_fake_{number}", "type": "message", "role": "assistant",
+                "model": body["model"], "content": content,
                 "stop_reason": reply.stop_reason, "stop_sequence": None, "usage": usage}
 
     def _usage(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -268,12 +358,18 @@ class FakeAnthropic:
             running.update(segment.encode())
             keys.append(running.hexdigest())
             tokens.append((tokens[-1] if tokens else 0) + _estimate(segment))
-        breakpoints = [i for i, (_, marked) in enumerate(segments) if marked]
-        hits = [tokens[p] for b in breakpoints for p in range(max(b - CACHE_LOOKBACK, 0), b + 1)
-                if keys[p] in self._cache.seen]
-        read = max(hits, default=0)
-        written = tokens[breakpoints[-1]] - read if breakpoints else 0
-        self._cache.seen.update(keys[b] for b in breakpoints)
+        now = self.clock()
+        live = self._cache.expires
+        for key in [k for k, until in live.items() if until <= now]:
+            del live[key]
+        breakpoints = [i for i, (_, marked) in enumerate(segments) if marked
+                       and tokens[i] >= self.min_cacheable_tokens]
+        hit_at = [p for b in breakpoints for p in range(max(b - CACHE_LOOKBACK, 0), b + 1)
+                  if keys[p] in live]
+        read = max((tokens[p] for p in hit_at), default=0)
+        written = max(tokens[breakpoints[-1]] - read, 0) if breakpoints else 0
+        for position in (*hit_at, *breakpoints):  # used or written: lives 5 more minutes
+            live[keys[position]] = now + CACHE_TTL
         total = tokens[-1] if tokens else 0
         return {"input_tokens": total - read - written, "cache_read_input_tokens": read,
                 "cache_creation_input_tokens": written, "service_tier": "standard"}
@@ -340,6 +436,21 @@ async def _stream_block(send: Any, index: int, block: dict[str, Any], *, pace: f
                                                    "delta": {"type": "text_delta", "text": piece}})
         if not close:
             return
+    elif block["type"] == "thinking":
+        await send("content_block_start", {"type": "content_block_start", "index": index,
+                                           "content_block": {"type": "thinking", "thinking": "",
+                                                             "signature": ""}})
+        for piece in re.findall(r"\S*\s*", block["thinking"]):
+            if piece:
+                await send("content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": piece}})
+        await send("content_block_delta", {
+            "type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta", "signature": block["signature"]}})
+    elif block["type"] == "redacted_thinking":
+        await send("content_block_start", {"type": "content_block_start", "index": index,
+                                           "content_block": block})
     else:
         await send("content_block_start", {"type": "content_block_start", "index": index,
                                            "content_block": {**block, "input": {}}})
@@ -349,6 +460,11 @@ async def _stream_block(send: Any, index: int, block: dict[str, Any], *, pace: f
                 "type": "content_block_delta", "index": index,
                 "delta": {"type": "input_json_delta", "partial_json": encoded[offset:offset + 8]}})
     await send("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    return {"type": "model", "id": model, "display_name": model,
+            "created_at": "2026-01-01T00:00:00Z"}
 
 
 def _error_response(
@@ -410,10 +526,56 @@ def validation_problem(body: Any) -> str | None:
     system = body.get("system")
     if system is not None and not isinstance(system, str | list):
         return "system: Input should be a valid string or a list of text blocks"
+    problem = _thinking_problem(body)
+    if problem:
+        return problem
     marked = sum(marked for _, marked in _prefix_segments(body))
     if marked > MAX_CACHE_BREAKPOINTS:
         return (f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
                 f"provided. Found {marked}.")
+    return None
+
+
+def _thinking_problem(body: dict[str, Any]) -> str | None:
+    """What the API says about thinking: a budget out of range, a thinking block altered
+    anywhere, or (when the request thinks) a tool round whose assistant turn does not start
+    with its thinking."""
+    setting = body.get("thinking")
+    if isinstance(setting, dict) and setting.get("type") == "enabled":
+        budget = setting.get("budget_tokens")
+        if not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+            return (f"thinking.enabled.budget_tokens: Input should be greater than or equal "
+                    f"to {MIN_THINKING_BUDGET}")
+        if budget >= body["max_tokens"]:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
+    messages = body["messages"]
+    for number, message in enumerate(messages):
+        content = message.get("content")
+        for position, block in enumerate(content if isinstance(content, list) else ()):
+            kind = block.get("type")
+            if kind == "thinking" and block.get("signature") != _signature(
+                    str(block.get("thinking"))):
+                return (f"messages.{number}.content.{position}: Invalid `signature` in "
+                        "`thinking` block")
+            if kind == "redacted_thinking":
+                seed, _, signed = str(block.get("data")).partition(".")
+                if signed != _signature(seed):
+                    return (f"messages.{number}.content.{position}: Invalid `data` in "
+                            "`redacted_thinking` block")
+    last = messages[-1]
+    in_round = last.get("role") == "user" and isinstance(last.get("content"), list) and any(
+        b.get("type") == "tool_result" for b in last["content"])
+    if thinks(body) and in_round and len(messages) > 1:
+        number = len(messages) - 2
+        first = messages[number]["content"][0] if isinstance(
+            messages[number]["content"], list) else {"type": "text"}
+        if first.get("type") not in ("thinking", "redacted_thinking"):
+            return (f"messages.{number}.content.0.type: Expected `thinking` or "
+                    f"`redacted_thinking`, but found `{first.get('type')}`. When `thinking` is "
+                    "enabled, a final `assistant` message must start with a thinking block "
+                    "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+                    "recommend you include thinking blocks from previous turns. To avoid this "
+                    "requirement, disable `thinking`.")
     return None
 
 

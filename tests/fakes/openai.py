@@ -7,7 +7,23 @@ calls left unanswered, a missing model or messages), wants a bearer key, and rec
 request body it received, byte for byte.
 
 Replies are scripted per test, in order: `fake.script(text("hi"), error(429, ...), ...)`. With
-nothing scripted it answers "fake reply N". Usage figures are estimated (4 characters a token)
+nothing scripted it answers "fake reply N". A request with `"stream": true` is answered as
+server-sent `chat.completion.chunk` events in the shape of the server the fake was started as
+(`FakeOpenAI(server=...)`), as each really sends them:
+
+- "openai": `usage: null` on every chunk, the finish reason on an empty last delta, then (with
+  `stream_options.include_usage`) a chunk with no choices carrying the usage;
+- "vllm": running usage totals on every chunk (continuous usage stats), `reasoning_content`
+  deltas, and the same usage chunk at the end;
+- "llamacpp": the finish reason on the last content chunk, then a chunk without choices with
+  the usage and llama.cpp's `timings`;
+- "ollama": `reasoning` deltas, and the usage on the chunk that carries the finish reason (no
+  chunk of its own).
+
+Text streams a word a chunk; `text(..., hold=event)` stops after the first half until the
+event is set (so a test can see partial text before the model finishes, without timing).
+
+Usage figures are estimated (4 characters a token)
 and prompt caching is simulated as OpenAI does it, automatically: the longest run of leading
 messages seen in an earlier request is reported as `cached_tokens`.
 """
@@ -18,11 +34,12 @@ import asyncio
 import hashlib
 import itertools
 import json
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from aiohttp import web
@@ -55,20 +72,31 @@ class Reply:
     error_message: str = ""
     headers: tuple[tuple[str, str], ...] = ()
     raw_body: str | None = None
+    reasoning: str = ""
+    hold: asyncio.Event | None = None
+    pace: float = 0.0  # seconds between streamed pieces
 
 
-def text(reply: str, *, usage: dict[str, Any] | None = None) -> Reply:
-    """A plain text answer."""
-    return Reply(content=reply, usage=usage)
+def text(reply: str, *, usage: dict[str, Any] | None = None, reasoning: str = "",
+         hold: asyncio.Event | None = None, tokens_per_second: float | None = None) -> Reply:
+    """A plain text answer (after `reasoning`, for servers that send it), streamed at
+    `tokens_per_second` (a word a token) when given."""
+    pace = 1 / tokens_per_second if tokens_per_second else 0.0
+    return Reply(content=reply, usage=usage, reasoning=reasoning, hold=hold, pace=pace)
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str, *, id: str | None = None,
-              content: str | None = None) -> Reply:
-    """The model asks for one tool; `arguments` may be a raw string (to send broken JSON)."""
+              content: str | None = None, reasoning: str = "",
+              more: tuple[tuple[str, dict[str, Any]], ...] = ()) -> Reply:
+    """The model asks for one tool (and the `more` after it); `arguments` may be a raw string
+    (to send broken JSON)."""
     encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    call = {"id": id or f"call_fake_{name}", "type": "function",
-            "function": {"name": name, "arguments": encoded}}
-    return Reply(content=content, tool_calls=(call,), finish_reason="tool_calls")
+    calls = [{"id": id or f"call_fake_{name}", "type": "function",
+              "function": {"name": name, "arguments": encoded}}]
+    calls += [{"id": f"call_fake_{n}", "type": "function",
+               "function": {"name": n, "arguments": json.dumps(a)}} for n, a in more]
+    return Reply(content=content, tool_calls=tuple(calls), finish_reason="tool_calls",
+                 reasoning=reasoning)
 
 
 def error(status: int, error_type: str, message: str, *, code: str | None = None,
@@ -94,12 +122,18 @@ class RecordedRequest:
     body: Any
 
 
+Server = Literal["openai", "vllm", "llamacpp", "ollama"]
+
+
 class FakeOpenAI:
     """The fake server; use as `async with FakeOpenAI() as fake:`."""
 
-    def __init__(self, *, models: tuple[str, ...] = ("fake-model",)) -> None:
+    def __init__(self, *, models: tuple[str, ...] = ("fake-model",),
+                 server: Server = "openai") -> None:
         self.requests: list[RecordedRequest] = []
         self.models = models
+        self.server = server
+        self.chunks_sent = 0  # stream chunks written, over all requests
         self._replies: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._seen_prefixes: set[str] = set()
@@ -181,7 +215,7 @@ class FakeOpenAI:
         return web.json_response({"object": "list", "data": [
             {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]})
 
-    async def _completions(self, request: web.Request) -> web.Response:
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
         if not request.headers.get("authorization", "").startswith("Bearer "):
             return _error_response(401, "invalid_request_error", "You didn't provide an API key.",
@@ -201,7 +235,13 @@ class FakeOpenAI:
                                    "refusal": None}
         if reply.tool_calls:
             message["tool_calls"] = [dict(c) for c in reply.tool_calls]
+        if reply.reasoning and self.server != "openai":
+            message["reasoning" if self.server == "ollama" else "reasoning_content"] = (
+                reply.reasoning)
         output = _estimate(json.dumps(message, sort_keys=True))
+        if body.get("stream") is True:
+            usage = reply.usage or self._usage(body["messages"], output)
+            return await self._stream(request, body, completion_id, reply, usage)
         return web.json_response({
             "id": completion_id, "object": "chat.completion", "created": 1_700_000_000,
             "model": body["model"], "system_fingerprint": "fp_fake",
@@ -209,6 +249,71 @@ class FakeOpenAI:
                          "finish_reason": reply.finish_reason}],
             "usage": reply.usage or self._usage(body["messages"], output),
         }, headers={"x-request-id": f"req_{completion_id}"})
+
+    async def _stream(self, request: web.Request, body: dict[str, Any], completion_id: str,
+                      reply: Reply, usage: dict[str, Any]) -> web.StreamResponse:
+        """The reply as this server's chunks; see the module docstring for the shapes."""
+        response = web.StreamResponse(headers={"content-type": "text/event-stream",
+                                               "x-request-id": f"req_{completion_id}"})
+        await response.prepare(request)
+        server = self.server
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        pieces: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        field = "reasoning" if server == "ollama" else "reasoning_content"
+        if reply.reasoning and server != "openai":
+            pieces += [{field: w} for w in _words(reply.reasoning)]
+        words = _words(reply.content or "")
+        held_at = len(pieces) + len(words) // 2 if reply.hold is not None else -1
+        pieces += [{"content": w} for w in words]
+        for index, call in enumerate(reply.tool_calls):
+            pieces.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                           "function": {"name": call["function"]["name"],
+                                                        "arguments": ""}}]})
+            arguments = call["function"]["arguments"]
+            pieces += [{"tool_calls": [{"index": index, "function": {
+                "arguments": arguments[i:i + 8]}}]} for i in range(0, len(arguments), 8)]
+        sent_tokens = 0
+
+        async def send(choices: list[dict[str, Any]], chunk_usage: Any = None,
+                       **extra: Any) -> None:
+            chunk = {"id": completion_id, "object": "chat.completion.chunk",
+                     "created": 1_700_000_000, "model": body["model"],
+                     "system_fingerprint": "fp_fake", "choices": choices, **extra}
+            if (wants_usage and server in ("openai", "vllm")) or chunk_usage is not None:
+                chunk["usage"] = chunk_usage  # OpenAI and vLLM send `usage: null` until then
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.chunks_sent += 1
+
+        def running() -> dict[str, Any] | None:
+            if server != "vllm" or not wants_usage:
+                return None
+            return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": sent_tokens,
+                    "total_tokens": usage["prompt_tokens"] + sent_tokens}
+
+        finish = reply.finish_reason
+        for number, delta in enumerate(pieces):
+            if number == held_at and reply.hold is not None:
+                await reply.hold.wait()
+            if reply.pace and number:
+                await asyncio.sleep(reply.pace)
+            sent_tokens += 1
+            last = number == len(pieces) - 1
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,
+                                      "finish_reason": finish if last and server == "llamacpp"
+                                      else None}
+            await send([choice], running())
+        if server != "llamacpp":
+            closing = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}
+            await send([closing], usage if server == "ollama" else running())
+        if wants_usage and server in ("openai", "vllm"):
+            await send([], usage)
+        elif server == "llamacpp":
+            await send([], usage if wants_usage else None,
+                       timings={"prompt_n": usage["prompt_tokens"], "predicted_n": sent_tokens,
+                                "predicted_per_second": 42.0})
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
     def _usage(self, messages: list[Any], output: int) -> dict[str, Any]:
         running = hashlib.sha256()
@@ -255,6 +360,8 @@ def validation_problem(body: Any) -> str | None:
             return f"Invalid type for 'messages[{index}].content': expected a string"
     if unanswered:
         return f"tool_call_ids did not have response messages: {', '.join(sorted(unanswered))}"
+    if body.get("stream_options") is not None and body.get("stream") is not True:
+        return "The 'stream_options' parameter is only allowed when 'stream' is enabled."
     for tool in body.get("tools") or ():
         if tool.get("type") != "function" or "name" not in tool.get("function", {}):
             return "Missing required parameter: 'tools[0].function.name'"
@@ -270,3 +377,7 @@ def _error_response(status: int, error_type: str, message: str, *, code: str | N
 
 def _estimate(text: str) -> int:
     return max(1, len(text) // 4)
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"\S*\s*", text) if w]

@@ -74,3 +74,21 @@ async def test_the_prefix_stays_stable_while_the_conversation_grows() -> None:
             firsts.append(prompt.included_ids[0])
     changes = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
     assert len(firsts) > 40 and changes <= len(firsts) // 5  # moves in steps, not every turn
+
+
+async def test_the_loading_window_moves_in_steps_and_never_holds_fewer_turns() -> None:
+    # Past `max_turns_to_load` turns, the first loaded turn used to move every turn: no two
+    # prompts shared a prefix, so no provider's cache could serve the history.
+    store = InMemoryConversationStore()
+    t = Transcript()
+    firsts = []
+    for i in range(120):
+        await store.append(t.say(ANN, f"@support question {i}", mentions=("support",)))
+        prompt = await assemble_prompt(store, t.conversation_id, "support", "Support",
+                                       AssemblerOptions(recall=False, max_turns_to_load=20,
+                                                        rolling_summary_threshold=1000))
+        if i >= 20:
+            assert 20 <= len(prompt.included_ids) < 30
+            firsts.append(prompt.included_ids[0])
+    changes = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
+    assert changes <= len(firsts) // 10 + 1

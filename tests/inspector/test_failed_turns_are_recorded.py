@@ -59,7 +59,7 @@ agents:
     assert "  why it answered: mention" in text
     assert "  answering: ada: @billing refund my order" in text
     assert "prompt: " in text and "[newest] user" in text
-    assert "  1. claude-sonnet-4-6 -: 0 in, 0 out, 0 cache read" in text
+    assert "  1. claude-sonnet-5-5 -: 0 in, 0 out, 0 cache read" in text
     assert "error: ModelError: Anthropic rejected the request" in text
     assert "prompt is too long: 250000 tokens" in text
     assert "reply: Sorry, I could not answer that just now" in text

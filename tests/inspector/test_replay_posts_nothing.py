@@ -65,7 +65,7 @@ async def test_replay_with_another_model_and_with_the_recorded_prompt(
                 "--model", "claude-haiku-4-5")
             assert replayed.code == 0, replayed.err
             assert f"replay of {first.id}" in replayed.out
-            assert "recorded  claude-sonnet-4-6: It ships Monday." in replayed.out
+            assert "recorded  claude-sonnet-5-5: It ships Monday." in replayed.out
             assert "replayed  claude-haiku-4-5: Replayed: Monday." in replayed.out
             recorded_body, replay_body = anthropic.bodies[0], anthropic.bodies[2]
             assert replay_body["model"] == "claude-haiku-4-5"
@@ -80,7 +80,7 @@ async def test_replay_with_another_model_and_with_the_recorded_prompt(
                 assert response.status == 200
                 page = await response.text()
             assert "Replayed · claude-opus-4-1" in page and "Second opinion: Monday." in page
-            assert "Recorded · claude-sonnet-4-6" in page and "It ships Monday." in page
+            assert "Recorded · claude-sonnet-5-5" in page and "It ships Monday." in page
             assert anthropic.bodies[3]["model"] == "claude-opus-4-1"
             assert anthropic.bodies[3]["messages"] == recorded_body["messages"]
 

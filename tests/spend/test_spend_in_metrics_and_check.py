@@ -37,7 +37,7 @@ async def test_spend_and_cache_tokens_reach_metrics_and_check(tmp_path: Path) ->
             store=StoreSettings(url=f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}"),
             model=ModelSettings(provider="anthropic", api_key="test", base_url=fake.url),
             spend=SpendSettings(per_conversation_daily_tokens=1000, prices={
-                "anthropic/claude-sonnet-4-6": PriceSettings(input=3, output=15, cache_read=0.3,
+                "anthropic/claude-sonnet-5-5": PriceSettings(input=3, output=15, cache_read=0.3,
                                                              cache_write=3.75)}),
             ops=OpsSettings(port=0), base_dir=tmp_path,
             agents={"support": AgentSettings(channels=[AgentChannel(name="local")])})

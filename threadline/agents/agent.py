@@ -30,11 +30,13 @@ from typing import Any
 import structlog
 
 from threadline.agents.llm import (
+    ModelChoice,
     ModelProvider,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     StreamingProvider,
+    Thinking,
 )
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.providers import build_default_provider, default_plug
@@ -46,7 +48,7 @@ from threadline.agents.seeing import (
     without_images,
 )
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
-from threadline.errors import ConfigError, ModelError, StoreError
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError, StoreError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.file_store import FileStore
@@ -110,20 +112,17 @@ class _Run:
     person: PersonMemory | None = None  # the answered person's memory (person_memory on)
     forgotten_through: int | None = None  # the agent was asked to forget up to here (/forget)
     trace: TurnTrace = NO_TRACE
+    # Which of the agent's models answers: a fallback that answered keeps the rest of the turn.
+    answering: int = 0
+    by_model: dict[str, ModelUsage] = field(default_factory=dict)
     files: list[TurnFile] = field(default_factory=list)  # files tools made, sent with the reply
 
-    def add(self, response: ModelResponse) -> None:
+    def add(self, response: ModelResponse, model: str) -> None:
         self.calls += 1
         if response.text:
             self.text = response.text
-        u, r = self.usage, response.usage
-        self.usage = ModelUsage(
-            input_tokens=u.input_tokens + r.input_tokens,
-            output_tokens=u.output_tokens + r.output_tokens,
-            cache_read_input_tokens=u.cache_read_input_tokens + r.cache_read_input_tokens,
-            cache_creation_input_tokens=(u.cache_creation_input_tokens
-                                         + r.cache_creation_input_tokens),
-        )
+        self.usage = self.usage + response.usage
+        self.by_model[model] = self.by_model.get(model, ModelUsage()) + response.usage
 
 
 def _as_tool(candidate: Any, agent_name: str) -> Tool:
@@ -160,6 +159,8 @@ class Agent:
         max_tokens: int = 1024,
         outbox_path: str | Path | None = None,
         observer: TurnObserver | None = None,
+        fallbacks: Sequence[ModelChoice] = (),
+        thinking: Thinking = "default",
         turn_tools: Sequence[TurnTool] = (),
         sees_images: bool = True,
     ) -> None:
@@ -198,6 +199,9 @@ class Agent:
         )
         self.interceptors = tuple(interceptors)
         self.provider = provider if provider is not None else build_default_provider()
+        # Asked in order when the ones before stay unavailable past their retries.
+        self.fallbacks = tuple(fallbacks)
+        self.thinking: Thinking = thinking
         self.max_tool_rounds = max_tool_rounds
         self.timeout = timeout
         self.summarizer = summarizer
@@ -313,9 +317,10 @@ class Agent:
             stop_reason = "timeout"
             context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
                                 tool_exchanges=len(run.exchanges))
-        if self.sees_images:
+        if self.sees_images:  # by the model that answered the turn
+            seer = self.models[run.answering]
             await describe_images(context.inbound, files=self.files, store=context.store,
-                                  provider=self.provider, model=self.model)
+                                  provider=seer.provider, model=seer.model)
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
         if nothing_to_say(context.inbound, text):
             text = ""  # a scheduled prompt with nothing worth posting now posts nothing
@@ -326,7 +331,7 @@ class Agent:
             agent_name=self.name, conversation_id=context.conversation_id, output=text,
             outbound=self._outbound(context.inbound, text, exchanges, tuple(run.files))
             if text or exchanges else None,
-            tool_exchanges=exchanges, usage=run.usage,
+            tool_exchanges=exchanges, usage=run.usage, usage_by_model=dict(run.by_model),
             latency=time.perf_counter() - started, prompt=run.figures,
             stop_reason=stop_reason, model_calls=run.calls,
         )
@@ -378,16 +383,8 @@ class Agent:
         for round_number in range(self.max_tool_rounds + 1):
             request = ModelRequest(model=self.model, system=self.system_text,
                                    messages=list(history), tools=specs,
-                                   max_tokens=self.max_tokens)
-            called = time.perf_counter()
-            try:
-                response = await self._ask(context, request)
-            except BaseException as exc:
-                run.trace.model_called(request, None, latency=time.perf_counter() - called,
-                                       error=exc)
-                raise
-            run.trace.model_called(request, response, latency=time.perf_counter() - called)
-            run.add(response)
+                                   max_tokens=self.max_tokens, thinking=self.thinking)
+            response = await self._ask(context, request, run)
             if not response.tool_calls:
                 return response.stop_reason or "end_turn"
             if round_number == self.max_tool_rounds:
@@ -403,26 +400,69 @@ class Agent:
             if context.deliver is not None:
                 await context.deliver.working()
             run.exchanges.extend(exchanges)
-            history.append(PromptMessage("assistant", response.text, tuple(exchanges)))
+            history.append(PromptMessage("assistant", response.text, tuple(exchanges),
+                                         in_round=True))
         raise AssertionError("unreachable: the loop returns on its last round")
 
-    async def _ask(self, context: TurnContext, request: ModelRequest) -> ModelResponse:
-        """One model call; its text is shown on the platform as it is written, where both the
-        provider and the turn's delivery can."""
-        if any(m.images for m in request.messages):
-            try:
-                return await self._ask_once(context, request)
-            except ModelError as exc:
-                # A model that refuses the image (too large, a type it does not read) still
-                # answers the text; the turn's text names the image it could not see.
-                context.log.warning("agent.image_refused", error=str(exc))
-                request = replace(request, messages=without_images(request.messages))
-        return await self._ask_once(context, request)
+    async def _ask(self, context: TurnContext, request: ModelRequest, run: _Run
+                   ) -> ModelResponse:
+        """One model call (`_ask_models`); a request with pictures that the model refuses (a
+        rejected request, not an unavailable model) is asked again without them: the turn's
+        text names each picture, so the text is still answered."""
+        if not any(m.images for m in request.messages):
+            return await self._ask_models(context, request, run)
+        try:
+            return await self._ask_models(context, request, run)
+        except ModelUnavailableError:
+            raise
+        except ModelError as exc:
+            context.log.warning("agent.image_refused", error=str(exc))
+            return await self._ask_models(
+                context, replace(request, messages=without_images(request.messages)), run)
 
-    async def _ask_once(self, context: TurnContext, request: ModelRequest) -> ModelResponse:
+    @property
+    def models(self) -> tuple[ModelChoice, ...]:
+        """The agent's model, then its fallbacks, in the order they are asked."""
+        return (ModelChoice(self.provider, self.model), *self.fallbacks)
+
+    async def _ask_models(self, context: TurnContext, request: ModelRequest, run: _Run
+                          ) -> ModelResponse:
+        """One model call, by the model answering this turn or, when it stays unavailable
+        (overloaded, down, too slow, past its provider's retries), by the next in `models`;
+        a rejected request (a 400) is not passed on, as another model would not fix it."""
+        models = self.models
+        for index in range(run.answering, len(models)):
+            choice = models[index]
+            attempt = replace(request, model=choice.model)
+            called = time.perf_counter()
+            try:
+                response = await self._call(context, choice.provider, attempt)
+            except ModelUnavailableError as exc:
+                last = index + 1 == len(models)
+                run.trace.model_called(attempt, None, latency=time.perf_counter() - called,
+                                       error=exc, passed_over=not last)
+                if last:
+                    raise
+                context.log.warning("agent.model_fallback", model=choice.model,
+                                    fallback=models[index + 1].model, error=str(exc))
+                continue
+            except BaseException as exc:
+                run.trace.model_called(attempt, None, latency=time.perf_counter() - called,
+                                       error=exc)
+                raise
+            run.trace.model_called(attempt, response, latency=time.perf_counter() - called)
+            run.answering = index
+            run.add(response, choice.model)
+            return response
+        raise AssertionError("unreachable: the last model returns or raises")
+
+    async def _call(self, context: TurnContext, provider: ModelProvider,
+                    request: ModelRequest) -> ModelResponse:
+        """One provider call; its text is shown on the platform as it is written, where both
+        the provider and the turn's delivery can."""
         deliver = context.deliver
-        if deliver is None or not isinstance(self.provider, StreamingProvider):
-            return await self.provider.complete(request)
+        if deliver is None or not isinstance(provider, StreamingProvider):
+            return await provider.complete(request)
         draft: StoredMessage | None = None
 
         async def show(text: str) -> None:
@@ -431,7 +471,7 @@ class Agent:
                      else replace(draft, content=text))
             await deliver.show(draft)
 
-        return await self.provider.stream(request, on_text=show)
+        return await provider.stream(request, on_text=show)
 
     async def _run_tool(
         self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool], run: _Run

@@ -2,9 +2,13 @@
 
 Requests are rendered byte for byte deterministically (the converters sort tool input, tool
 schemas are sorted here) with prompt-cache breakpoints on the stable prefix, in the API's cache
-order: the last tool, the agent's system prompt, the assembled system text (the summary), and
-the last block of the newest turn, so the next turn or tool round reads the conversation so far
-from the cache. Four is the API's maximum.
+order (tools, system, messages): the agent's system prompt (which caches the tools before it;
+the last tool carries the mark when there is no system text), the assembled system text (the
+summary), the end of the history before the newest turn, and the newest turn's last block.
+The third is what keeps a chat warm: the newest turn travels with what changes every turn
+(the recall block, the immediate context), so the next turn's prefix matches this one only up
+to there, and the API finds that entry within its 20-block lookback. The last one lets the next
+tool round read the whole conversation so far. Four is the API's maximum.
 
 Failures become Threadline errors that say what happened and what to do: still rate limited,
 overloaded or unreachable after the SDK's own retries (which honour `retry-after`), or past
@@ -28,6 +32,7 @@ from anthropic import (
     AsyncAnthropic,
     AuthenticationError,
     CredentialsError,
+    NotFoundError,
     PermissionDeniedError,
 )
 
@@ -40,13 +45,13 @@ from threadline.agents.providers import (
     ProviderSettings,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
-from threadline.history.model import ToolCall
+from threadline.history.model import Reasoning, ToolCall
 
-# The model an agent uses when none is named, and the cheap one that writes summaries. Both
-# answer without thinking unless asked: the Claude 5 models think by default and then need their
-# thinking blocks sent back within a tool round, which this provider does not carry yet.
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
+# The model an agent uses when none is named (the newest Sonnet the SDK lists), and the cheap
+# one that writes summaries (asked not to think). The Claude 5 models think by default; their
+# thinking blocks travel with the tool calls they preceded and are sent back within the round.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
 
 log = structlog.get_logger(__name__)
 
@@ -103,11 +108,18 @@ class AnthropicProvider:
         system: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts if p]
         tools = [_tool_param(spec) for spec in request.tools]
         if self._prompt_caching:
-            for blocks in (tools[-1:], system, _last_blocks(messages)):
-                for block in blocks:
-                    block["cache_control"] = dict(_EPHEMERAL)
+            marked = [*(system or tools[-1:]), *_last_blocks(messages[-2:-1]),
+                      *_last_blocks(messages)]
+            for block in marked:
+                block["cache_control"] = dict(_EPHEMERAL)
         params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                                   "messages": messages}
+        if request.thinking == "off":
+            params["thinking"] = {"type": "disabled"}
+        elif isinstance(request.thinking, int):
+            # The budget comes on top of the reply's limit: max_tokens must exceed it.
+            params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking}
+            params["max_tokens"] = request.max_tokens + request.thinking
         if system:
             params["system"] = system
         if tools:
@@ -226,13 +238,21 @@ def _response(message: Any) -> ModelResponse:
         raise TypeError(f"content is {type(message.content).__name__}, not a list of blocks")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[Reasoning] = []
+    before_call: list[Reasoning] = []  # thinking since the last tool_use: goes with the next
     for block in message.content:
         if block.type == "text":
             texts.append(block.text)
+        elif block.type in ("thinking", "redacted_thinking"):
+            thought = Reasoning("anthropic", _thinking_block(block))
+            reasoning.append(thought)
+            before_call.append(thought)
         elif block.type == "tool_use":
             if not isinstance(block.input, dict):
                 raise TypeError(f"tool_use {block.id} input is not an object: {block.input!r}")
-            calls.append(ToolCall(id=block.id, name=block.name, input=block.input))
+            calls.append(ToolCall(id=block.id, name=block.name, input=block.input,
+                                  reasoning=tuple(before_call)))
+            before_call.clear()
     if message.stop_reason is None:
         # A stream that ended before its message_delta: the reply may be cut short.
         raise ModelError(
@@ -251,7 +271,15 @@ def _response(message: Any) -> ModelResponse:
             cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
         ),
         model=message.model,
+        reasoning=tuple(reasoning),
     )
+
+
+def _thinking_block(block: Any) -> dict[str, Any]:
+    """A thinking block exactly as the API sent it (the signature covers every byte)."""
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -277,7 +305,8 @@ def _build(settings: AnthropicSettings) -> AnthropicProvider:
 
 
 async def _check(settings: AnthropicSettings) -> str:
-    """Lists one model with the key: proves the key and the address, costs no tokens."""
+    """Looks up the model (or lists one, when none is named) with the key: proves the key, the
+    address and the model name, and costs no tokens."""
     try:
         client = AsyncAnthropic(api_key=settings.api_key, base_url=settings.base_url,
                                 max_retries=0)
@@ -286,15 +315,22 @@ async def _check(settings: AnthropicSettings) -> str:
     if client.api_key is None and client.auth_token is None and client.credentials is None:
         raise ThreadlineError("no Anthropic key: set ANTHROPIC_API_KEY")
     try:
-        await client.models.list(limit=1)
+        if settings.model:
+            await client.models.retrieve(settings.model)
+        else:
+            await client.models.list(limit=1)
     except AuthenticationError as exc:
         raise ThreadlineError("the Anthropic API refused the key (401); check "
                               "ANTHROPIC_API_KEY") from exc
+    except NotFoundError as exc:
+        raise ThreadlineError(f"the Anthropic API does not serve model {settings.model!r}; "
+                              "check the agent's model name") from exc
     except AnthropicError as exc:
         raise ThreadlineError(f"the Anthropic API could not be reached: {exc}") from exc
     finally:
         await client.close()
-    return "Anthropic API key accepted"
+    return "Anthropic API key accepted" + (
+        f"; model {settings.model} served" if settings.model else "")
 
 
 PLUG = ProviderPlug(

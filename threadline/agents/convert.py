@@ -41,9 +41,12 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
     for prompt caching; a system turn later on (the recall block) becomes a text block of the
     user turn it precedes, so it does not invalidate the cached prefix.
 
-    An assistant turn with tool exchanges becomes the assistant's text and tool_use blocks,
-    followed by a user turn of the matching tool_result blocks; consecutive same-role turns are
-    merged, so roles alternate as the Messages API requires.
+    An assistant turn with tool exchanges becomes its tool_use blocks (in the round being
+    answered, after its thinking and the text written before them), followed by a user turn of
+    the matching tool_result blocks; a stored turn's text, said after its tools, follows as an
+    assistant turn, closing that round (a thinking model would otherwise take a later question
+    for the round's continuation). Consecutive same-role turns are merged, so roles alternate
+    as the Messages API requires.
     """
     leading = 0
     while leading < len(messages) and messages[leading].role == "system":
@@ -62,20 +65,32 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
         if message.content:
             blocks.append({"type": "text", "text": message.content})
         if message.role == "assistant" and message.tool_exchanges:
-            blocks += [
-                {"type": "tool_use", "id": e.call.id, "name": e.call.name,
-                 "input": json.loads(_json(dict(e.call.input)))}
-                for e in message.tool_exchanges
-            ]
-            add("assistant", blocks)
-            add("user", [
+            add("assistant", _anthropic_round(message))
+            results: list[dict[str, Any]] = [
                 {"type": "tool_result", "tool_use_id": e.call.id, "content": e.result.content,
                  "is_error": e.result.is_error}
                 for e in message.tool_exchanges
-            ])
+            ]
+            add("user", results)
+            if message.content and not message.in_round:
+                add("assistant", [{"type": "text", "text": message.content}])
         elif blocks:
             add("user" if message.role == "system" else message.role, blocks)
     return system, turns
+
+
+def _anthropic_round(message: PromptMessage) -> list[dict[str, Any]]:
+    """An assistant turn of a tool round as the model wrote it: each call's thinking blocks
+    (unaltered, as the API requires within the round) before it, the text after the first."""
+    blocks: list[dict[str, Any]] = []
+    for number, exchange in enumerate(message.tool_exchanges):
+        call = exchange.call
+        blocks += [dict(r.block) for r in call.reasoning if r.format == "anthropic"]
+        if number == 0 and message.content and message.in_round:
+            blocks.append({"type": "text", "text": message.content})
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       "input": json.loads(_json(dict(call.input)))})
+    return blocks
 
 
 def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[dict[str, Any]]:
@@ -94,19 +109,29 @@ def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[di
         [{"role": "system", "content": system_text}] if system_text else [])
     for message in messages[leading:]:
         if message.role == "assistant" and message.tool_exchanges:
-            converted.append({
+            turn: dict[str, Any] = {
                 "role": "assistant",
-                "content": message.content or None,
+                "content": (message.content or None) if message.in_round else None,
                 "tool_calls": [
                     {"id": e.call.id, "type": "function",
                      "function": {"name": e.call.name, "arguments": _json(dict(e.call.input))}}
                     for e in message.tool_exchanges
                 ],
-            })
+            }
+            # Servers that think (DeepSeek, vLLM/llama.cpp reasoning parsers) want their
+            # reasoning back within the tool round it was written for.
+            reasoning = "".join(str(r.block.get("reasoning_content", ""))
+                                for e in message.tool_exchanges for r in e.call.reasoning
+                                if r.format == "openai")
+            if reasoning:
+                turn["reasoning_content"] = reasoning
+            converted.append(turn)
             converted += [
                 {"role": "tool", "tool_call_id": e.call.id, "content": e.result.content}
                 for e in message.tool_exchanges
             ]
+            if message.content and not message.in_round:  # said after the tools
+                converted.append({"role": "assistant", "content": message.content})
         elif message.images:
             seen: list[dict[str, Any]] = [openai_image(i) for i in message.images]
             if message.content:

@@ -23,8 +23,10 @@ class TurnTrace(Protocol):
         """The assembled prompt (None when the history was unavailable), before any call."""
 
     def model_called(self, request: ModelRequest, response: ModelResponse | None, *,
-                     latency: float, error: BaseException | None = None) -> None:
-        """One model call: the exact request, the response (or the error) and its latency."""
+                     latency: float, error: BaseException | None = None,
+                     passed_over: bool = False) -> None:
+        """One model call: the exact request, the response (or the error) and its latency;
+        `passed_over` when the model was unavailable and the agent's next model was asked."""
 
     def finished(self, result: AgentResult | None, error: BaseException | None = None) -> None:
         """The turn is over: the result as delivered and stored, or the error it raised."""
@@ -43,7 +45,8 @@ class _NoTrace:
         return None
 
     def model_called(self, request: ModelRequest, response: ModelResponse | None, *,
-                     latency: float, error: BaseException | None = None) -> None:
+                     latency: float, error: BaseException | None = None,
+                     passed_over: bool = False) -> None:
         return None
 
     def finished(self, result: AgentResult | None, error: BaseException | None = None) -> None:

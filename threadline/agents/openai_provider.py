@@ -9,6 +9,13 @@ overloaded or unreachable after the SDK's own retries (429, 408, 409 and 5xx wit
 honours `retry-after`), or past the total timeout -> `ModelUnavailableError`; a rejected key,
 an exhausted quota, a rejected request or a reply that cannot be read -> `ModelError`.
 
+Replies stream as server-sent events by default (`stream`), so `stream()` hands the text over
+as it is written: tool calls are assembled from their deltas, the usage comes from the chunk
+that carries it (OpenAI: a last chunk without choices; vLLM: every chunk, running totals;
+llama.cpp: a last chunk beside its `timings`; Ollama: the chunk with the finish reason), and
+reasoning (`reasoning_content`, or Ollama's `reasoning`) is kept with the tool calls it
+preceded, to be sent back within the round.
+
 Usage figures follow the Anthropic convention the rest of Threadline reads: `input_tokens` are
 the prompt tokens not read from or written to the cache; `cache_read_input_tokens` are the
 cached ones (`prompt_tokens_details.cached_tokens`).
@@ -18,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx2
@@ -32,7 +41,7 @@ from openai import (
 )
 
 from threadline.agents.convert import to_openai
-from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, ToolSpec
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, TextSink, ToolSpec
 from threadline.agents.providers import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -40,7 +49,7 @@ from threadline.agents.providers import (
     ProviderSettings,
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
-from threadline.history.model import ToolCall
+from threadline.history.model import Reasoning, ToolCall
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +71,9 @@ class OpenAIProvider:
     `complete` call, retries included. `token_limit_parameter` names the reply limit field:
     OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse `max_tokens`),
     most other servers know only `max_tokens`; by default the first is sent to OpenAI and the
-    second to any other `base_url`.
+    second to any other `base_url`. `stream` reads replies as server-sent events, asking for
+    the usage in the stream; turn it off for servers or gateways that do not stream (`stream()`
+    then reports no text before the reply is whole).
     """
 
     def __init__(
@@ -74,6 +85,7 @@ class OpenAIProvider:
         max_retries: int | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         token_limit_parameter: TokenLimitParameter | None = None,
+        stream: bool = True,
     ) -> None:
         if client is None:
             if api_key is None and base_url:
@@ -91,6 +103,7 @@ class OpenAIProvider:
             client = client.with_options(max_retries=max_retries)
         self._client = client
         self._timeout = timeout
+        self._stream = stream
         official = client.base_url.host == "api.openai.com"
         self._token_limit: TokenLimitParameter = token_limit_parameter or (
             "max_completion_tokens" if official else "max_tokens")
@@ -116,13 +129,17 @@ class OpenAIProvider:
         return params
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._call(request, None)
+
+    async def stream(self, request: ModelRequest, *, on_text: TextSink) -> ModelResponse:
+        return await self._call(request, on_text)
+
+    async def _call(self, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         params = self.render(request)
         bound = log.bind(model=request.model, base_url=self.base_url)
         try:
             async with asyncio.timeout(self._timeout):
-                completion = await self._client.chat.completions.create(
-                    **params, timeout=self._timeout)
-            response = _response(completion)
+                response = await self._send(params, on_text)
         except TimeoutError as exc:
             bound.warning("model_timeout", timeout=self._timeout)
             raise ModelUnavailableError(
@@ -140,6 +157,18 @@ class OpenAIProvider:
                     input_tokens=response.usage.input_tokens,
                     cache_read=response.usage.cache_read_input_tokens)
         return response
+
+    async def _send(self, params: dict[str, Any], on_text: TextSink | None) -> ModelResponse:
+        create = self._client.chat.completions.create
+        if not self._stream:
+            return _response(await create(**params, timeout=self._timeout))
+        chunks = await create(**params, stream=True, stream_options={"include_usage": True},
+                              timeout=self._timeout)
+        reply = _StreamedReply()
+        async for chunk in chunks:
+            if reply.add(chunk) and on_text is not None:
+                await on_text(reply.text)
+        return reply.response()
 
     def _failure(self, model: str, exc: Exception) -> ModelError:
         """The Threadline error for a failed call: unavailable (retry later) or not."""
@@ -198,24 +227,86 @@ def _response(completion: Any) -> ModelResponse:
         raise TypeError("the completion has no choices")
     choice = completion.choices[0]
     message = choice.message
-    calls: list[ToolCall] = []
-    for call in message.tool_calls or ():
+    calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()]
+    return _reply(model=completion.model, text=message.content or "", calls=calls,
+                  finish_reason=choice.finish_reason, usage=completion.usage,
+                  reasoning=_reasoning_text(message))
+
+
+def _reasoning_text(part: Any) -> str:
+    """The reasoning a message or delta carries: `reasoning_content` (vLLM, llama.cpp,
+    DeepSeek) or `reasoning` (Ollama), both fields beyond OpenAI's own."""
+    value = getattr(part, "reasoning_content", None) or getattr(part, "reasoning", None)
+    return value if isinstance(value, str) else ""
+
+
+@dataclass(slots=True)
+class _StreamedReply:
+    """A reply assembled from its stream's chunks, whichever server's shape they have."""
+
+    text: str = ""
+    reasoning: str = ""
+    model: str = ""
+    finish_reason: str | None = None
+    usage: Any = None
+    calls: dict[int, list[str]] = field(default_factory=dict)  # index -> [id, name, arguments]
+
+    def add(self, chunk: Any) -> bool:
+        """Take one chunk in; True when the reply's text grew."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:  # the last one wins: vLLM sends running totals
+            self.usage = chunk.usage
+        grew = False
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    self.text += delta.content
+                    grew = True
+                self.reasoning += _reasoning_text(delta)
+                for piece in delta.tool_calls or ():
+                    call = self.calls.setdefault(piece.index, ["", "", ""])
+                    call[0] = piece.id or call[0]
+                    if piece.function is not None:
+                        call[1] = piece.function.name or call[1]
+                        call[2] += piece.function.arguments or ""
+            self.finish_reason = choice.finish_reason or self.finish_reason
+        return grew
+
+    def response(self) -> ModelResponse:
+        if self.finish_reason is None and not self.text and not self.calls:
+            raise TypeError("the stream ended before any reply or finish reason")
+        calls = [(c[0], c[1], c[2]) for _, c in sorted(self.calls.items())]
+        return _reply(model=self.model, text=self.text, calls=calls,
+                      finish_reason=self.finish_reason, usage=self.usage,
+                      reasoning=self.reasoning)
+
+
+def _reply(*, model: str | None, text: str, calls: Sequence[tuple[str, str, str | None]],
+           finish_reason: str | None, usage: Any, reasoning: str) -> ModelResponse:
+    """The response from a reply's parts, streamed or not; the reasoning goes with the first
+    tool call (OpenAI's format writes all of it before the calls)."""
+    thought = (Reasoning("openai", {"reasoning_content": reasoning}),) if reasoning else ()
+    tool_calls: list[ToolCall] = []
+    for number, (call_id, name, raw) in enumerate(calls):
         try:
-            arguments = json.loads(call.function.arguments or "{}")
+            arguments = json.loads(raw or "{}")
         except ValueError as exc:
             raise ModelError(
-                f"model {completion.model!r} asked for tool {call.function.name!r} with "
-                f"arguments that are not JSON ({_short(call.function.arguments)!r}). Local "
-                "models do this when they do not support tools well; try another model."
+                f"model {model!r} asked for tool {name!r} with arguments that are not JSON "
+                f"({_short(raw or '')!r}). Local models do this when they do not support tools "
+                "well; try another model."
             ) from exc
         if not isinstance(arguments, dict):
-            raise TypeError(f"tool call {call.id} arguments are not an object: {arguments!r}")
-        calls.append(ToolCall(id=call.id, name=call.function.name, input=arguments))
-    reason = choice.finish_reason
-    stop_reason = "tool_use" if calls else _STOP_REASONS.get(reason, reason or "end_turn")
-    return ModelResponse(text=message.content or "", tool_calls=tuple(calls),
-                         stop_reason=stop_reason, usage=_usage(completion.usage),
-                         model=completion.model or "")
+            raise TypeError(f"tool call {call_id} arguments are not an object: {arguments!r}")
+        if not call_id or not name:
+            raise TypeError(f"tool call {number} came without an id or a name")
+        tool_calls.append(ToolCall(id=call_id, name=name, input=arguments,
+                                   reasoning=thought if number == 0 else ()))
+    stop_reason = "tool_use" if tool_calls else _STOP_REASONS.get(
+        finish_reason or "", finish_reason or "end_turn")
+    return ModelResponse(text=text, tool_calls=tuple(tool_calls), stop_reason=stop_reason,
+                         usage=_usage(usage), model=model or "", reasoning=thought)
 
 
 def _usage(usage: Any) -> ModelUsage:
@@ -249,12 +340,14 @@ class OpenAISettings(ProviderSettings):
 
     type: Literal["openai"] = "openai"
     token_limit_parameter: TokenLimitParameter | None = None
+    stream: bool = True
 
 
 def _build(settings: OpenAISettings) -> OpenAIProvider:
     return OpenAIProvider(api_key=settings.api_key, base_url=settings.base_url,
                           max_retries=settings.max_retries, timeout=settings.timeout,
-                          token_limit_parameter=settings.token_limit_parameter)
+                          token_limit_parameter=settings.token_limit_parameter,
+                          stream=settings.stream)
 
 
 async def _check(settings: OpenAISettings) -> str:

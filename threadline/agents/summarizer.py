@@ -98,6 +98,7 @@ class SummarizerAgent:
             system=SUMMARY_INSTRUCTIONS.format(max_words=self._max_words),
             messages=[PromptMessage("user", body)],
             max_tokens=self._max_tokens,
+            thinking="off",  # a summary is plain rewriting; thinking would only cost
         )
 
     async def summarize(self, turns: list[StoredMessage], previous_summary: str | None) -> str:

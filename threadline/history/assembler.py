@@ -52,7 +52,9 @@ class AssemblerOptions:
 
     `cache_stride`: when the history is over budget, the oldest kept turn only moves in steps
     of this many sequence numbers, so the prompt's prefix stays byte-identical for several
-    turns and a provider's prompt cache stays warm (0 moves it every turn).
+    turns and a provider's prompt cache stays warm (0 moves it every turn). The loading
+    window (`max_turns_to_load`) moves the same way, in steps of half its size: it holds at
+    least that many turns and at most half as many again.
 
     `recall_share`: the share of the budget recall may always claim when it finds something;
     beyond it, recall fills whatever the kept turns leave. `recall_limit`: the fewest hits it
@@ -345,9 +347,22 @@ async def _load(
 ) -> tuple[StoredMessage | None, list[StoredMessage]]:
     """The standing summary and the turns after it, up to and including the one answered."""
 
+    limit = options.max_turns_to_load
+    stride = max(limit // 2, 1) if options.cache_stride else 1
+
     async def recent(through: int | None) -> list[StoredMessage]:
-        return await store.get(conversation_id, scope=options.scope, since=since,
-                               limit=options.max_turns_to_load, through_sequence=through)
+        # Its first turn moves in steps of `stride` sequence numbers, not one turn per turn:
+        # every turn's prompt would otherwise start with a different turn, and no provider's
+        # prompt cache could ever serve the history.
+        loaded = await store.get(conversation_id, scope=options.scope, since=since,
+                                 limit=limit + stride - 1, through_sequence=through)
+        if len(loaded) <= limit or stride == 1:
+            return loaded
+        first = loaded[-limit].sequence
+        if first is None:
+            return loaded[-limit:]
+        boundary = first // stride * stride
+        return [m for m in loaded if m.sequence is None or m.sequence >= boundary]
 
     # Both reads at once: the newest turns after the summary are the newest turns, less
     # those the summary covers.

@@ -78,18 +78,45 @@ class Participant:
 
 
 @dataclass(frozen=True, slots=True)
+class Reasoning:
+    """What a model thought before asking for a tool, kept verbatim for the rest of that round.
+
+    Thinking models need it back, unaltered, while their tool round lasts (Anthropic answers
+    400 otherwise), and it is nobody else's business: it is stored with the call (for the
+    inspector), never projected to another agent, posted or summarized. `format` is the
+    provider wire format it came in ("anthropic": a `thinking` block with its `signature`, or a
+    `redacted_thinking` block; "openai": `{"reasoning_content": ...}`); `block` is that
+    provider's own data, never rewritten, so a provider sends back exactly what it got.
+    """
+
+    format: str
+    block: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        _require_text("Reasoning", "format", self.format)
+        if not isinstance(self.block, Mapping):
+            raise _invalid("Reasoning", "block", self.block, "a mapping")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "block": dict(self.block)}
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool the model asked to run, with the model's input."""
+    """A tool the model asked to run, with the model's input and the reasoning before it."""
 
     id: str
     name: str
     input: Mapping[str, Any]
+    reasoning: tuple[Reasoning, ...] = ()
 
     def __post_init__(self) -> None:
         _require_text("ToolCall", "id", self.id)
         _require_text("ToolCall", "name", self.name)
         if not isinstance(self.input, Mapping):
             raise _invalid("ToolCall", "input", self.input, "a mapping")
+        if not isinstance(self.reasoning, tuple):
+            object.__setattr__(self, "reasoning", tuple(self.reasoning))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +147,29 @@ class ToolExchange:
             )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "call": {"id": self.call.id, "name": self.call.name, "input": dict(self.call.input)},
-            "result": {"content": self.result.content, "is_error": self.result.is_error},
-        }
+        call: dict[str, Any] = {"id": self.call.id, "name": self.call.name,
+                                "input": dict(self.call.input)}
+        if self.call.reasoning:
+            call["reasoning"] = [r.as_dict() for r in self.call.reasoning]
+        return {"call": call,
+                "result": {"content": self.result.content, "is_error": self.result.is_error}}
+
+    def without_reasoning(self) -> ToolExchange:
+        """The exchange as anyone but the model that made it may see it (a later turn, another
+        agent): the reasoning stays with the round it was written for."""
+        if not self.call.reasoning:
+            return self
+        return replace(self, call=replace(self.call, reasoning=()))
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> ToolExchange:
         call = raw["call"]
         result = raw["result"]
+        reasoning = tuple(Reasoning(format=r["format"], block=r["block"])
+                          for r in call.get("reasoning") or ())
         return cls(
-            call=ToolCall(id=call["id"], name=call["name"], input=call.get("input", {})),
+            call=ToolCall(id=call["id"], name=call["name"], input=call.get("input", {}),
+                          reasoning=reasoning),
             result=ToolResult(
                 tool_call_id=call["id"], content=result["content"],
                 is_error=bool(result.get("is_error", False)),

@@ -91,7 +91,9 @@ def project_turn(message: StoredMessage, agent_id: str, *, tool_trace: bool,
     """One stored turn from `agent_id`'s point of view (`labels`: the prompt's speakers)."""
     participant = message.participant
     if participant.kind == "agent" and participant.id == agent_id:
-        return PromptMessage("assistant", message.content, message.tool_exchanges)
+        # Reasoning belonged to the tool round it was written in; a later prompt drops it.
+        return PromptMessage("assistant", message.content,
+                             tuple(e.without_reasoning() for e in message.tool_exchanges))
     if participant.kind == "system":
         return PromptMessage("system", message.content)
     label = labels.of(message) if labels is not None else speaker_label(message)

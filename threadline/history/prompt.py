@@ -24,12 +24,16 @@ class PromptMessage:
     """One prompt turn from an agent's point of view.
 
     Readable as attributes or as a mapping (`m.role`, `m["content"]`). `tool_exchanges` appear
-    only on the agent's own assistant turns: each is a call and its result, kept together.
+    only on the agent's own assistant turns: each is a call and its result, kept together. A
+    stored turn's text is what the agent said after its tools; `in_round` marks a round of the
+    turn being answered, whose text was written before its calls (with the reasoning the
+    provider must send back), so converters put each text where the model wrote it.
     """
 
     role: Role
     content: str
     tool_exchanges: tuple[ToolExchange, ...] = ()
+    in_round: bool = False
     images: tuple[PromptImage, ...] = ()
 
     def __getitem__(self, key: str) -> Any:

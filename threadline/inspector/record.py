@@ -13,9 +13,12 @@ JSON `detail`, which listings leave unread (None).
                     summary_used, summary_created, notes
     system_prompt   the agent's system prompt
     tools           the tool names offered to the model
-    model_calls     [{model, format, request, response, usage, latency_ms, error}]; `request` is
-                    what the provider sent ("anthropic": the Messages API body, tools by name;
-                    "neutral": our provider-neutral request)
+    model_calls     [{model, format, request, response, usage, latency_ms, error, passed_over}];
+                    `request` is what the provider sent ("anthropic": the Messages API body,
+                    tools by name; "neutral": our provider-neutral request); `response` has the
+                    model's `reasoning` (thinking blocks), shown here and nowhere else
+    passed_over     [{model, reason}]: the agent's models that were unavailable this turn, so
+                    its next model answered (the record's `model` is the one that did)
     tool_exchanges  [{call: {id, name, input}, result: {content, is_error}}]
     delivered_ids   the platform ids of the posted reply's parts
 """

@@ -50,6 +50,7 @@ class _Call:
     response: ModelResponse | None
     latency: float
     error: BaseException | None
+    passed_over: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -77,8 +78,9 @@ class _Turn:
         self.prompt, self.prompt_note = prompt, note
 
     def model_called(self, request: ModelRequest, response: ModelResponse | None, *,
-                     latency: float, error: BaseException | None = None) -> None:
-        self.calls.append(_Call(request, response, latency, error))
+                     latency: float, error: BaseException | None = None,
+                     passed_over: bool = False) -> None:
+        self.calls.append(_Call(request, response, latency, error, passed_over))
 
     def finished(self, result: AgentResult | None, error: BaseException | None = None) -> None:
         self.result, self.error = result, error
@@ -91,7 +93,9 @@ class _Turn:
         redactor = self.recorder.redactor
         result = self.result
         usage = result.usage if result is not None else _summed(self.calls)
-        error = self.error or next((c.error for c in reversed(self.calls) if c.error), None)
+        # A model passed over for the next one is not the turn's error: `passed_over` says why.
+        error = self.error or next(
+            (c.error for c in reversed(self.calls) if c.error and not c.passed_over), None)
         budget = self.agent.assembler_options.token_budget
         detail = redactor.value({
             "inbound": _inbound(self.inbound),
@@ -101,6 +105,8 @@ class _Turn:
             "tools": [t.name for t in self.calls[0].request.tools] if self.calls else [
                 t.name for t in self.agent.tools],
             "model_calls": [self._call_detail(c) for c in self.calls],
+            "passed_over": [{"model": c.request.model, "reason": f"{type(c.error).__name__}: "
+                             f"{c.error}"} for c in self.calls if c.passed_over],
             "tool_exchanges": [e.as_dict() for e in (result.tool_exchanges if result else ())],
             "delivered_ids": list(result.delivered_ids) if result else [],
         })
@@ -142,7 +148,9 @@ class _Turn:
         }
 
     def _call_detail(self, call: _Call) -> dict[str, Any]:
-        form, request = rendered_request(self.agent.provider, call.request)
+        provider = next((m.provider for m in self.agent.models
+                         if m.model == call.request.model), self.agent.provider)
+        form, request = rendered_request(provider, call.request)
         response = call.response
         return {
             "model": _answered_by(call),
@@ -153,10 +161,12 @@ class _Turn:
                 "stop_reason": response.stop_reason,
                 "tool_calls": [{"id": c.id, "name": c.name, "input": dict(c.input)}
                                for c in response.tool_calls],
+                "reasoning": [r.as_dict() for r in response.reasoning],
             },
             "usage": _usage(response.usage if response else ModelUsage()),
             "latency_ms": round(call.latency * 1000, 3),
             "error": f"{type(call.error).__name__}: {call.error}" if call.error else None,
+            "passed_over": call.passed_over,
         }
 
 

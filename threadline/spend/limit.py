@@ -75,8 +75,10 @@ def spend_of(usage: ModelUsage, price: Price | None) -> Spend:
 class SpendLimitInterceptor:
     """Enforces `budgets` and records every turn's spend in `ledger`; see the module docstring.
 
-    `prices` are by agent name (agents without one cost 0). `reserve` overrides the per-turn
-    estimate held while a turn runs. `on_spend` hears each agent's new daily totals.
+    `prices` are by agent name (agents without one cost 0); `model_prices`, by (agent, model),
+    price the tokens each of an agent's models spent (a fallback's own price). `reserve`
+    overrides the per-turn estimate held while a turn runs. `on_spend` hears each agent's new
+    daily totals.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class SpendLimitInterceptor:
         budgets: DailyBudgets,
         day: SpendDay | None = None,
         prices: Mapping[str, Price] | None = None,
+        model_prices: Mapping[tuple[str, str], Price] | None = None,
         reserve: int | None = None,
         on_spend: SpendListener | None = None,
     ) -> None:
@@ -93,6 +96,7 @@ class SpendLimitInterceptor:
         self.budgets = budgets
         self.day = day or SpendDay()
         self.prices = dict(prices or {})
+        self.model_prices = dict(model_prices or {})
         self.reserve = reserve
         self.on_spend = on_spend
 
@@ -129,13 +133,21 @@ class SpendLimitInterceptor:
         token = _SIDE_SPEND.set(side)
         try:
             result = await call_next()
-            spend = spend_of(result.usage, self.prices.get(context.agent.name))
+            spend = self._spent(context.agent.name, result)
             return result
         finally:
             _SIDE_SPEND.reset(token)
             spend = sum(side, spend)
             # Shielded: a cancelled turn still gives its reservation back.
             await asyncio.shield(self._settle(context, day, charges, reserved, spend))
+
+    def _spent(self, agent: str, result: AgentResult) -> Spend:
+        """The turn's spend, each model's tokens at that model's price."""
+        default = self.prices.get(agent)
+        if not result.usage_by_model:
+            return spend_of(result.usage, default)
+        return sum((spend_of(usage, self.model_prices.get((agent, model), default))
+                    for model, usage in result.usage_by_model.items()), Spend())
 
     async def _settle(self, context: TurnContext, day: str, charges: list[Charge],
                       reserved: int, spend: Spend) -> None:

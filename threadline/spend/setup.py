@@ -44,10 +44,15 @@ def build_spend_limit(settings: Settings, store: SqlConversationStore, providers
                       metrics: Metrics) -> SpendLimitInterceptor:
     """The interceptor that enforces the budgets and records spend into `metrics`."""
     prices = {}
+    model_prices = {}
     for agent, chosen in providers.agents.items():
         price = price_for(settings, chosen.provider.plug.name, chosen.model)
         if price is not None:
             prices[agent] = price
+        for model in chosen.chain:
+            price = price_for(settings, model.provider.plug.name, model.model)
+            if price is not None:
+                model_prices[agent, model.model] = price
     limits = budgets(settings)
     for scope, cap in (("agent", limits.per_agent), ("conversation", limits.per_conversation),
                        ("person", limits.per_person)):
@@ -59,6 +64,7 @@ def build_spend_limit(settings: Settings, store: SqlConversationStore, providers
 
     return SpendLimitInterceptor(
         SpendLedger(store), budgets=limits, day=SpendDay(settings.spend.timezone), prices=prices,
+        model_prices=model_prices,
         reserve=settings.spend.reserve_per_turn, on_spend=publish)
 
 
