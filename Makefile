@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo run console test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,13 +14,26 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Ends by saying how to reach the command (make does not activate the venv), even after Ctrl-C.
 demo: $(STAMP)
-	$(BIN)/threadline demo
+	@$(BIN)/threadline demo; status=$$?; echo; \
+	echo "The threadline command is $(BIN)/threadline; 'source $(BIN)/activate' puts it on"; \
+	echo "your PATH as plain 'threadline' ('make run' and 'make console' work without). A real"; \
+	echo "bot: $(BIN)/threadline init --platform slack (or telegram, discord), then"; \
+	echo "docs/platforms/."; exit $$status
+
+# `threadline run` / `threadline console` from the venv, on ./threadline.yaml when there is one
+# (the built-in default otherwise); ARGS passes more, e.g. make run ARGS=--no-input.
+run: $(STAMP)
+	$(BIN)/threadline run $(ARGS)
+
+console: $(STAMP)
+	$(BIN)/threadline console $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check threadline tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -50,14 +50,20 @@ from threadline.agents.agent import Agent  # noqa: E402
 from threadline.agents.anthropic_provider import AnthropicProvider  # noqa: E402
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.operations import SqlRunner  # noqa: E402
+from threadline.backends.sql.records import SqlReplyRecords  # noqa: E402
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.history.assembler import assemble_prompt  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
-from threadline.history.sql_operations import SqlRunner  # noqa: E402
-from threadline.inspector import ReplyRecorder, SqlReplyRecords  # noqa: E402
+from threadline.inspector import ReplyRecorder  # noqa: E402
 from threadline.interceptors.base import Interceptor  # noqa: E402
-from threadline.spend import Charge, DailyBudgets, Spend, SpendLedger  # noqa: E402
+from threadline.spend import (  # noqa: E402
+    Charge,
+    DailyBudgets,
+    Spend,  # noqa: E402
+)
 from threadline.spend.limit import SpendLimitInterceptor  # noqa: E402
 from threadline.team import Team  # noqa: E402
 
@@ -120,7 +126,7 @@ async def record_sizes(store: SqlConversationStore) -> list[int]:
 
 
 def spend_limit(store: SqlConversationStore) -> list[Interceptor]:
-    return [SpendLimitInterceptor(SpendLedger(store), budgets=BUDGETS)]
+    return [SpendLimitInterceptor(SqlSpendLedger(store), budgets=BUDGETS)]
 
 
 async def overhead(url: str, *, spend: bool = False
@@ -185,7 +191,7 @@ async def records_cost(url_off: str, url_on: str
 async def ledger_round_trips(url: str) -> list[float]:
     """The spend ledger alone, in ms: one reserve and one settle on three capped rows."""
     async with SqlConversationStore(url) as store:
-        ledger = SpendLedger(store)
+        ledger = SqlSpendLedger(store)
         charges = [Charge("agent", "support", BUDGETS.per_agent),
                    Charge("conversation", "ledger-bench", BUDGETS.per_conversation),
                    Charge("person", "local:U1", BUDGETS.per_person)]
@@ -346,7 +352,7 @@ async def providers_side_by_side(folder: Path) -> None:
 
 async def worker(url: str, index: int, workers: int) -> None:
     """One worker process of the scaling run: receive its share, answer whatever it owns."""
-    from threadline.locks import PostgresConversationLock
+    from threadline.backends.sql.locks import PostgresConversationLock
 
     async with SqlConversationStore(url) as store:
         lock = PostgresConversationLock(url)

@@ -26,10 +26,10 @@ from dataset import AGENTS, HUMANS, SMALL_TALK  # noqa: E402
 from figures import percentile  # noqa: E402
 from fill import fill_to  # noqa: E402
 
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history import (  # noqa: E402
     MessageMetadata,
     Participant,
-    SqlConversationStore,
     StoredMessage,
 )
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402

@@ -37,10 +37,10 @@ from figures import percentile  # noqa: E402
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat  # noqa: E402
 from threadline.agents.convert import to_anthropic  # noqa: E402
 from threadline.agents.seeing import described_line, with_images  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.files import SqlFileStore  # noqa: E402
 from threadline.channels.files import FileIntake, take_in  # noqa: E402
 from threadline.channels.telegram.inbound import incoming_files  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
-from threadline.history.file_store import FileStore  # noqa: E402
 from threadline.history.files import files_of, image_tokens  # noqa: E402
 from threadline.history.model import Participant, StoredMessage  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
@@ -91,7 +91,7 @@ async def main(runs: int) -> None:
             bot = Bot(settings["token"], base_url=settings["base_url"],
                       base_file_url=settings["base_file_url"])
             await bot.initialize()
-            intake = FileIntake(store=FileStore(store, directory=Path(tmp) / "files"))
+            intake = FileIntake(store=SqlFileStore(store, directory=Path(tmp) / "files"))
             plain, with_picture = [], []
             for number in range(runs):
                 plain.append(await one_turn(fake, bot, intake, None, number))

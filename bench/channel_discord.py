@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from instant import InstantReplies, print_round_trips  # noqa: E402
 
 from tests.fakes.discord_gateway import FakeDiscord, FakeUser  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.channels.discord import DiscordChannel  # noqa: E402
-from threadline.history import InMemoryConversationStore, SqlConversationStore  # noqa: E402
+from threadline.history import InMemoryConversationStore  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
 
 

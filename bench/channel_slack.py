@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from instant import InstantReplies, print_round_trips  # noqa: E402
 
 from tests.fakes.slack import FakeSlack  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.channels.slack import SlackChannel  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
 
 
 async def _round(fake: FakeSlack, channel: SlackChannel, events: InstantReplies, *,

@@ -34,10 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from figures import percentile  # noqa: E402
 
 from tests.fakes.telegram import ALICE, FakeTelegram, TgChat, unused_port  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
 from threadline.channels.telegram import TelegramChannel  # noqa: E402
 from threadline.channels.telegram.inbound import turn_id  # noqa: E402
-from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
+from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.model import MessageMetadata, Participant  # noqa: E402
 
 

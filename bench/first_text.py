@@ -44,8 +44,8 @@ from tests.fakes.anthropic import FakeAnthropic, text  # noqa: E402
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord  # noqa: E402
 from tests.fakes.slack import FakeSlack  # noqa: E402
 from tests.fakes.telegram import ALICE, CHAT_CHANGES, GROUP, FakeTelegram, private_chat  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.channels.base import Channel  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
 
 # A text-bearing platform call: when it arrived (monotonic) and what the reply showed after it.
 Shown = tuple[float, str]

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dataset import AGENTS, HUMANS, build_conversation, question_turn  # noqa: E402
 
 from threadline.agents.summarizer import ExtractiveSummarizer  # noqa: E402
-from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
 from threadline.history.summary import latest_summary  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures import percentile  # noqa: E402
 from store import build, ensure_pg_schema, question, sentence  # noqa: E402
 
-from threadline.history import Participant, SqlConversationStore, StoredMessage  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.history import Participant, StoredMessage  # noqa: E402
 from threadline.history.model import MessageMetadata  # noqa: E402
 from threadline.people import person_memory_for  # noqa: E402
 from threadline.people.erase import forget_person  # noqa: E402

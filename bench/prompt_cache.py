@@ -29,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ from threadline.agents.anthropic_provider import (  # noqa: E402
 from threadline.agents.llm import ModelRequest, ModelUsage  # noqa: E402
 from threadline.agents.openai_provider import OpenAIProvider  # noqa: E402
 from threadline.agents.summarizer import SummarizerAgent  # noqa: E402
-from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions  # noqa: E402
 from threadline.history.model import MessageMetadata  # noqa: E402
 from threadline.history.prompt import PromptMessage  # noqa: E402
@@ -83,7 +84,7 @@ def fake_model(body: dict[str, Any]) -> Reply:
 @dataclass
 class CacheFigures:
     calls: int = 0
-    usage: ModelUsage = ModelUsage()
+    usage: ModelUsage = field(default_factory=ModelUsage)
 
     def add(self, usage: ModelUsage) -> None:
         self.calls += 1

@@ -42,7 +42,8 @@ from locomo import AGENT, locomo_conversations  # noqa: E402
 from store import ensure_pg_schema  # noqa: E402
 
 from threadline.agents.search_tool import make_conversation_search_tool  # noqa: E402
-from threadline.history import SqlConversationStore, StoredMessage  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402

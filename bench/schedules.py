@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures import percentile  # noqa: E402
 from store import ensure_pg_schema  # noqa: E402
 
-from threadline.history import SqlConversationStore  # noqa: E402
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.schedules import SqlScheduleBook  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
-from threadline.schedules import Schedule, ScheduleBook, Scheduler  # noqa: E402
+from threadline.schedules import Schedule, Scheduler  # noqa: E402
 
 
 def schedules_due(count: int, spread: float, start: datetime) -> list[Schedule]:
@@ -54,7 +55,7 @@ async def run(urls: list[str], count: int, spread: float) -> dict[str, Any]:
     start = datetime.now(UTC) + timedelta(seconds=3 + count / 1000)
     plan = schedules_due(count, spread, start)
     due = {s.conversation_id: s.due_at for s in plan}
-    await ScheduleBook(stores[0]).add_many(plan)
+    await SqlScheduleBook(stores[0]).add_many(plan)
     if datetime.now(UTC) > start:
         print(f"  (adding took past the first due time by "
               f"{(datetime.now(UTC) - start).total_seconds():.1f} s: raise the lead)")
@@ -70,7 +71,7 @@ async def run(urls: list[str], count: int, spread: float) -> dict[str, Any]:
         assert moment is not None
         late.append((datetime.now(UTC) - moment).total_seconds())
 
-    schedulers = [Scheduler(ScheduleBook(store), wake=wake) for store in stores]
+    schedulers = [Scheduler(SqlScheduleBook(store), wake=wake) for store in stores]
     began = time.perf_counter()
     for scheduler in schedulers:
         scheduler.start()

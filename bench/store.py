@@ -35,15 +35,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures import percentile  # noqa: E402
 from peers import PeerFigures, remove_database, run_peers  # noqa: E402
 
+from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.schema import SELECT_LIST, SELECT_LIST_M  # noqa: E402
+from threadline.backends.sql.sqlite import fts5_word_match  # noqa: E402
 from threadline.history import (  # noqa: E402
     InMemoryConversationStore,
     Participant,
-    SqlConversationStore,
     StoredMessage,
 )
 from threadline.history.search import SearchQuery, conversation_key  # noqa: E402
-from threadline.history.sql_schema import SELECT_LIST, SELECT_LIST_M  # noqa: E402
-from threadline.history.sql_sqlite import fts5_word_match  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 
 BUILD_BATCH = 5000

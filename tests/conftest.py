@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from threadline.history import InMemoryConversationStore, SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.history import InMemoryConversationStore
 from threadline.history.store import ConversationStore
 
 PG_URL = os.environ.get("THREADLINE_TEST_PG_URL")

@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1] / "threadline"
 
 # Lowest first. A module belongs to the layer of the longest name that prefixes it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.plugs"),
-    ("threadline.history", "threadline.backends"),
+    ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.plugs",
+     "threadline.listening"),
+    ("threadline.history",),
     ("threadline.turn", "threadline.locks", "threadline.schedules.clock",
      "threadline.schedules.timing", "threadline.schedules.schedule",
      "threadline.schedules.turns"),
@@ -36,12 +37,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.channels",),
     ("threadline.people",),
     ("threadline.agents",),
-    ("threadline.provider_setup", "threadline.schedules"),
+    ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book"),
     ("threadline.config", "threadline.ops", "threadline.spend",
-     "threadline.inspector"),
+     "threadline.inspector", "threadline.backends"),
     ("threadline.reply_delivery", "threadline.pipeline", "threadline.team",
      "threadline.handoff"),
-    ("threadline.runtime", "threadline.demo", "threadline.proactive"),
+    ("threadline.runtime", "threadline.demo", "threadline.proactive", "threadline.app"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )
 

@@ -25,13 +25,14 @@ default: SQLite at `./threadline.db`, the local channel, one `support` agent.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -48,11 +49,11 @@ from pydantic import (
 )
 
 from threadline.agents.providers import auto_provider, provider_plug
+from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
 
@@ -68,23 +69,28 @@ KeyPath = tuple[str | int, ...]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class StoreSettings(_Section):
     """Where conversations are kept; one line switches SQLite to PostgreSQL."""
 
     url: str = DEFAULT_STORE_URL
+    """The database: sqlite:///PATH (relative to where threadline runs) or
+    postgresql+asyncpg://USER@HOST/DB for several processes; write a password as ${VARIABLE}."""
     outbox_path: str | None = None
+    """The durable outbox file where turns wait while the store is down (default: beside the SQLite
+    file, or in the working folder)."""
     busy_timeout: float = Field(default=5.0, gt=0)
+    """Seconds a SQLite statement waits for a lock held by another connection before it fails."""
 
     @field_validator("url")
     @classmethod
     def _known_database(cls, url: str) -> str:
         try:
-            database_url(url)
-        except ConfigError:
-            raise ValueError("a sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB URL") from None
+            backend_for(url)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return url
 
 
@@ -97,25 +103,39 @@ class ModelSettings(_Section):
     """
 
     provider: str = AUTO_PROVIDER
+    """The default provider type: auto (Anthropic when its key is set, else offline),
+    anthropic, openai, offline, or a registered plug."""
     api_key: str | None = None
+    """The provider's key, as ${VARIABLE} (default: the provider's usual variable, such as
+    ANTHROPIC_API_KEY)."""
     base_url: str | None = None
+    """The provider's address, for a proxy or an OpenAI-compatible server (Ollama, vLLM, llama.cpp,
+    LM Studio, OpenRouter)."""
     max_tokens: int = Field(default=1024, gt=0)
-    # The SDK retries 429/5xx this often, with its own backoff; a call's timeout covers them.
+    """The longest reply a model call may write, in tokens."""
     max_retries: int = Field(default=4, ge=0)
+    """How often the SDK retries a rate limited (429), overloaded or failing (5xx) call, with its
+    own backoff; the call's timeout covers them."""
     timeout: float = Field(default=120.0, gt=0)
-    # The cheap model that writes rolling summaries, and on which provider (default: this
-    # one's cheap model; extractive summaries, without a model, when it has none).
+    """Seconds one model call may take, its retries included."""
     summary_model: str | None = None
+    """The cheap model that writes rolling summaries (default: the provider's cheap model;
+    extractive summaries, without a model, when it has none)."""
     summary_provider: str | None = None
+    """The provider (a providers: entry or a type) of summary_model (default: this one)."""
 
 
 class PriceSettings(_Section):
     """US dollars per million tokens of each kind (from the provider's price list)."""
 
     input: float = Field(default=0.0, ge=0)
+    """US dollars per million input tokens."""
     output: float = Field(default=0.0, ge=0)
+    """US dollars per million output tokens."""
     cache_read: float = Field(default=0.0, ge=0)
+    """US dollars per million tokens read from the prompt cache."""
     cache_write: float = Field(default=0.0, ge=0)
+    """US dollars per million tokens written to the prompt cache."""
 
 
 class SpendSettings(_Section):
@@ -127,14 +147,21 @@ class SpendSettings(_Section):
     """
 
     timezone: str = "UTC"
+    """The IANA time zone whose midnight resets the daily budgets."""
     per_agent_daily_tokens: int | None = Field(default=None, gt=0)
+    """Tokens each agent may use a day, across all conversations (unset: no cap)."""
     per_conversation_daily_tokens: int | None = Field(default=None, gt=0)
+    """Tokens all agents together may use a day in one conversation (unset: no cap)."""
     per_person_daily_tokens: int | None = Field(default=None, gt=0)
-    # Agents with a cap of their own instead of per_agent_daily_tokens, by name.
+    """Tokens all agents together may use a day answering one person (unset: no cap)."""
     agent_daily_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
-    # Tokens held for a turn in flight (default: its prompt budget plus its reply limit).
+    """Agents with a daily cap of their own instead of per_agent_daily_tokens, by name."""
     reserve_per_turn: int | None = Field(default=None, gt=0)
+    """Tokens held for a turn in flight before the model is called (default: its prompt budget plus
+    its reply limit)."""
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
+    """Prices for the estimated cost in /metrics and check, keyed "provider/model" or "model"; none
+    are built in."""
 
     @field_validator("timezone")
     @classmethod
@@ -148,15 +175,23 @@ class SpendSettings(_Section):
 
 class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
+    """The least important log events shown: debug, info (a line per turn, for services), warning
+    or error. THREADLINE_LOG_LEVEL overrides it."""
     format: Literal["auto", "console", "json"] = "auto"
+    """console (readable), json (one object a line), or auto: console in a terminal, json
+    otherwise. THREADLINE_LOG_FORMAT overrides it."""
 
 
 class OpsSettings(_Section):
     """The health and Prometheus metrics HTTP server."""
 
     enabled: bool = True
+    """Serve /healthz, /readyz, /metrics and the console."""
     host: str = "127.0.0.1"
+    """The address the ops server listens on (127.0.0.1: this machine only; 0.0.0.0: every
+    interface, then the console needs inspector.token)."""
     port: int = Field(default=9108, ge=0, le=65535)
+    """The ops server's port (0: any free port, logged when bound)."""
 
 
 class InspectorSettings(_Section):
@@ -168,9 +203,14 @@ class InspectorSettings(_Section):
     """
 
     records: bool = True
+    """Keep a reply record of what each agent saw and did for every reply."""
     retention_days: float | None = Field(default=30, gt=0)
+    """Delete reply records older than this many days (null keeps them); the history is not
+    touched."""
     console: bool = True
+    """Serve the web console at /console/ on the ops server."""
     token: str | None = None
+    """The console's token, as ${VARIABLE}; required when ops.host is not a loopback address."""
 
 
 _ASSEMBLER = AssemblerOptions()
@@ -184,15 +224,24 @@ class MemorySettings(_Section):
     """
 
     token_budget: int = Field(default=_ASSEMBLER.token_budget, ge=50)
+    """Tokens of history (summary, recalled and kept turns) in each prompt."""
     addressed_only_mode: bool = _ASSEMBLER.addressed_only_mode
+    """See only the turns addressed to or written by this agent (plus the few just before an
+    addressed turn), not the whole channel."""
     rolling_summary_threshold: int = Field(default=_ASSEMBLER.rolling_summary_threshold, ge=2)
+    """Past this many kept turns, the oldest are folded into one stored summary per agent."""
     time_window_minutes: int | None = Field(default=_ASSEMBLER.time_window_minutes, gt=0)
+    """Load only turns from the last this many minutes (null: no time limit)."""
     max_turns_to_load: int = Field(default=_ASSEMBLER.max_turns_to_load, gt=0)
+    """The most recent turns loaded from the store before filtering and budgeting."""
     recall: bool = _ASSEMBLER.recall
+    """Search the whole conversation for what the new message asks about and add the best earlier
+    turns."""
     recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
-    # The person being answered also finds their own words from other conversations this one
-    # may see (see `people:`); unset follows `people.memory`.
+    """The fewest recall hits asked for (more when the budget has room)."""
     person_memory: bool | None = None
+    """Also find the person's own words from other conversations this one may see (null: follow
+    people.memory)."""
 
     def options(self, people_memory: bool = False) -> AssemblerOptions:
         """The assembler's options with these settings applied; `people_memory` is the
@@ -212,8 +261,12 @@ class PeopleSettings(_Section):
     """
 
     memory: bool = False
+    """Person memory for every agent: recall and search also find the person's own words from other
+    conversations (agents.NAME.memory.person_memory overrides it)."""
     link_codes: bool = True
+    """Let a person link their own identities across platforms with /link in a DM."""
     code_minutes: float = Field(default=10, gt=0, le=24 * 60)
+    """How long a /link code stays valid, in minutes."""
 
 
 class HistorySettings(_Section):
@@ -224,10 +277,16 @@ class HistorySettings(_Section):
     again only when this is on (a message still waiting is always answered as edited)."""
 
     retention_days: float | None = Field(default=None, gt=0)
+    """Delete turns older than this many days (null keeps them forever)."""
     retention_days_for: dict[str, Annotated[float, Field(gt=0)] | None] = Field(
         default_factory=dict)
+    """Retention per conversation id or workspace (slack:T123, telegram:-100456), the longest
+    matching key winning; null keeps forever."""
     prune_every_minutes: float = Field(default=60, gt=0)
+    """How often old turns are pruned in the background."""
     answer_edits: bool = False
+    """Answer a person's edit of a message already answered again (a message still waiting is
+    always answered as edited; the edit is stored either way)."""
 
 
 class SchedulerSettings(_Section):
@@ -238,13 +297,23 @@ class SchedulerSettings(_Section):
     may cancel anyone's schedule; `tool` gives every agent the `schedule` tool."""
 
     enabled: bool = True
+    """Run scheduled posts and prompts."""
     timezone: str = "UTC"
+    """The zone schedule times are read in when neither the platform nor channel_timezones gives
+    one."""
     channel_timezones: dict[str, str] = Field(default_factory=dict)
+    """A time zone per channel name, for times said there."""
     poll_interval: float = Field(default=1.0, gt=0)
+    """Seconds between two looks for schedules that fell due."""
     late_after: float = Field(default=60.0, ge=0)
+    """A slot posted more than this many seconds late carries a note saying so."""
     grace_hours: float = Field(default=24.0, gt=0)
+    """A slot that fell due while no process ran is still posted within this many hours, else
+    skipped."""
     admins: list[str] = Field(default_factory=list)
+    """Identities (slack:T1:U7) that may cancel anyone's schedule."""
     tool: bool = True
+    """Give every agent the schedule tool."""
 
 
 class SpeechSettings(_Section):
@@ -252,8 +321,11 @@ class SpeechSettings(_Section):
     (a hosted one, or a local whisper server). The key is read from `api_key_env`."""
 
     base_url: str
+    """The endpoint's base URL (…/v1); /audio/transcriptions is added."""
     model: str = "whisper-1"
+    """The transcription model's name."""
     api_key_env: str | None = None
+    """The environment variable holding the endpoint's key (none: no key is sent)."""
 
 
 class FilesSettings(_Section):
@@ -264,11 +336,17 @@ class FilesSettings(_Section):
     `speech` set."""
 
     enabled: bool = True
+    """Keep files sent with turns (off: only their text is answered)."""
     directory: str = "threadline-files"
+    """The folder files over inline_max_bytes are written to."""
     inline_max_bytes: int = Field(default=256 * 1024, ge=0)
+    """Files up to this many bytes are kept in the database itself."""
     max_file_mb: float = Field(default=20, gt=0)
+    """The largest file kept, in MB; a larger one is refused with a note."""
     max_file_mb_for: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    """A different largest file per channel name, in MB."""
     speech: SpeechSettings | None = None
+    """Speech to text for voice notes (none: voice notes are not transcribed)."""
 
 
 class ScheduleEntry(_Section):
@@ -277,13 +355,21 @@ class ScheduleEntry(_Section):
     in `conversation` (its id, `slack:T1:C0REPORTS`) through `channel`."""
 
     channel: str
+    """The channels: entry it posts through."""
     conversation: str
+    """The conversation id it posts in (slack:T1:C0REPORTS)."""
     cron: str | None = None
+    """A cron expression, for a recurring schedule."""
     at: str | None = None
+    """A time, for a schedule that runs once."""
     message: str | None = None
+    """Text posted as written."""
     prompt: str | None = None
+    """A prompt the agent answers; its answer is posted."""
     agent: str | None = None
+    """The agent that answers prompt (default: the channel's first)."""
     timezone: str | None = None
+    """The zone cron and at are read in (default: the scheduler's)."""
 
 
 class HandoffNotify(_Section):
@@ -291,7 +377,9 @@ class HandoffNotify(_Section):
     Slack channel id, a Telegram group id, a Discord channel id)."""
 
     channel: str
+    """The channels: entry the team is told on."""
     chat: str
+    """The chat id there (a Slack channel id, a Telegram group id, a Discord channel id)."""
 
 
 class HandoffSettings(_Section):
@@ -301,44 +389,62 @@ class HandoffSettings(_Section):
     with `notify` set (someone to hand to)."""
 
     enabled: bool = True
+    """Offer /human, /bot on and the hand_off tool."""
     pause_hours: float = Field(default=24.0, gt=0)
+    """The bot stays quiet this many hours after the last human reply."""
     team: list[str] = Field(default_factory=list)
+    """Identities of the humans who answer (empty: anyone but the customer and bots)."""
     notify: HandoffNotify | None = None
+    """Where the team hears of a handoff; the hand_off tool is offered only when it is set."""
     tool: bool = True
+    """Offer agents the hand_off tool (when notify is set)."""
 
 
 class AgentChannel(_Section):
     """One channel an agent joins, and whether it answers every message there."""
 
     name: str
+    """The channels: entry the agent joins."""
     respond_to_all: bool = False
+    """Answer every message there, not only those addressed to the agent."""
 
 
 class FallbackModel(_Section):
     """One entry of an agent's `model:` list on another provider than the agent's own."""
 
     provider: str | None = None
+    """A providers: entry or a provider type (default: the agent's own provider)."""
     model: str
+    """The model name on that provider."""
 
 
 class AgentSettings(_Section):
     description: str = ""
+    """What the agent does; shown by /agents and to the other agents."""
     system_prompt: str | None = None
+    """The agent's instructions (default: a one-line helpful assistant)."""
     system_prompt_file: str | None = None
-    # A `providers:` entry or a provider type; the `model:` section when unset.
+    """A file holding the system prompt instead (relative to the config)."""
     provider: str | None = None
-    # The provider's (or the plug's) default model when unset. A list is asked in order: the
-    # next answers the turn when the one before stays unavailable past its retries.
+    """A providers: entry or a provider type (default: the model: section)."""
     model: str | Annotated[list[str | FallbackModel], Field(min_length=1)] | None = None
-    # "default" (the model decides; the newest think), "off", or thinking on with this many
-    # tokens (at least 1024) on top of the reply's max_tokens.
+    """The model name (default: the provider's, or the provider type's default model); a
+    list is asked in order: the next answers the turn when the one before stays unavailable
+    (overloaded, down or too slow) past its retries (docs/models.md)."""
     thinking: Literal["default", "off"] | Annotated[int, Field(ge=1024)] = "default"
+    """"default" (the model decides; the newest models think), "off", or thinking on with
+    this many tokens (at least 1024) on top of the reply's max_tokens."""
     tools: list[str] = Field(default_factory=list)
+    """Tools by reference, "module:function"; modules beside the config are found first
+    (docs/tools.md)."""
     aliases: list[str] = Field(default_factory=list)
+    """Other names that address the agent (@help), matched like its name."""
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    """How much of the shared history the agent sees (the keys below)."""
     channels: list[AgentChannel] = Field(default_factory=list)
-    # False for a model that cannot see: it reads the line naming each image instead.
+    """The channels the agent joins: names, or {name, respond_to_all} entries."""
     sees_images: bool = True
+    """False for a model that cannot see: it reads the line naming each image instead."""
 
     @field_validator("channels", mode="before")
     @classmethod
@@ -380,24 +486,39 @@ class Settings(_Section):
     """The whole deployment. `base_dir` is the config file's folder (relative paths start there)."""
 
     store: StoreSettings = Field(default_factory=StoreSettings)
+    """Where conversations are kept."""
     model: ModelSettings = Field(default_factory=ModelSettings)
+    """The default model provider and its limits."""
     spend: SpendSettings = Field(default_factory=SpendSettings)
+    """Daily token budgets and prices."""
     log: LogSettings = Field(default_factory=LogSettings)
+    """What is logged, and how."""
     ops: OpsSettings = Field(default_factory=OpsSettings)
+    """The health, metrics and console HTTP server."""
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
+    """Reply records and the web console."""
     people: PeopleSettings = Field(default_factory=PeopleSettings)
+    """People's identities across platforms and person memory."""
     history: HistorySettings = Field(default_factory=HistorySettings)
+    """How long turns are kept."""
     files: FilesSettings = Field(default_factory=FilesSettings)
+    """Files people send: where their bytes are kept, size limits, voice notes."""
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    """Scheduled posts and prompts."""
     schedules: dict[str, ScheduleEntry] = Field(default_factory=dict)
+    """Schedules kept in the config, by name."""
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)
-    # More model providers by name; each entry is checked against its plug's settings.
+    """Handing a conversation to a human."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # Each entry is its platform's settings model (`threadline.channels.registry`).
+    """More model providers by name, for agents on another model (each entry has a type: and that
+    provider's keys, listed below)."""
     channels: dict[str, SerializeAsAny[ChannelSettings]] = Field(
         default_factory=_default_channels)
+    """The channels, by name; each entry's type: names its platform, whose keys are listed below."""
     agents: dict[str, AgentSettings] = Field(default_factory=_default_agents)
+    """The agents, by name."""
     shutdown_timeout: float = Field(default=30.0, ge=0)
+    """Seconds a stopping process gives turns in flight to finish before it stops the channels."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     @field_validator("channels", mode="before")
@@ -436,20 +557,20 @@ def _line_index(node: yaml.Node, path: KeyPath = ()) -> Iterator[tuple[KeyPath, 
     yield path, node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            yield path + (str(key.value),), key.start_mark.line + 1
-            yield from _line_index(value, path + (str(key.value),))
+            yield (*path, str(key.value)), key.start_mark.line + 1
+            yield from _line_index(value, (*path, str(key.value)))
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            yield from _line_index(item, path + (index,))
+            yield from _line_index(item, (*path, index))
 
 
 class _Source:
     """A config file's text with a key path -> line index, for error messages."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, text: str | None = None) -> None:
         self.path = path
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8") if text is None else text
         except FileNotFoundError as exc:
             raise ConfigError(f"{path}: no such config file; create one with "
                               f"`threadline init {path}`") from exc
@@ -501,10 +622,10 @@ def _resolve(value: Any, path: KeyPath, source: _Source, env: Mapping[str, str],
     if len(path) == 2 and path[0] == "channels":
         secrets = secrets | _platform_secrets(value)
     if isinstance(value, dict):
-        return {k: _resolve(v, path + (str(k),), source, env, secrets)
+        return {k: _resolve(v, (*path, str(k)), source, env, secrets)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, path + (i,), source, env, secrets) for i, v in enumerate(value)]
+        return [_resolve(v, (*path, i), source, env, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
     secret = bool(path) and path[-1] in secrets
@@ -535,13 +656,37 @@ def _suggested_variable(path: KeyPath) -> str:
     return "_".join(parts).upper() or "SECRET"
 
 
-def _describe_error(error: Mapping[str, Any]) -> str:
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds (`X`, `X | None`, `dict[str, X]`, `list[X]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The settings a model accepts at `loc` (a path ending in the key that was not known)."""
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if current is None:
+            return []
+        field = current.model_fields.get(str(part))
+        if field is not None:
+            current = _model_in(field.annotation)
+        # else: a key of a mapping or an index of a list; stay on its value's model
+    return list(current.model_fields) if current is not None else []
+
+
+def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
     kind = error["type"]
     found = error.get("input")
     if kind == "missing":
         return "required setting is missing"
     if kind == "extra_forbidden":
-        return "unknown setting (check the spelling; see `threadline init` for every option)"
+        key = str(error["loc"][-1]) if error.get("loc") else ""
+        known = _known_keys(model, error["loc"]) if model is not None else []
+        close = difflib.get_close_matches(key, [k for k in known if k != "base_dir"], n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "check the spelling"
+        return f"unknown setting ({hint} see `threadline init` for every option)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
     if len(shown) > 60:
@@ -570,29 +715,38 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
         try:
             validated[name] = channel_settings(entry)
         except ConfigError as exc:
-            problems.append(f"{source.where(where + ('type',))}: {exc}")
+            problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
+            model = platform_for(str(entry["type"])).settings
             problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
-                         f"{_describe_error(e)}" for e in exc.errors()]
+                         f"{_describe_error(e, model)}" for e in exc.errors()]
     return validated, problems
 
 
 def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> Settings:
     """Read, resolve and validate a config file; every problem names file, line and key."""
     path = Path(path)
-    source = _Source(path)
+    return _settings(_Source(path), path.resolve().parent, env)
+
+
+def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
+    """The built-in default (what an empty file gives), for a command run without a config;
+    relative paths start in the working folder."""
+    return _settings(_Source(Path("(built-in default)"), text=""), Path.cwd(), env)
+
+
+def _settings(source: _Source, base_dir: Path, env: Mapping[str, str] | None) -> Settings:
     raw = source.data if source.data is not None else {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}:1: expected a mapping of settings (store:, channels:, "
-                          f"agents:), found {type(raw).__name__}")
-    base_dir = path.resolve().parent
+        raise ConfigError(f"{source.path}:1: expected a mapping of settings (store:, channels:,"
+                          f" agents:), found {type(raw).__name__}")
     environment = _environment(base_dir, env)
     resolved = _resolve(raw, (), source, environment)
     problems: list[str] = []
     if "channels" in resolved:
         resolved["channels"], problems = _validated_channels(resolved["channels"], source)
     model = resolved.get("model")
-    if isinstance(model, dict) and "api_key" not in model or model is None:
+    if (isinstance(model, dict) and "api_key" not in model) or model is None:
         # The key is a secret, so it is found in the environment without being named.
         variable = key_variable(str((model or {}).get("provider", AUTO_PROVIDER)),
                                 base_url=(model or {}).get("base_url"))
@@ -601,8 +755,8 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: {_describe_error(e)}"
-                     for e in exc.errors()]
+        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: "
+                     f"{_describe_error(e, Settings)}" for e in exc.errors()]
         raise ConfigError("\n".join(problems)) from exc
     problems = problems or cross_check(settings, source)
     if problems:

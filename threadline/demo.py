@@ -25,10 +25,16 @@ from aiohttp import web
 
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelProvider
-from threadline.channels.local import TERMINAL_PROMPT, LocalChannel, LocalReply, typed_lines
+from threadline.backends import Backend, open_backend
+from threadline.channels.local import (
+    TERMINAL_PROMPT,
+    LocalChannel,
+    LocalReply,
+    nobody_addressed,
+    typed_lines,
+)
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app
@@ -96,11 +102,14 @@ def build_provider() -> tuple[ModelProvider, Summarizer | None]:
 class Demo:
     """The demo's team, room and printing; `line()` handles one user message."""
 
-    def __init__(self, store: SqlConversationStore, out: TextIO) -> None:
+    def __init__(self, backend: Backend, out: TextIO, *, command: str = "threadline") -> None:
+        store = backend.history
+        self.db = backend.shown_url.removeprefix("sqlite:///")
         self.out = out
+        self.command = command  # how the person calls `threadline`, for the console hint
         self.store = store
         self.turns = TurnLog()
-        self.inspector = Inspector(store=store, redactor=redactor_for())
+        self.inspector = Inspector(store=store, redactor=redactor_for(), records=backend.records)
         provider, summarizer = build_provider()
         interceptors = [ShowMachinery(self.turns)]
         self.support = Agent(
@@ -129,9 +138,10 @@ class Demo:
 
     async def serve_console(self) -> web.AppRunner:
         """The console on 127.0.0.1 while the demo runs; says where it is."""
-        runner = web.AppRunner(standalone_app(self.inspector.console([self.support,
-                                                                      self.billing])),
-                               access_log=None)
+        app = self.inspector.console([self.support, self.billing])
+        if app is None:
+            raise ConfigError("the demo's backend keeps no reply records: no console to serve")
+        runner = web.AppRunner(standalone_app(app), access_log=None)
         await runner.setup()
         try:
             await web.TCPSite(runner, "127.0.0.1", CONSOLE_PORT).start()
@@ -142,7 +152,7 @@ class Demo:
 
     async def greet(self) -> None:
         earlier = await self.store.count(self.room.conversation_id)
-        db = self.store.url.database
+        db = self.db
         memory = (f"{earlier} earlier turns remembered" if earlier
                   else "no earlier turns yet (run it again later: it will remember)")
         self.out.write(
@@ -150,14 +160,14 @@ class Demo:
             f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
             "Address one with @name; Ctrl-D to leave.\n"
             f"What each agent saw, reply by reply: {self.console_url} (while the demo runs; "
-            f"afterwards: threadline console --db {db})\n")
+            f"afterwards: {self.command} console --db {db})\n")
 
     async def line(self, text: str) -> None:
         self.turns.results.clear()
         self.replies.clear()
         await self.room.say(text)
         if not self.turns.results:
-            self.out.write("    (nobody was addressed: start with @support or @billing)\n")
+            self.out.write(nobody_addressed(("support", "billing")) + "\n")
             return
         names = ", ".join(r.agent_name for r in self.turns.results)
         self.out.write(f"    addressed: {names}\n")
@@ -191,11 +201,12 @@ async def _interactive(demo: Demo) -> None:
     demo.out.write("\n")
 
 
-async def run_demo(db: Path, script: list[str] | None, out: TextIO) -> None:
+async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
+                   command: str = "threadline") -> None:
     if not db.parent.exists():
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
-    async with SqlConversationStore(f"sqlite:///{db}") as store:
-        demo = Demo(store, out)
+    async with open_backend(f"sqlite:///{db}") as backend:
+        demo = Demo(backend, out, command=command)
         await demo.team.start()
         console = await demo.serve_console()
         try:
@@ -218,5 +229,5 @@ def main(args: argparse.Namespace) -> int:
     """`threadline demo [--script FILE] [--db PATH]`."""
     configure_logging("warning", "console")
     script = _script_lines(args.script) if args.script else None
-    asyncio.run(run_demo(args.db, script, sys.stdout))
+    asyncio.run(run_demo(args.db, script, sys.stdout, command=args.invoked_as))
     return 0

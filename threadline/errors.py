@@ -2,6 +2,7 @@
 
     ThreadlineError
     ├── ConfigError                 a setting or option is missing or wrong (names it and the fix)
+    │   └── PortUnavailableError    a port to listen on is taken or not allowed (names the setting)
     ├── InvalidMessageError         a message field has a wrong value (names the field and value)
     ├── StoreError                  the conversation store could not do what was asked
     │   ├── StoreUnavailableError   the database is down, locked past the timeout or read-only
@@ -28,6 +29,11 @@ class ConfigError(ThreadlineError, ValueError):
     """A configuration value or a constructor option is missing or invalid.
 
     Also a `ValueError`, what Python code passing a bad argument expects to catch."""
+
+
+class PortUnavailableError(ConfigError):
+    """A server cannot listen where its settings say (port taken, privileged, no such address);
+    the text names the port and the setting to change."""
 
 
 class InvalidMessageError(ThreadlineError, ValueError):

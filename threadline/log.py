@@ -33,6 +33,12 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
           "error": logging.ERROR}
 
 
+def chosen_level(level: str) -> str:
+    """The level in force: `THREADLINE_LOG_LEVEL` when set, else `level` (info if unknown)."""
+    chosen = os.environ.get("THREADLINE_LOG_LEVEL", level).lower()
+    return chosen if chosen in LEVELS else "info"
+
+
 def configure_logging(level: str = "info", log_format: LogFormat = "auto",
                       stream: TextIO | None = None) -> None:
     """Route structlog and the standard library's logging (the SDKs') to `stream`.
@@ -41,10 +47,8 @@ def configure_logging(level: str = "info", log_format: LogFormat = "auto",
     arguments, so an operator can turn on debug output without editing the config.
     """
     stream = stream or cast(TextIO, _CurrentStderr())
-    level = os.environ.get("THREADLINE_LOG_LEVEL", level).lower()
+    level = chosen_level(level)
     chosen = os.environ.get("THREADLINE_LOG_FORMAT", log_format).lower()
-    if level not in LEVELS:
-        level = "info"
     if chosen == "auto":
         chosen = "console" if stream.isatty() else "json"
     renderer: structlog.types.Processor = (

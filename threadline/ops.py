@@ -26,6 +26,8 @@ from threadline.config import addressed_to_loopback, is_loopback
 if TYPE_CHECKING:
     from threadline.channels.base import Channel
 
+from threadline.listening import Listener, serve
+
 log = structlog.get_logger("threadline.ops")
 
 # name -> None when fine, or what is wrong.
@@ -89,6 +91,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+def ops_listener(host: str, port: int) -> Listener:
+    """Where the ops server listens, named by its `ops:` settings (`check` tries it too)."""
+    return Listener(host, port, "ops.port", "ops.host")
+
+
 class _SkippedEvents(Collector):
     def __init__(self, channels: tuple[Channel, ...]) -> None:
         self.channels = channels
@@ -115,6 +122,10 @@ class OpsServer:
         self.apps = dict(apps or {})
         self._runner: web.AppRunner | None = None
 
+    @property
+    def listener(self) -> Listener:
+        return ops_listener(self.host, self.port)
+
     async def start(self) -> int:
         """Start serving; returns the bound port."""
         app = web.Application(middlewares=[self._loopback_only])
@@ -125,11 +136,11 @@ class OpsServer:
             app.add_subapp(prefix, subapp)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        addresses: list[Any] = self._runner.addresses
-        if addresses:
-            self.port = int(addresses[0][1])
+        try:
+            self.port = await serve(self._runner, self.listener)
+        except BaseException:
+            await self.stop()
+            raise
         log.info("ops.listening", host=self.host, port=self.port)
         return self.port
 

@@ -13,13 +13,12 @@ from datetime import UTC, datetime
 import structlog
 
 from threadline.agents.agent import TurnTool
+from threadline.backends.base import Backend
 from threadline.channels.base import Channel
 from threadline.config import Settings
-from threadline.handoff import HandoffBook, HandoffDesk, TeamDesk, hand_off_tool, handoff_commands
-from threadline.history.sql_store import SqlConversationStore
+from threadline.handoff import HandoffDesk, TeamDesk, hand_off_tool, handoff_commands
 from threadline.schedules import (
     Schedule,
-    ScheduleBook,
     Scheduler,
     TimeZones,
     parse_when,
@@ -34,22 +33,23 @@ log = structlog.get_logger("threadline.runtime")
 class Proactive:
     """The deployment's scheduler and handoff desk (either may be off); see the docstring."""
 
-    def __init__(self, settings: Settings, store: SqlConversationStore) -> None:
+    def __init__(self, settings: Settings, backend: Backend) -> None:
         self.settings = settings
         self.channels: dict[str, Channel] = {}  # filled as the runtime builds them
         timing = settings.scheduler
         self.scheduler = Scheduler(
-            ScheduleBook(store), zones=TimeZones(timing.timezone,
+            backend.schedules, zones=TimeZones(timing.timezone,
                                                  per_channel=timing.channel_timezones,
                                                  channels=self.channels),
             admins=timing.admins, poll_interval=timing.poll_interval,
             late_after=timing.late_after, grace=timing.grace_hours * 3600,
-        ) if timing.enabled else None
+        ) if timing.enabled and backend.schedules is not None else None
         handoff = settings.handoff
         self.desk = HandoffDesk(
-            HandoffBook(store), pause_hours=handoff.pause_hours, team=frozenset(handoff.team),
+            backend.handoffs, pause_hours=handoff.pause_hours,
+            team=frozenset(handoff.team),
             desk=TeamDesk(handoff.notify.channel, handoff.notify.chat) if handoff.notify else None,
-        ) if handoff.enabled else None
+        ) if handoff.enabled and backend.handoffs is not None else None
 
     def turn_tools(self) -> list[TurnTool]:
         tools: list[TurnTool] = []

@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -28,6 +29,7 @@ import structlog
 from threadline.agents.agent import Agent
 from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
+from threadline.backends import Backend, BackendOptions, build_backend
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -35,13 +37,12 @@ from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
 from threadline.history.model import StoredMessage
 from threadline.history.retention import HistoryRetention
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
-from threadline.locks import PostgresConversationLock, SingleProcessGuard
+from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 from threadline.people.link_codes import link_command
 from threadline.proactive import Proactive
@@ -128,15 +129,16 @@ class CountedEvents:
 class Runtime:
     """One process's store, agents, team, channels and ops server; see the module docstring."""
 
-    def __init__(self, *, settings: Settings, store: SqlConversationStore, team: Team,
+    def __init__(self, *, settings: Settings, backend: Backend, team: Team,
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
                  proactive: Proactive | None = None,
                  stop_requested: asyncio.Event | None = None) -> None:
         self.settings = settings
-        self.store = store
+        self.backend = backend
+        self.store = store = backend.history
         self.team = team
         self.inspector = inspector
-        self.proactive = proactive or Proactive(settings, store)
+        self.proactive = proactive or Proactive(settings, backend)
         history = settings.history
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
@@ -157,7 +159,13 @@ class Runtime:
 
         `interactive=False` keeps channels off this process's terminal (`run --no-input`).
         """
-        store = SqlConversationStore(settings.store.url, busy_timeout=settings.store.busy_timeout)
+        outbox = settings.store.outbox_path
+        backend = build_backend(settings.store.url, BackendOptions(
+            busy_timeout=settings.store.busy_timeout,
+            outbox_path=Path(outbox) if outbox else None,
+            files_directory=Path(settings.files.directory),
+            files_inline_max_bytes=settings.files.inline_max_bytes))
+        store = backend.history
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
         providers = Providers(settings)
@@ -165,10 +173,12 @@ class Runtime:
         # Capture first (always), then a friendly reply instead of a stack trace, one log line
         # per turn, the Prometheus figures, and the daily budgets (checked before the model).
         interceptors: list[Interceptor] = [
-            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
-            build_spend_limit(settings, store, providers, metrics)]
-        inspector = Inspector.for_settings(settings, store)
-        proactive = Proactive(settings, store)  # schedules and handoff
+            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+        spend_limit = build_spend_limit(settings, backend, providers, metrics)
+        if spend_limit is not None:
+            interceptors.append(spend_limit)
+        inspector = Inspector.for_settings(settings, backend)
+        proactive = Proactive(settings, backend)  # schedules and handoff
         agents = [
             Agent(
                 name=name, system_prompt=settings.system_prompt(name),
@@ -186,23 +196,21 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
-        lock = (PostgresConversationLock(settings.store.url)
-                if store.dialect == "postgresql" else None)
         files = settings.files
         intake, own_intake = file_intakes(
-            store, directory=files.directory, inline_max_bytes=files.inline_max_bytes,
+            backend.files,
             max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
             channels=list(settings.channels),
             speech_url=files.speech.base_url if files.speech else None,
             speech_model=files.speech.model if files.speech else "",
             speech_key_env=files.speech.api_key_env if files.speech else None,
-        ) if files.enabled else (None, {})
+        ) if files.enabled and backend.files is not None else (None, {})
         for agent in agents:
             agent.sees_images = settings.agents[agent.name].sees_images
         commands = default_commands()
-        if settings.people.link_codes:
+        if settings.people.link_codes and backend.people is not None:
             commands.register(link_command(minutes=settings.people.code_minutes))
-        team = Team(agents, lock=lock, commands=commands,
+        team = Team(agents, lock=backend.lock, inbox=backend.inbox, commands=commands,
                     answer_edits=settings.history.answer_edits, files=intake)
         proactive.register(team)
         channels = []
@@ -221,16 +229,19 @@ class Runtime:
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)
             proactive.channels[name] = channel
-        return cls(settings=settings, store=store, team=team, channels=channels, metrics=metrics,
-                   inspector=inspector, proactive=proactive, stop_requested=stop_requested)
+        return cls(settings=settings, backend=backend, team=team, channels=channels,
+                   metrics=metrics, inspector=inspector, proactive=proactive,
+                   stop_requested=stop_requested)
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
-        if self.store.dialect == "sqlite" and self.store.url.database:
-            self._guard = SingleProcessGuard(f"{self.store.url.database}.owner-lock")
+        if self.backend.owner_file is not None:
+            self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here
-        await self.store.__aenter__()
-        await publish_today(self.settings, self.store, self.metrics)
+        for line in self.backend.missing():
+            log.warning(line, backend=self.backend.name)
+        await self.backend.__aenter__()
+        await publish_today(self.settings, self.backend, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
             outbox = writer.outbox
@@ -240,7 +251,8 @@ class Runtime:
         self.retention.start()
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
-            apps = {CONSOLE_PREFIX: self.inspector.console(self.team.agents)} if console else {}
+            app = self.inspector.console(self.team.agents) if console else None
+            apps = {CONSOLE_PREFIX: app} if app is not None else {}
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
                                  host=self.settings.ops.host, port=self.settings.ops.port,
                                  apps=apps)
@@ -308,7 +320,7 @@ class Runtime:
                 await self.ops.stop()
             await self.team.lock.close()
             with suppress(StoreError):
-                await self.store.close()
+                await self.backend.close()
             if self._guard is not None:
                 self._guard.release()
         log.info("runtime.stopped")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from threadline.agents.agent import Agent
+from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
 from threadline.channels.files import FileIntake
 from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
@@ -114,8 +115,7 @@ class Team:
         self.writer = writer or agents[0].writer
         for agent in agents:
             agent.writer = self.writer
-        store_inbox = getattr(self.store, "inbox", None)
-        chosen = inbox or (store_inbox if isinstance(store_inbox, TurnInbox) else MemoryInbox())
+        chosen = inbox or parts_of(self.store).inbox or MemoryInbox()
         self.lock: ConversationLock = lock or SingleProcessLock()
         self.pipeline = TurnPipeline(
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,

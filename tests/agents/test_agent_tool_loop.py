@@ -10,7 +10,7 @@ import pytest
 from tests.interceptors.scripted import ANN, ScriptedModel, say, tool_call
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.projection import TRANSCRIPT_NOTE
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
+from tests.history.transcripts import ANN, BOB, CAROL, SUPPORT, Transcript
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelRequest, ToolSpec
+from threadline.history.assembler import CONTEXT_HEADER, AssemblerOptions, assemble_prompt
 from threadline.history.model import ToolCall, ToolExchange, ToolResult
 from threadline.history.prompt import PromptMessage
+from threadline.history.recall import RECALL_HEADER
+from threadline.history.store import ConversationStore
 
 fake = fake_anthropic_fixture()
 
@@ -116,3 +120,49 @@ async def test_a_new_turn_reads_the_history_though_the_recall_block_changed(
         PromptMessage("user", "Ana: thanks")))
     history_tokens = first.usage.cache_creation_input_tokens
     assert second.usage.cache_read_input_tokens >= 0.9 * history_tokens > 0
+
+
+async def test_the_per_turn_blocks_sit_after_the_last_stable_breakpoint(
+    fake: FakeAnthropic, store: ConversationStore,
+) -> None:
+    # The assembled prompt as the API receives it: the recall block, the immediate context and
+    # the answered turn change every turn, so they must all come after the breakpoint that ends
+    # the stable history; otherwise the next turn could not read that history from the cache.
+    t = Transcript()
+    t.say(CAROL, "FYI my cat is called Miso and she hates the vet")  # addressed to nobody
+    for i in range(80):
+        t.say(BOB if i % 2 else ANN, f"small talk {i} about the weather and lunch plans")
+    t.say(ANN, "@support my order 7781 has not arrived", mentions=("support",))
+    t.say(SUPPORT, "Sorry Ann, I am looking into order 7781.")
+    t.say(BOB, "@billing was my invoice sent?", mentions=("billing",))
+    t.say(ANN, "@support and what is Carol's cat called?", mentions=("support",))
+    await t.store_in(store)
+    provider = AnthropicProvider(fake.client())
+    options = AssemblerOptions(max_turns_to_load=20)
+
+    prompt = await assemble_prompt(store, t.conversation_id, "support", "Support", options)
+    first = await provider.complete(ModelRequest(model="claude-test", system=PERSONA,
+                                                 messages=prompt.messages))
+
+    body = fake.bodies[0]
+    *_, history_end, newest = marked_paths(body)
+    assert history_end == f"messages[{len(body['messages']) - 2}][0]"
+    assert body["messages"][-2] == {"role": "assistant", "content": [
+        {"type": "text", "text": "Sorry Ann, I am looking into order 7781.",
+         "cache_control": {"type": "ephemeral"}}]}
+    tail = [block["text"] for block in body["messages"][-1]["content"]]
+    assert tail[0].startswith(RECALL_HEADER) and "Miso" in tail[0]
+    assert tail[1].startswith(CONTEXT_HEADER) and "invoice" in tail[1]
+    assert tail[2] == "Ann: @support and what is Carol's cat called?"
+    assert newest == f"messages[{len(body['messages']) - 1}][2]"
+
+    # The next turn recalls something else; the history up to its end is still read back.
+    t.say(SUPPORT, "Carol's cat is called Miso.")
+    t.say(ANN, "@support thanks, and my lunch plans?", mentions=("support",))
+    await store.append_many(t.turns[-2:])
+    prompt = await assemble_prompt(store, t.conversation_id, "support", "Support", options)
+    second = await provider.complete(ModelRequest(model="claude-test", system=PERSONA,
+                                                  messages=prompt.messages))
+    assert second.usage.cache_read_input_tokens > 0
+    changed = first.usage.cache_creation_input_tokens - second.usage.cache_read_input_tokens
+    assert 0 < changed < first.usage.cache_creation_input_tokens / 3

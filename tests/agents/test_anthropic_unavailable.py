@@ -183,7 +183,8 @@ async def test_an_agent_answers_kindly_when_the_model_stays_overloaded(
     """529 until the retries run out, through the real SDK and the whole turn: a friendly
     reply reaches the user and both turns are stored."""
     from threadline.agents import Agent
-    from threadline.history import SqlConversationStore, StoredMessage
+    from threadline.backends.sql import SqlConversationStore
+    from threadline.history import StoredMessage
     from threadline.history.model import Participant
     from threadline.interceptors import ErrorReplyInterceptor
 

@@ -22,13 +22,13 @@ from tests.interceptors.scripted import ANN, say
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelChoice
+from threadline.backends.parts import records_for
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.config import load_settings
 from threadline.errors import ModelError
-from threadline.history.sql_store import SqlConversationStore
-from threadline.inspector.records import records_for
 from threadline.provider_setup import checks
 from threadline.spend.budget import SpendDay
-from threadline.spend.ledger import SpendLedger
 
 PRIMARY, FALLBACK = "claude-sonnet-5-5", "claude-haiku-5-5"
 
@@ -84,7 +84,7 @@ agents:
         records = records_for(store)
         [listed] = await records.recent(agent="support")
         record = await records.get(listed.id)
-        [spent] = await SpendLedger(store).totals(day=SpendDay().today()[0], scope="agent")
+        [spent] = await SqlSpendLedger(store).totals(day=SpendDay().today()[0], scope="agent")
     assert record is not None and record.detail is not None
     assert record.model == FALLBACK and record.error is None
     assert record.stop_reason == "end_turn"

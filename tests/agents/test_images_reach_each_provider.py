@@ -17,8 +17,8 @@ from tests.fakes.files import png
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.openai_provider import OpenAIProvider
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.history.files import TurnFile, files_extra, sha256_of
 from threadline.history.model import Participant, StoredMessage
 
@@ -26,7 +26,7 @@ PICTURE = png(100, 80)
 
 
 async def _asking(store: SqlConversationStore) -> StoredMessage:
-    files = FileStore(store)
+    files = SqlFileStore(store)
     await files.put(PICTURE, sha256=sha256_of(PICTURE), media_type="image/png")
     shot = TurnFile(name="shot.png", media_type="image/png", size=len(PICTURE),
                     sha256=sha256_of(PICTURE), width=100, height=80)
@@ -41,7 +41,7 @@ async def test_openai_gets_an_image_url_data_part(tmp_path: Path) -> None:
         fake.script(fake_openai.text("A small grey square."), fake_openai.text("Grey."))
         agent = Agent(name="support", model="fake-model", conversation_history=store,
                       provider=OpenAIProvider(fake.client()))
-        agent.files = FileStore(store)
+        agent.files = SqlFileStore(store)
         result = await agent.invoke(await _asking(store))
         assert result.output == "A small grey square."
         last = fake.bodies[0]["messages"][-1]
@@ -59,7 +59,7 @@ async def test_a_refused_picture_is_answered_from_the_text(tmp_path: Path) -> No
                     fake_anthropic.error(400, "invalid_request_error", "Could not process image"))
         agent = Agent(name="support", conversation_history=store,
                       provider=AnthropicProvider(fake.client(), stream=False))
-        agent.files = FileStore(store)
+        agent.files = SqlFileStore(store)
         result = await agent.invoke(await _asking(store))
         assert result.output.startswith("I could not open the picture")
         refused, answered = fake.bodies[:2]
@@ -74,7 +74,7 @@ async def test_a_model_that_cannot_see_gets_the_line(tmp_path: Path) -> None:
         fake.script(fake_anthropic.text("You sent a picture called shot.png."))
         agent = Agent(name="support", conversation_history=store, sees_images=False,
                       provider=AnthropicProvider(fake.client(), stream=False))
-        agent.files = FileStore(store)
+        agent.files = SqlFileStore(store)
         await agent.invoke(await _asking(store))
         [body] = fake.bodies
         assert "image" not in {b["type"] for m in body["messages"] for b in m["content"]}
@@ -89,7 +89,7 @@ async def test_a_picture_takes_its_share_of_the_token_budget(tmp_path: Path) -> 
         await store.append_many([StoredMessage(
             conversation_id="local:pics", participant=Participant("user", "ann"),
             content=f"@support earlier note {n}: " + "words " * 80) for n in range(60)])
-        files = FileStore(store)
+        files = SqlFileStore(store)
         await files.put(big, sha256=sha256_of(big), media_type="image/png")
         shot = TurnFile(name="wide.png", media_type="image/png", size=len(big),
                         sha256=sha256_of(big), width=1280, height=800)

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.interceptors.scripted import ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.team import Team
 
 CONVERSATIONS = 100

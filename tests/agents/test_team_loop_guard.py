@@ -9,7 +9,7 @@ import pytest
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.team import Team
 
 

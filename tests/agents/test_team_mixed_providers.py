@@ -12,7 +12,7 @@ from tests.interceptors.scripted import ANN, say
 from threadline.agents.agent import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.openai_provider import OpenAIProvider
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.team import Team
 
 

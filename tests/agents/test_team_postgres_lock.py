@@ -14,9 +14,9 @@ import pytest
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
-from threadline.locks import PostgresConversationLock
 from threadline.team import Team
 
 pytestmark = pytest.mark.postgres

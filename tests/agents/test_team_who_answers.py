@@ -10,8 +10,8 @@ import pytest
 from tests.interceptors.scripted import ANN, BOB, CAL, RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelResponse
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import CONTEXT_HEADER
 from threadline.history.model import Participant
 from threadline.team import Team

@@ -30,9 +30,10 @@ from threadline.agents.anthropic_provider import DEFAULT_MODEL, AnthropicProvide
 from threadline.agents.llm import ModelRequest
 from threadline.agents.summarizer import render_turns
 from threadline.agents.tools import function_tool
+from threadline.backends.parts import records_for
+from threadline.backends.sql import SqlConversationStore
 from threadline.config import load_settings
 from threadline.errors import ConfigError, ModelError
-from threadline.history import SqlConversationStore
 from threadline.history.model import (
     Participant,
     Reasoning,
@@ -45,7 +46,6 @@ from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.server import console_app
 from threadline.inspector.recorder import ReplyRecorder
-from threadline.inspector.records import records_for
 from threadline.inspector.redaction import Redactor
 from threadline.runtime import Runtime
 from threadline.team import Team

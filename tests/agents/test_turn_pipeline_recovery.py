@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.inbox import DeliveryState, TurnState
 from threadline.reply_delivery import streaming_claim
 from threadline.team import Team

@@ -18,8 +18,8 @@ import pytest
 from tests.fakes.anthropic import FakeAnthropic
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
-from threadline.history import SqlConversationStore
 from threadline.history.model import StoredMessage
 from threadline.interceptors.error_reply import TEMPLATE, ErrorReplyInterceptor
 from threadline.team import Team

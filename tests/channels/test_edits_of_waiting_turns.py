@@ -24,11 +24,11 @@ from tests.fakes.slack import FakeSlack, fake_slack_fixture
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.discord.channel import DiscordChannel
 from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.history.inbox import TurnState
 from threadline.team import Team
 

@@ -53,6 +53,12 @@ async def test_every_connection_ok(tmp_path: Path) -> None:
             f"({telegram.bot.id})" in outcome.out
         assert "warn  channel telegram (telegram): Privacy mode is on" in outcome.out
         assert f"ok    channel discord (discord): bot {discord.bot.username}" in outcome.out
+        # The invite asks for the bot and its commands, with the four permissions it needs:
+        # View Channels 1<<10, Send Messages 1<<11, Read Message History 1<<16, Send Messages
+        # in Threads 1<<38.
+        assert ("; add it to a server with https://discord.com/oauth2/authorize?client_id="
+                f"{discord.application_id}&scope=bot+applications.commands&permissions="
+                f"{(1 << 10) + (1 << 11) + (1 << 16) + (1 << 38)}\n") in outcome.out
         assert "will be created on first run" in outcome.out
         assert "no ANTHROPIC_API_KEY" in outcome.out
         assert len(slack.calls_to("auth.test")) == 1

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli
-from threadline.history.file_store import FileStore
+from threadline.backends.sql.files import SqlFileStore
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.files import TurnFile, files_extra, sha256_of
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
-from threadline.history.sql_store import SqlConversationStore
 
 ADA = Participant(kind="user", id="U1", display_name="ada")
 SUPPORT = Participant(kind="agent", id="support")
@@ -176,7 +176,7 @@ def test_export_carries_file_bytes_and_import_keeps_them(
 
     async def keep() -> None:
         async with SqlConversationStore(f"sqlite+aiosqlite:///{source}") as store:
-            await FileStore(store).put(invoice, sha256=sent.sha256, media_type=sent.media_type)
+            await SqlFileStore(store).put(invoice, sha256=sent.sha256, media_type=sent.media_type)
             await store.append(replace(turn("telegram:42", 1, "[document invoice.pdf]"),
                                        metadata=MessageMetadata(
                                            channel_type="telegram", message_id="1",
@@ -190,5 +190,5 @@ def test_export_carries_file_bytes_and_import_keeps_them(
 
     async def read_back() -> bytes | None:
         async with SqlConversationStore(f"sqlite+aiosqlite:///{copy}") as store:
-            return await FileStore(store).get(sent.sha256)
+            return await SqlFileStore(store).get(sent.sha256)
     assert asyncio.run(read_back()) == invoice

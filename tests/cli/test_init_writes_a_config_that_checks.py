@@ -29,6 +29,11 @@ def test_starter_config_loads(tmp_path: Path, platform: str | None,
     assert {c.name for c in settings.agents["support"].channels} == expected
     if platform == "slack":
         assert isinstance(settings.channels["slack"], SlackSettings)
+    if platform is not None:  # each platform's entry points to its set-up guide, which exists
+        guide = f"docs/platforms/{platform}.md"
+        assert f"# Set-up, step by step: {guide}" in text
+        assert (Path(__file__).parents[2] / guide).is_file()
+        assert f"set-up guide: {guide}" in outcome.err
 
 
 def test_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from threadline.agents import Agent
 from threadline.agents.offline import OfflineModel
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.local import LocalChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 

@@ -17,8 +17,8 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.summarizer import ExtractiveSummarizer
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.local import LocalChannel
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
 from threadline.team import Team
 

@@ -51,8 +51,9 @@ import pytest
 from aiohttp import ClientSession, WSMsgType, web
 
 from tests.channels.recording import RecordingEvents
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import ConversationStore, SqlConversationStore
+from threadline.history import ConversationStore
 
 DEFAULT_SCOPES = ("chat:write", "channels:history", "groups:history", "im:history",
                   "mpim:history", "users:read", "channels:read")

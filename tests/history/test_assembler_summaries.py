@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from tests.history.transcripts import ANN, Transcript
-from threadline.history import InMemoryConversationStore, SqlConversationStore, StoredMessage
+from threadline.backends.sql import SqlConversationStore
+from threadline.history import InMemoryConversationStore, StoredMessage
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.summary import latest_summary
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore, forget_unused
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.history.files import TurnFile, files_extra, sha256_of
 from threadline.history.model import Participant, StoredMessage
 
@@ -33,7 +33,7 @@ async def sql_store(request: pytest.FixtureRequest, tmp_path: Path
 
 async def test_files_are_kept_once_read_back_and_forgotten_when_unused(
         sql_store: SqlConversationStore, tmp_path: Path) -> None:
-    files = FileStore(sql_store, directory=tmp_path / "files", inline_max_bytes=100)
+    files = SqlFileStore(sql_store, directory=tmp_path / "files", inline_max_bytes=100)
     small, large = b"%PDF-1.4 small\x00\xff", bytes(range(256)) * 4
     for data in (small, large, large):  # the large one twice: kept once
         await files.put(data, sha256=sha256_of(data), media_type="application/pdf")
@@ -51,7 +51,7 @@ async def test_files_are_kept_once_read_back_and_forgotten_when_unused(
     await sql_store.append(StoredMessage(
         conversation_id="local:files", participant=Participant("user", "ann"),
         content="[document big.pdf]", metadata={"extra": files_extra([named])}))
-    deleted = await forget_unused(sql_store, [sha256_of(small), sha256_of(large)])
+    deleted = await SqlFileStore(sql_store).forget_unused([sha256_of(small), sha256_of(large)])
     assert deleted == 1  # the large one is still named by a stored turn
     assert await files.get(sha256_of(small)) is None
     assert await files.get(sha256_of(large)) == large

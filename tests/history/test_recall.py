@@ -6,7 +6,8 @@ import pytest
 
 from tests.history.transcripts import ANN, BOB, CAROL, SUPPORT, Transcript
 from threadline.agents.search_tool import make_conversation_search_tool
-from threadline.history import InMemoryConversationStore, SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.history import InMemoryConversationStore
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.recall import RECALL_HEADER
 from threadline.history.store import ConversationStore

@@ -60,7 +60,7 @@ async def test_windows_respect_the_cap_and_the_conversation_edges(
 
 async def test_common_words_give_way_to_rare_ones(sqlite_url: str) -> None:
     """A word in most turns of a big store is dropped from the search; a rare one still finds."""
-    from threadline.history import SqlConversationStore
+    from threadline.backends.sql import SqlConversationStore
     from threadline.history.search import SearchQuery, prune_common
 
     counts = {"hello": 90_000, "world": 50_000, "miso": 3}

@@ -18,9 +18,9 @@ from sqlalchemy import create_engine, inspect
 
 from tests.fakes.tcp_proxy import TcpProxy, unused_port
 from tests.history.helpers import ANN, turn
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.engines import _alembic_config, head_revision
 from threadline.errors import ConfigError, StoreUnavailableError
-from threadline.history import SqlConversationStore
-from threadline.history.sql_backends import _alembic_config, head_revision
 
 FAST = 10  # seconds: a fault that takes longer than this to surface counts as a hang
 

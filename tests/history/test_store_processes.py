@@ -12,7 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 TURNS = 300
 SHARED_EVENTS = 40
@@ -23,7 +23,8 @@ FAST = 120  # seconds; far above the few seconds this takes, so only a hang trip
 WORKER = """
 import asyncio, sys
 from datetime import UTC, datetime
-from threadline.history import Participant, SqlConversationStore, StoredMessage
+from threadline.history import Participant, StoredMessage
+from threadline.backends.sql import SqlConversationStore
 
 url, name, turns, shared = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 who = Participant(kind="user", id=name)

@@ -9,9 +9,10 @@ import pytest
 
 from tests.cli.helpers import run_cli
 from tests.history.helpers import turn
+from threadline.backends.registry import DEFAULT_STORE_URL
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.database_url import database_url
 from threadline.errors import ConfigError
-from threadline.history import SqlConversationStore
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
 
 
 async def test_plain_and_aiosqlite_urls_open_the_same_file(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tests.history.helpers import SUPPORT, turn
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import TokenizerUnavailableError
 from threadline.history import (
     InMemoryConversationStore,
-    SqlConversationStore,
     TiktokenCounter,
     ToolCall,
     ToolExchange,

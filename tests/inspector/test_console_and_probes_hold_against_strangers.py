@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from threadline.backends.parts import records_for
+from threadline.backends.sql import SqlConversationStore
 from threadline.config import ConfigError, load_settings
-from threadline.history import SqlConversationStore
-from threadline.inspector import records_for
 from threadline.inspector.console import console_app, standalone_app
 from threadline.inspector.console.auth import LOGIN_ATTEMPTS, require_safe_bind
 from threadline.inspector.redaction import Redactor

@@ -14,9 +14,10 @@ import aiohttp
 from tests.cli.helpers import THREADLINE
 from tests.inspector.helpers import child_environment
 from threadline.agents import Agent, OfflineModel
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.records import SqlReplyRecords
 from threadline.history.model import Participant, StoredMessage
-from threadline.inspector import ReplyRecorder, SqlReplyRecords
+from threadline.inspector import ReplyRecorder
 
 
 async def test_the_console_alone_shows_a_configs_records(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 
 from tests.cli.helpers import run_cli
+from threadline.backends.parts import records_for
+from threadline.backends.sql import SqlConversationStore
 from threadline.config import ConfigError, load_settings
-from threadline.history import SqlConversationStore
-from threadline.inspector import records_for
 from threadline.inspector.console import console_app, standalone_app
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.redaction import Redactor

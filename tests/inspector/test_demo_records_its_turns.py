@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from tests.cli.helpers import run_process
-from threadline.history import SqlConversationStore
-from threadline.inspector import SqlReplyRecords
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.records import SqlReplyRecords
 
 SCRIPT = "@support my order is 4417-B\n@billing the invoice for 4417-B, please\n"
 
@@ -20,7 +20,7 @@ async def test_the_demo_points_to_its_console_and_records_every_reply(tmp_path: 
                                       str(db), cwd=tmp_path)
     assert outcome.code == 0, outcome.err
     where = re.search(r"What each agent saw, reply by reply: http://127\.0\.0\.1:\d+/console/ "
-                      r"\(while the demo runs; afterwards: threadline console --db (\S+)\)",
+                      r"\(while the demo runs; afterwards: \S*threadline console --db (\S+)\)",
                       outcome.out)
     assert where is not None, outcome.out
     assert where.group(1) == str(db)

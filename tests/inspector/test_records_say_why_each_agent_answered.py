@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from threadline.agents import Agent, OfflineModel
+from threadline.backends.parts import records_for
 from threadline.channels.local import LocalChannel
 from threadline.history import InMemoryConversationStore
 from threadline.history.model import MessageMetadata
-from threadline.inspector import InMemoryReplyRecords, ReplyRecorder, records_for
+from threadline.inspector import InMemoryReplyRecords, ReplyRecorder
 from threadline.team import Team
 
 

@@ -7,9 +7,10 @@ import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
+from threadline.backends.parts import records_for
 from threadline.history.model import Participant, StoredMessage, utc_now
 from threadline.history.store import ConversationStore
-from threadline.inspector import ReplyRecord, records_for
+from threadline.inspector import ReplyRecord
 from threadline.inspector.retention import RecordRetention, prune_records
 
 

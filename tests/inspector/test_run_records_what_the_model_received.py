@@ -23,8 +23,8 @@ from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
 from tests.inspector.helpers import threadline_run
-from threadline.history.sql_store import SqlConversationStore
-from threadline.inspector.records import SqlReplyRecords
+from threadline.backends.sql.records import SqlReplyRecords
+from threadline.backends.sql.store import SqlConversationStore
 
 PERSON = TgUser(2001, "Dana", username="dana")
 SAID = ["my parcel code is ZEBRA-4417, please keep it", "the weather is nice today",

@@ -12,7 +12,7 @@ import pytest
 
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.interceptors.outbox import Outbox
 
 

@@ -10,8 +10,8 @@ from structlog.testing import capture_logs
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent, AgentResult
 from threadline.agents.llm import ModelRequest, ModelResponse
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ModelUnavailableError
-from threadline.history import SqlConversationStore
 from threadline.interceptors.base import CallNext, TurnContext
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
 from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor

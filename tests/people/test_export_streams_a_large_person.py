@@ -14,7 +14,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 from threadline.history.model import Participant, StoredMessage
 from threadline.people.erase import export_person
 

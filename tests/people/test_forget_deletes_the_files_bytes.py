@@ -15,10 +15,10 @@ from tests.fakes.files import pdf, png
 from tests.fakes.telegram import ALICE, BOB, FakeTelegram, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.channels.files import FileIntake
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore
 from threadline.history.files import sha256_of
 from threadline.people.erase import export_person, forget_person
 from threadline.team import Team
@@ -35,7 +35,7 @@ async def test_forget_me_and_people_forget_delete_the_bytes(tmp_path: Path) -> N
     async with FakeTelegram() as fake, FakeAnthropic() as model, \
             SqlConversationStore(f"sqlite+aiosqlite:///{db}") as store:
         model.script(*[text("Noted.")] * 4)  # three answers, one description of the photo
-        files = FileIntake(store=FileStore(store, directory=directory, inline_max_bytes=1500))
+        files = FileIntake(store=SqlFileStore(store, directory=directory, inline_max_bytes=1500))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client()))], files=files)
         team.attach(TelegramChannel(name="tg", **fake.channel_settings()))

@@ -24,15 +24,16 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from threadline.agents import Agent, OfflineModel
 from threadline.agents.summarizer import ExtractiveSummarizer
+from threadline.backends.parts import people_for, records_for
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.local import LocalChannel
 from threadline.cli import main as threadline
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.database_url import sqlite_file
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
-from threadline.inspector import ReplyRecorder, records_for
+from threadline.inspector import ReplyRecorder
 from threadline.interceptors.outbox import Outbox
-from threadline.people import people_for, person_memory_for
+from threadline.people import person_memory_for
 from threadline.people.erase import export_person
 from threadline.team import Team
 

@@ -12,8 +12,8 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
 from tests.fakes.telegram import ALICE, BOB, GROUP, FakeTelegram, TgUser, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 model = fake_anthropic_fixture()

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli
+from threadline.backends.parts import people_for
 from threadline.commands.registry import Origin
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
-from threadline.people import people_for
 from threadline.people.directory import code_hash
 from threadline.people.link_requests import MAX_WRONG_CODES, link_requests_for
 

@@ -22,11 +22,11 @@ from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import ALICE, FakeTelegram, TgUser, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.parts import people_for
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
-from threadline.people import people_for
 from threadline.people.link_codes import link_command
 from threadline.team import Team, default_commands
 

@@ -12,11 +12,12 @@ import pytest
 
 from tests.history.helpers import T0, turn
 from threadline.agents.search_tool import make_conversation_search_tool
+from threadline.backends.parts import people_for
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.person_memory import PersonMemory
 from threadline.history.store import ConversationStore
-from threadline.people import people_for, person_memory_for
+from threadline.people import person_memory_for
 from threadline.people.erase import forget_person, forget_speaker
 
 ANN = Participant(kind="user", id="UANN", display_name="Ann")

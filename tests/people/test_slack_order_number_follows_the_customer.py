@@ -17,8 +17,8 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
 from threadline.team import Team
 

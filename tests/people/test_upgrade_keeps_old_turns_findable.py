@@ -11,10 +11,10 @@ from pathlib import Path
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.engines import _alembic_config
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.search import conversation_key
-from threadline.history.sql_backends import _alembic_config
 from threadline.people import person_memory_for
 from threadline.people.erase import forget_person
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.cli.helpers import THREADLINE
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 
 
 def environment() -> dict[str, str]:

@@ -8,9 +8,9 @@ import pytest
 
 from threadline.agents.agent import Agent
 from threadline.agents.offline import OfflineModel
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.local import LocalChannel, LocalReply
 from threadline.errors import ChannelError
-from threadline.history.sql_store import SqlConversationStore
 from threadline.team import Team
 
 

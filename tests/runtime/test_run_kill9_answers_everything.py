@@ -24,7 +24,7 @@ import pytest
 from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.runtime.platforms import PEOPLE, Platform, platform, replies_sent, say, write_config
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 
 QUESTIONS = 4
 _TAG = re.compile(r"q\d+-\d+")

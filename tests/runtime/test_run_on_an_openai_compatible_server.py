@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.cli.helpers import THREADLINE
 from tests.fakes.openai import FakeOpenAI, text
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 
 
 async def test_an_openai_compatible_agent_answers_until_the_budget_is_spent(

@@ -26,7 +26,7 @@ from tests.runtime.platforms import (
     wait_for_log,
     write_config,
 )
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 
 
 @pytest.mark.parametrize("name", ["telegram", "slack", "discord"])

@@ -17,7 +17,7 @@ from tests.channels.live_rig import words
 from tests.fakes.openai import FakeOpenAI, text, tool_call
 from tests.runtime.platforms import Platform, platform, say
 from tests.runtime.test_run_kill9_answers_everything import start, until
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 TOOL_MODULE = "streamed_order_tools"
 TOOL = '''

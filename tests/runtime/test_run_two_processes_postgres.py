@@ -29,7 +29,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.tcp_proxy import TcpProxy, unused_port
 from tests.runtime.test_run_kill9_answers_everything import logged, until
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 pytestmark = pytest.mark.postgres
 _TAG = re.compile(r"q\d+")

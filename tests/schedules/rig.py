@@ -13,10 +13,12 @@ from datetime import datetime, timedelta
 from tests.fakes.anthropic import FakeAnthropic
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.handoffs import SqlHandoffBook
+from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.channels.local import LocalChannel
-from threadline.handoff import HandoffBook, HandoffDesk, TeamDesk, handoff_commands
-from threadline.history import SqlConversationStore
-from threadline.schedules import ScheduleBook, Scheduler, schedule_commands, schedule_tool
+from threadline.handoff import HandoffDesk, TeamDesk, handoff_commands
+from threadline.schedules import Scheduler, schedule_commands, schedule_tool
 from threadline.team import Team
 
 
@@ -65,8 +67,8 @@ class Rig:
 async def rig(url: str, model: FakeAnthropic, clock: FakeClock, *,
               admins: tuple[str, ...] = ()) -> AsyncIterator[Rig]:
     async with SqlConversationStore(url) as store:
-        scheduler = Scheduler(ScheduleBook(store), clock=clock, admins=admins)
-        desk = HandoffDesk(HandoffBook(store), pause_hours=2, desk=TeamDesk("desk", "team"),
+        scheduler = Scheduler(SqlScheduleBook(store), clock=clock, admins=admins)
+        desk = HandoffDesk(SqlHandoffBook(store), pause_hours=2, desk=TeamDesk("desk", "team"),
                            clock=clock)
         tools: list[Callable[..., object]] = [schedule_tool(scheduler)]
         agent = Agent(name="support", conversation_history=store,

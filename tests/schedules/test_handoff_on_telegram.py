@@ -14,7 +14,7 @@ from tests.fakes.telegram import ALICE, BOB, GROUP, TgChat
 from tests.runtime.platforms import platform, write_config
 from tests.runtime.test_run_kill9_answers_everything import until
 from tests.schedules.test_reminder_through_the_tool import running
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 TEAM = TgChat(-1002000000009, "supergroup", title="Support team")
 TEAM_CHAT = TEAM.id

@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.anthropic import FakeAnthropic, Reply, text, tool_use
 from tests.runtime.platforms import Platform, platform, replies_sent, say, write_config
 from tests.runtime.test_run_kill9_answers_everything import start, until
-from threadline.history.sql_store import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 REMINDER = "stretch your legs"
 PLATFORMS = ["telegram", "slack", "discord"]

@@ -16,8 +16,9 @@ import pytest
 from tests.runtime.test_run_kill9_answers_everything import until
 from tests.runtime.test_run_two_processes_postgres import Rig, rig  # noqa: F401 - the fixture
 from tests.schedules.test_reminder_through_the_tool import REMINDER, remind_in
-from threadline.history import SqlConversationStore
-from threadline.schedules import Schedule, ScheduleBook
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.schedules import SqlScheduleBook
+from threadline.schedules import Schedule
 
 pytestmark = pytest.mark.postgres
 MORE = 50
@@ -31,7 +32,7 @@ async def test_two_replicas_post_each_due_schedule_once(rig: Rig) -> None:  # no
     due = datetime.now(UTC) + timedelta(seconds=2)
     team = rig.slack.team_id
     async with SqlConversationStore(rig.store_url) as store:
-        book = ScheduleBook(store)
+        book = SqlScheduleBook(store)
         for n in range(MORE):
             thread = f"1700000002.{n:06d}"
             await book.add(Schedule(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.runtime import Runtime
-from threadline.schedules import ScheduleBook
 
 BASE = """\
 store:
@@ -57,7 +57,7 @@ async def test_configured_schedules_are_added_updated_and_cancelled(tmp_path: Pa
     await started_and_stopped(config)
     runtime = Runtime.build(load_settings(config))
     async with runtime.store:
-        book = ScheduleBook(runtime.store)
+        book = SqlScheduleBook(runtime.store)
         first = {s.name: s for s in await book.listed()}
     assert sorted(first) == ["launch", "weekly"]
     assert first["weekly"].cron == "0 9 * * 1" and first["weekly"].timezone == "Europe/Paris"
@@ -68,7 +68,7 @@ async def test_configured_schedules_are_added_updated_and_cancelled(tmp_path: Pa
     await started_and_stopped(config)
     runtime = Runtime.build(load_settings(config))
     async with runtime.store:
-        book = ScheduleBook(runtime.store)
+        book = SqlScheduleBook(runtime.store)
         active = await book.listed()
         ended = await book.listed(states=("cancelled",))
     assert [(s.name, s.text) for s in active] == [("weekly", "Weekly report day, 9:30 stand-up")]

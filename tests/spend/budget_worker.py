@@ -16,9 +16,10 @@ import sys
 from tests.interceptors.scripted import ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.log import configure_logging
-from threadline.spend import DailyBudgets, SpendLedger
+from threadline.spend import DailyBudgets
 from threadline.spend.limit import STOP_REASON, SpendLimitInterceptor
 
 TOKENS_PER_TURN = 100
@@ -32,7 +33,7 @@ async def slow(request: ModelRequest) -> ModelResponse:
 async def main(url: str, cap: int, turns: int, name: str) -> None:
     configure_logging("warning")  # to stderr: stdout carries "ready" and the result
     async with SqlConversationStore(url) as store:
-        limit = SpendLimitInterceptor(SpendLedger(store),
+        limit = SpendLimitInterceptor(SqlSpendLedger(store),
                                       budgets=DailyBudgets(per_conversation=cap),
                                       reserve=TOKENS_PER_TURN)
         agent = Agent(name=name, conversation_history=store, provider=ScriptedModel(slow),

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.spend.budget_worker import TOKENS_PER_TURN
-from threadline.history import SqlConversationStore
-from threadline.spend import SpendDay, SpendLedger
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
+from threadline.spend import SpendDay
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP = 2000
@@ -51,7 +52,7 @@ async def test_two_processes_spend_one_budget_without_passing_it(pg_url: str) ->
     assert first["refused"] > 0 and second["refused"] > 0
     assert answered + first["refused"] + second["refused"] == 2 * TURNS
     async with SqlConversationStore(pg_url) as store:
-        [row] = await SpendLedger(store).totals(day=SpendDay().today()[0], scope="conversation")
+        [row] = await SqlSpendLedger(store).totals(day=SpendDay().today()[0], scope="conversation")
         turns = await store.get("local:room", limit=1000)
     # The promise is "past the cap by at most one turn". Here each turn's estimate is exact,
     # so the shared reservations land on the cap itself: checking the spend and then adding

@@ -12,9 +12,10 @@ from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.summarizer import SummarizerAgent
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.history.assembler import AssemblerOptions
-from threadline.spend import DailyBudgets, Price, SpendDay, SpendLedger
+from threadline.spend import DailyBudgets, Price, SpendDay
 from threadline.spend.limit import (
     STOP_REASON,
     MeteredProvider,
@@ -54,7 +55,7 @@ async def test_a_conversation_past_its_daily_budget_is_told_when_it_resets(
         store: SqlConversationStore) -> None:
     clock = Clock(datetime(2026, 3, 5, 20, 47, tzinfo=UTC))
     model = ScriptedModel(costly)
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets(per_conversation=900),
+    limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets(per_conversation=900),
                                   day=SpendDay(clock=clock), reserve=100)
     agent = agent_with(store, model, limit)
     results = [await agent.invoke(say(f"@support question {n}")) for n in range(3)]
@@ -66,7 +67,7 @@ async def test_a_conversation_past_its_daily_budget_is_told_when_it_resets(
                                  "(1,000 of 900 tokens). It resets at 00:00 UTC (in 3 h 13 min).")
     stored = await store.get("local:room")
     assert [m.content for m in stored][-2:] == ["@support question 2", results[2].output]
-    [row] = await SpendLedger(store).totals(day="2026-03-05", scope="conversation")
+    [row] = await SqlSpendLedger(store).totals(day="2026-03-05", scope="conversation")
     assert (row.spent.tokens, row.reserved_tokens, row.turns) == (1000, 0, 2)
     assert (row.spent.input_tokens, row.spent.cache_read_tokens,
             row.spent.cache_write_tokens, row.spent.output_tokens) == (600, 200, 100, 100)
@@ -77,7 +78,7 @@ async def test_the_budget_resets_at_midnight_in_the_configured_zone(
     # 22:59 UTC is 23:59 in Berlin in winter: one minute before Berlin's new day.
     clock = Clock(datetime(2026, 1, 10, 22, 59, tzinfo=UTC))
     model = ScriptedModel(costly)
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets(per_conversation=500),
+    limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets(per_conversation=500),
                                   day=SpendDay("Europe/Berlin", clock=clock), reserve=100)
     agent = agent_with(store, model, limit)
     first = await agent.invoke(say("@support one"))
@@ -90,7 +91,7 @@ async def test_the_budget_resets_at_midnight_in_the_configured_zone(
         "end_turn", STOP_REASON, "end_turn")
     assert "It resets at 00:00 Europe/Berlin (in 1 min)." in refused.output
     assert len(model.requests) == 2
-    ledger = SpendLedger(store)
+    ledger = SqlSpendLedger(store)
     assert [r.spent.tokens for r in await ledger.totals(day="2026-01-10", scope="agent")] == [500]
     assert [r.spent.tokens for r in await ledger.totals(day="2026-01-11", scope="agent")] == [500]
 
@@ -98,7 +99,7 @@ async def test_the_budget_resets_at_midnight_in_the_configured_zone(
 async def test_a_person_budget_spans_conversations_and_spares_others(
         store: SqlConversationStore) -> None:
     model = ScriptedModel(costly)
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets(per_person=500),
+    limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets(per_person=500),
                                   reserve=100)
     agent = agent_with(store, model, limit)
     ann_first = await agent.invoke(say("@support hi", who=ANN, conversation_id="local:a"))
@@ -115,7 +116,7 @@ async def test_a_person_budget_spans_conversations_and_spares_others(
 async def test_an_agent_budget_caps_that_agent_only(store: SqlConversationStore) -> None:
     model = ScriptedModel(costly)
     budgets = DailyBudgets(per_agent=10_000, agents={"support": 400})  # support's own cap
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=budgets, reserve=100)
+    limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=budgets, reserve=100)
     support = agent_with(store, model, limit)
     billing = agent_with(store, model, limit, name="billing")
     answers = [await support.invoke(say("@support a")), await support.invoke(say("@support b")),
@@ -128,7 +129,7 @@ async def test_an_agent_budget_caps_that_agent_only(store: SqlConversationStore)
 
 async def test_a_turn_in_flight_holds_its_reservation(store: SqlConversationStore) -> None:
     """While one turn runs its estimate counts: a turn arriving then finds no room left."""
-    ledger = SpendLedger(store)
+    ledger = SqlSpendLedger(store)
     limit = SpendLimitInterceptor(ledger, budgets=DailyBudgets(per_conversation=1000),
                                   reserve=1000)
     seen: list[str] = []
@@ -153,7 +154,7 @@ async def test_a_turn_in_flight_holds_its_reservation(store: SqlConversationStor
 async def test_cost_is_estimated_from_the_configured_price(store: SqlConversationStore) -> None:
     heard: list[tuple[str, int, float]] = []
     limit = SpendLimitInterceptor(
-        SpendLedger(store), budgets=DailyBudgets(),
+        SqlSpendLedger(store), budgets=DailyBudgets(),
         prices={"support": Price(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)},
         on_spend=lambda agent, totals: heard.append((agent, totals.spent.tokens,
                                                      totals.spent.cost)))
@@ -172,7 +173,7 @@ async def test_summaries_written_for_a_turn_count_against_its_budgets(
                              usage=ModelUsage(input_tokens=1000, output_tokens=100))
 
     summary_model = ScriptedModel(summarize)
-    limit = SpendLimitInterceptor(SpendLedger(store), budgets=DailyBudgets())
+    limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets())
     agent = Agent(name="support", conversation_history=store, provider=ScriptedModel(costly),
                   interceptors=[limit], assembler_options=AssemblerOptions(
                       rolling_summary_threshold=4),
@@ -183,6 +184,6 @@ async def test_summaries_written_for_a_turn_count_against_its_budgets(
     await agent.close()
 
     assert summary_model.requests  # the conversation grew past the threshold
-    [row] = await SpendLedger(store).totals(day=SpendDay().today()[0], scope="conversation")
+    [row] = await SqlSpendLedger(store).totals(day=SpendDay().today()[0], scope="conversation")
     assert row.spent.tokens == 6 * 500 + len(summary_model.requests) * 1100
     assert row.spent.cost == pytest.approx(len(summary_model.requests) * 1000 / 1e6)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.spend import Charge, Spend, SpendLedger
 from threadline.spend.ledger import Refusal
 
@@ -17,12 +18,12 @@ from threadline.spend.ledger import Refusal
 async def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SpendLedger]:
     if request.param == "sqlite":
         async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}") as store:
-            yield SpendLedger(store)
+            yield SqlSpendLedger(store)
         return
     url = await fresh_pg_schema(pg_url_or_skip())
     try:
         async with SqlConversationStore(url) as store:
-            yield SpendLedger(store)
+            yield SqlSpendLedger(store)
     finally:
         await drop_pg_schema(url)
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -127,7 +127,7 @@ class _Run:
 
 def _as_tool(candidate: Any, agent_name: str) -> Tool:
     if all(hasattr(candidate, a) for a in ("name", "description", "input_schema", "run")):
-        return candidate
+        return cast(Tool, candidate)
     if inspect.iscoroutinefunction(candidate):
         return function_tool(candidate)
     raise ConfigError(

@@ -294,8 +294,11 @@ class AnthropicSettings(ProviderSettings):
     `prompt_caching` as in `AnthropicProvider`."""
 
     type: Literal["anthropic"] = "anthropic"
+    """anthropic: this entry is an anthropic provider."""
     stream: bool = True
+    """Stream replies from the API (shown as they are written where the channel streams)."""
     prompt_caching: bool = True
+    """Mark the stable prompt prefix (tools, system prompt, summary) for the prompt cache."""
 
 
 def _build(settings: AnthropicSettings) -> AnthropicProvider:

@@ -7,15 +7,15 @@ import os
 from threadline.agents.speech import SpeechToText
 from threadline.channels.files import FileIntake
 from threadline.errors import ConfigError
-from threadline.history.file_store import FileStore, RunsStatements
+from threadline.history.file_store import FileStore
 
 
-def file_intakes(store: RunsStatements, *, directory: str, inline_max_bytes: int,
-                 max_file_mb: float, max_file_mb_for: dict[str, float], channels: list[str],
-                 speech_url: str | None, speech_model: str, speech_key_env: str | None,
+def file_intakes(files: FileStore, *, max_file_mb: float, max_file_mb_for: dict[str, float],
+                 channels: list[str], speech_url: str | None, speech_model: str,
+                 speech_key_env: str | None,
                  ) -> tuple[FileIntake, dict[str, FileIntake]]:
-    """The team's intake and each channel's own (its size limit), sharing one store."""
-    files = FileStore(store, directory=directory, inline_max_bytes=inline_max_bytes)
+    """The team's intake and each channel's own (its size limit), sharing one store (the
+    backend's `files` part)."""
     transcribe = None
     if speech_url:
         key = os.environ.get(speech_key_env, "") if speech_key_env else "none"

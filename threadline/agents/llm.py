@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from threadline.history.model import Reasoning, ToolCall
 from threadline.history.prompt import PromptMessage
-from threadline.turn import ModelUsage
+from threadline.turn import ModelUsage as ModelUsage  # re-exported: providers import it here
 
 
 @dataclass(frozen=True, slots=True)

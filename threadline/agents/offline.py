@@ -133,6 +133,7 @@ class OfflineSettings(ProviderSettings):
     """`provider: offline`: nothing to set."""
 
     type: Literal["offline"] = "offline"
+    """offline: canned answers, for trying things out (no key, no network)."""
 
 
 def _build(settings: OfflineSettings) -> OfflineModel:

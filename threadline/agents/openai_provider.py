@@ -339,8 +339,13 @@ class OpenAISettings(ProviderSettings):
     unset); the key defaults to OPENAI_API_KEY, and a local server needs none."""
 
     type: Literal["openai"] = "openai"
+    """openai: this entry is an openai provider."""
     token_limit_parameter: TokenLimitParameter | None = None
+    """How the reply limit is sent: max_tokens or max_completion_tokens (default:
+    max_completion_tokens for OpenAI's own API, max_tokens for other servers)."""
     stream: bool = True
+    """Stream replies (server-sent events): text reaches the platform as it is written, tool
+    calls are assembled from deltas; off for a server that cannot stream."""
 
 
 def _build(settings: OpenAISettings) -> OpenAIProvider:

@@ -49,14 +49,21 @@ class ProviderSettings(BaseModel):
     is the model agents on this provider use unless they name their own.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     type: str
+    """The provider: anthropic, openai, offline, or a registered plug."""
     api_key: str | None = None
+    """The key, as ${VARIABLE} (default: the provider's usual variable; none for a local server)."""
     base_url: str | None = None
+    """The server's address (a proxy, or any OpenAI-compatible server for openai)."""
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
+    """How often the SDK retries a rate limited, overloaded or unreachable server, with its own
+    backoff."""
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    """Seconds one model call may take, its retries included."""
     model: str | None = None
+    """The model agents on this provider use unless they name their own."""
 
 
 @dataclass(frozen=True, slots=True)

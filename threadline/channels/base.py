@@ -34,6 +34,7 @@ from threadline.channels.files import FileIntake
 from threadline.errors import ChannelPermanentError, ConfigError, InvalidMessageError
 from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
+from threadline.listening import Listener
 
 if TYPE_CHECKING:
     from threadline.commands import Command, CommandChoice
@@ -161,6 +162,9 @@ class Channel(ABC):
         self.allow_bots = allow_bots
         self.streaming = streaming
         self.identity: BotIdentity | None = None
+        # Where a person adds this bot to a server, when the platform has such a link (Discord's
+        # OAuth2 invite); learned by `check()`, printed by `threadline check`.
+        self.invite_url: str | None = None
         # The commands people may send here (`/forget`), set by the team that attaches the
         # channel; a platform with a command menu is told them at start. A command arrives as
         # an ordinary turn whose text is the command as typed (`/forget confirm`).
@@ -277,6 +281,17 @@ class Channel(ABC):
 
     async def check(self) -> list[str]:
         """Start-up problems that would make the bot silent (privacy mode, intents)."""
+        return []
+
+    @property
+    def reads_terminal(self) -> bool:
+        """Whether a person chats through this process's terminal (the local room); the
+        command then keeps its log lines out of the conversation."""
+        return False
+
+    def listeners(self) -> list[Listener]:
+        """The ports `start()` will listen on (an HTTP events endpoint, a webhook), each named
+        by its setting; `threadline check` tries them. None for a channel that only dials out."""
         return []
 
     def receiving(self) -> str | None:

@@ -17,7 +17,7 @@ import asyncio
 import inspect
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
@@ -62,6 +62,13 @@ class TypedInput:
     user: str
     on_end: Callable[[], None]
     greeting: str | None = None  # shown first, on a terminal
+    agents: tuple[str, ...] = ()  # named in the hint after a line nobody answered
+
+
+def nobody_addressed(agents: Sequence[str]) -> str:
+    """The hint after a line no agent answered (in a terminal room and in the demo)."""
+    names = " or ".join(f"@{agent}" for agent in agents)
+    return f"    (nobody was addressed: start with {names})"
 
 
 class LocalChannel(Channel):
@@ -87,6 +94,11 @@ class LocalChannel(Channel):
         self._in_flight: set[asyncio.Task[None]] = set()
         self._typed_input = typed_input
         self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def reads_terminal(self) -> bool:
+        """Whether a person types into this room on this process's terminal."""
+        return self._typed_input is not None and self._typed_input.source.isatty()
 
     @property
     def conversation_id(self) -> str:
@@ -163,7 +175,10 @@ class LocalChannel(Channel):
         async for line in typed_lines(typed.source, prompt=TERMINAL_PROMPT if terminal else "",
                                       echo=sys.stdout):
             if line.strip():
+                answered = len(self.sent)
                 await self.say(line.strip(), user=typed.user)
+                if terminal and len(self.sent) == answered and typed.agents:
+                    print(nobody_addressed(typed.agents), flush=True)
         if terminal:
             print(flush=True)  # Ctrl-D leaves the cursor after the prompt
         typed.on_end()
@@ -208,9 +223,14 @@ class LocalSettings(ChannelSettings):
     attached to a terminal (`auto`). `threadline run --no-input` turns it off too."""
 
     type: Literal["local"]
+    """local: this entry is a local channel."""
     room: str = "main"
+    """The room's name; its conversation id is local:ROOM."""
     stdin: bool | Literal["auto"] = "auto"
+    """Read the lines typed on standard input into the room and print the replies: true, false
+    (services), or auto (when run in a terminal)."""
     user: str = "you"
+    """The name the person typing in the terminal has in the history."""
 
 
 def print_reply(reply: LocalReply) -> None:
@@ -229,7 +249,7 @@ def build(name: str, settings: LocalSettings, context: ChannelContext) -> LocalC
     return LocalChannel(name=name, room=settings.room, allow_bots=settings.allow_bots,
                         on_reply=print_reply, typed_input=TypedInput(
                             source=sys.stdin, user=settings.user, greeting=greeting,
-                            on_end=context.request_stop))
+                            on_end=context.request_stop, agents=context.agents))
 
 
 STARTER = """\

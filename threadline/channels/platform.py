@@ -11,13 +11,14 @@ names one. Checking a channel is the channel's own `check()`, which works before
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
+from threadline.commands.registry import Command
 
 
 class ChannelSettings(BaseModel):
@@ -28,11 +29,14 @@ class ChannelSettings(BaseModel):
     literally (they must be `${VARIABLE}`) and reply records never show their values.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     secret_fields: ClassVar[frozenset[str]] = frozenset()
 
     type: str
+    """The platform: local, slack, telegram, discord, or a plugged-in one."""
     allow_bots: bool = False
+    """Answer messages written by other bots too (off: agents never answer bots, which avoids
+    loops)."""
 
     def problems(self) -> list[str]:
         """Settings that are each valid but do not work together, as what to set instead."""
@@ -45,7 +49,9 @@ class LiveReplySettings(ChannelSettings):
     seconds between two changes of one chat."""
 
     streaming: bool = True
+    """Show replies as they are written (false: each reply is posted once, whole)."""
     stream_interval: float = Field(default=1.0, gt=0)
+    """The least time in seconds between two changes of one chat while a reply is written."""
 
 
 def _never_stop() -> None:
@@ -69,16 +75,24 @@ class ChannelContext:
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)
 
 
+def _no_setup_files(commands: Iterable[Command]) -> dict[str, str]:
+    """The default `setup_files`: a platform set up by hand needs none."""
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class Platform(Generic[SettingsT]):
     """One chat platform: the `type:` its channels have, its settings, its channel factory.
 
     `starter` is the YAML `threadline init --platform NAME` adds under `channels:` (indented by
     two spaces, commented, with every setting a user needs to point it at a proxy or a local
-    server); it must load as written once its `${VARIABLES}` are set.
+    server); it must load as written once its `${VARIABLES}` are set. `setup_files(commands)`
+    gives the files `init` writes beside the config, by name, for a team answering `commands`
+    (Slack's app manifest declares them).
     """
 
     name: str
     settings: type[SettingsT]
     build: Callable[[str, SettingsT, ChannelContext], Channel]
     starter: str
+    setup_files: Callable[[Iterable[Command]], dict[str, str]] = _no_setup_files

@@ -20,12 +20,15 @@ from functools import partial
 
 import aiohttp
 
+from threadline.backends import BackendOptions, open_backend
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import platform_for
-from threadline.config import Settings, load_settings
-from threadline.errors import ThreadlineError
-from threadline.history.database_url import sqlite_file
-from threadline.history.sql_store import SqlConversationStore
+from threadline.cli.config_file import settings_for
+from threadline.config import Settings
+from threadline.errors import PortUnavailableError, ThreadlineError
+from threadline.listening import Listener, port_problem
+from threadline.ops import ops_listener
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
 
@@ -59,11 +62,11 @@ async def check_store(settings: Settings) -> str:
     planned = await asyncio.to_thread(new_sqlite_file, url)
     if planned is not None:
         return planned
-    async with SqlConversationStore(url, busy_timeout=settings.store.busy_timeout) as store:
-        conversations = await store.count()
-        spent = await spend_today(settings, store)
-        return (f"{store.url.render_as_string(hide_password=True)}: {conversations} turns "
-                f"stored; spent {spent}")
+    options = BackendOptions(busy_timeout=settings.store.busy_timeout)
+    async with open_backend(url, options) as backend:
+        conversations = await backend.history.count()
+        spent = await spend_today(settings, backend)
+        return f"{backend.shown_url}: {conversations} turns stored; spent {spent}"
 
 
 async def check_channel(name: str, settings: ChannelSettings) -> Report:
@@ -75,19 +78,59 @@ async def check_channel(name: str, settings: ChannelSettings) -> Report:
     found = "connected" if identity is None else (
         f"bot {identity.username or identity.display_name or identity.user_id} "
         f"({identity.user_id})")
+    if channel.invite_url:
+        found += f"; add it to a server with {channel.invite_url}"
     return Report(found, tuple(warnings))
+
+
+def listeners(settings: Settings) -> list[Listener]:
+    """Every port `threadline run` will listen on: the ops server's and the channels' own."""
+    found = [ops_listener(settings.ops.host, settings.ops.port)] if settings.ops.enabled else []
+    context = ChannelContext(interactive=False)
+    for name, channel in settings.channels.items():
+        found += platform_for(channel.type).build(name, channel, context).listeners()
+    return found
+
+
+async def check_port(listener: Listener, settings: Settings) -> str:
+    """Whether the port is free now, or held by this config's running process (whose
+    /readyz answers on the ops port): anything else holding it would stop `run`."""
+    problem = port_problem(listener)
+    if problem is None:
+        return f"free on {listener.host}" if listener.port else "any free port (0)"
+    if settings.ops.enabled and settings.ops.port and await _readiness(settings) is not None:
+        return f"in use by the running threadline ({readyz_url(settings)} answers)"
+    raise PortUnavailableError(problem)
+
+
+READYZ_SECONDS = 3.0
+
+
+def readyz_url(settings: Settings) -> str:
+    """Where this config's running process answers /readyz (on this machine)."""
+    host = settings.ops.host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{host if ':' not in host else f'[{host}]'}:{settings.ops.port}/readyz"
+
+
+async def _readiness(settings: Settings) -> dict[str, str] | None:
+    """The running process's readiness checks, or None when no process answers (within
+    `READYZ_SECONDS`: a port held by something that is not threadline answers nothing)."""
+    timeout = aiohttp.ClientTimeout(total=READYZ_SECONDS)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.get(readyz_url(settings)) as response:
+            return dict((await response.json()).get("checks", {}))
+    except (aiohttp.ClientError, OSError, ValueError, TimeoutError):
+        return None
 
 
 async def check_running(settings: Settings) -> Report:
     """What the running process (if any) says of its channels: one warning per channel that
     is not receiving (its listener down, or not connected)."""
-    host = settings.ops.host
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{settings.ops.port}/readyz"
-    try:
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
-            checks = (await response.json()).get("checks", {})
-    except (aiohttp.ClientError, OSError, ValueError):
+    url = readyz_url(settings)
+    checks = await _readiness(settings)
+    if checks is None:
         return Report(f"no process answers on {url} (not running)")
     deaf = tuple(f"channel {name.removeprefix('channel:')} is not receiving: {problem}"
                  for name, problem in sorted(checks.items())
@@ -101,6 +144,9 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+    for listener in listeners(settings):
+        checks[f"port {listener.port} ({listener.port_setting})"] = partial(check_port, listener,
+                                                                            settings)
     if settings.ops.enabled and settings.ops.port:
         checks["running process"] = partial(check_running, settings)
 
@@ -123,8 +169,8 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
 def main(args: argparse.Namespace) -> int:
     """`threadline check CONFIG`: exit 2 for an invalid config, 1 if a connection fails;
     warnings (a bot that connects but will miss messages) are printed and do not fail."""
-    settings = load_settings(args.config)
-    print(f"ok    config {args.config}: {len(settings.agents)} agent(s), "
+    settings = settings_for(args)
+    print(f"ok    config {args.config or 'built-in default'}: {len(settings.agents)} agent(s), "
           f"{len(settings.channels)} channel(s)")
     results = asyncio.run(run_checks(settings, args.timeout))
     failed = 0

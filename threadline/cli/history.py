@@ -18,15 +18,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, TextIO
 
+from threadline.backends import open_backend
+from threadline.backends.registry import DEFAULT_STORE_URL
+from threadline.backends.sql.database_url import sqlite_file
 from threadline.config import FilesSettings, load_settings
 from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
 from threadline.history.codec import message_from_dict, message_to_dict
-from threadline.history.database_url import DEFAULT_STORE_URL, sqlite_file
-from threadline.history.file_store import FileStore
 from threadline.history.files import file_from_record, file_record, kept_files
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.retention import prune_conversation
-from threadline.history.sql_store import SqlConversationStore
+from threadline.history.store import ConversationStore
 
 ACTIONS = {
     "list": "List conversations, most recently active first.",
@@ -123,7 +125,7 @@ def format_turn(message: StoredMessage) -> str:
     return "\n".join(lines)
 
 
-async def _list(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _list(store: ConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=args.limit)
     if not conversations:
         print("no conversations stored yet", file=sys.stderr)
@@ -133,7 +135,7 @@ async def _list(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _show(store: ConversationStore, args: argparse.Namespace) -> int:
     turns = await store.get(args.conversation, limit=args.limit, include_summaries=True)
     if not turns:
         raise ConfigError(f"conversation {args.conversation!r} has no stored turns; "
@@ -144,7 +146,7 @@ async def _show(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _search(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _search(store: ConversationStore, args: argparse.Namespace) -> int:
     windows = await store.search_context(args.conversation, args.query, limit=args.limit)
     if not windows:
         print(f"no turns of {args.conversation!r} match {args.query!r}", file=sys.stderr)
@@ -157,18 +159,19 @@ async def _search(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _export(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     conversations = await store.list_conversations(limit=ALL_CONVERSATIONS)
     progress = Progress("exported")
     target: IO[str] = args.target
     # Oldest conversation first, each in its own order, so an import replays history.
-    files, written = FileStore(store), set()
+    files, written = parts_beside(store).files, set()
     for index, info in enumerate(reversed(conversations), start=1):
         turns = await store.get(info.conversation_id, include_summaries=True)
         target.writelines(json.dumps(message_to_dict(message), ensure_ascii=False,
                                      sort_keys=True, default=repr) + "\n" for message in turns)
         for file in kept_files(turns):  # each file's bytes once, after the turns naming it
-            data = None if file.sha256 in written else await files.get(file.sha256)
+            data = (None if files is None or file.sha256 in written
+                    else await files.get(file.sha256))
             if data is not None:
                 written.add(file.sha256)
                 target.write(json.dumps({"kind": "file", **file_record(file, data)},
@@ -198,7 +201,7 @@ def _read_export(path: Path) -> Iterator[tuple[int, StoredMessage | tuple[str, s
             stream.close()
 
 
-async def _import(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _import(store: ConversationStore, args: argparse.Namespace) -> int:
     progress = Progress("imported")
     stored = duplicates = 0
     batch: list[StoredMessage] = []
@@ -213,10 +216,15 @@ async def _import(store: SqlConversationStore, args: argparse.Namespace) -> int:
         progress.add(len(batch))
         batch.clear()
 
-    files = FileStore(store, directory=files_directory(args))
-    for _, message in _read_export(args.file):
+    kept = parts_beside(store).files
+    files = None if kept is None else kept.limited(directory=files_directory(args))
+    for number, message in _read_export(args.file):
         if isinstance(message, tuple):  # a file's bytes
             sha, media_type, data = message
+            if files is None:
+                raise ConfigError(f"{args.file}:{number}: a file's bytes, and this store "
+                                  "keeps no files; import into a SQL store (SQLite or "
+                                  "PostgreSQL)")
             await files.put(data, sha256=sha, media_type=media_type)
             continue
         batch.append(message)
@@ -228,7 +236,7 @@ async def _import(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _prune(store: ConversationStore, args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise ConfigError(f"--older-than must be a number of days >= 0, got {args.older_than}")
     cutoff = utc_now() - timedelta(days=args.older_than)
@@ -241,7 +249,7 @@ async def _prune(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-StoreAction = Callable[[SqlConversationStore, argparse.Namespace], Awaitable[int]]
+StoreAction = Callable[[ConversationStore, argparse.Namespace], Awaitable[int]]
 _HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
     "prune": _prune,
@@ -266,7 +274,8 @@ def run_action(url: str, action: StoreAction, args: argparse.Namespace, *,
     `target`, or standard output when None."""
 
     async def run() -> int:
-        async with SqlConversationStore(url) as store:
+        async with open_backend(url) as backend:
+            store = backend.history
             return await action(store, args)
 
     if target is None:
@@ -281,8 +290,8 @@ def upgrade_main(args: argparse.Namespace) -> int:
     url = store_url(args)
 
     async def run() -> str:
-        async with SqlConversationStore(url) as store:
-            return store.url.render_as_string(hide_password=True)
+        async with open_backend(url) as backend:
+            return backend.shown_url
 
     described = asyncio.run(run())
     print(f"database {described} is at the current schema", file=sys.stderr)

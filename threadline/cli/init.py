@@ -8,12 +8,16 @@ import sys
 
 from threadline.agents.providers import default_plug
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
+from threadline.cli.config_file import DEFAULT_CONFIG
+from threadline.cli.invoked import command
 from threadline.errors import ConfigError
+from threadline.team import default_commands
 
 HEADER = """\
 # Threadline configuration. Check it with `threadline check {path}`, start with
-# `threadline run {path}`. Secrets are never written here: use ${{VARIABLE}} and set the
-# variable in the environment or in a .env file beside this file.
+# `threadline run {path}`; every key is described in docs/config.md. Secrets are never
+# written here: use ${{VARIABLE}} and set the variable in the environment or in a .env file
+# beside this file.
 
 store:
   # SQLite file (relative to where threadline runs). For several replicas use PostgreSQL:
@@ -105,12 +109,24 @@ def render(platform: str | None, path: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    """`threadline init [--platform P] [PATH]`."""
-    if args.path.exists() and not args.force:
-        raise ConfigError(f"{args.path} already exists; pass --force to overwrite it or give "
-                          "another path")
+    """`threadline init [--platform P] [PATH]`: the config, and the platform's set-up files
+    beside it (Slack's app manifest)."""
+    extra = (platform_for(args.platform).setup_files(default_commands()) if args.platform
+             else {})
+    targets = [args.path, *(args.path.parent / name for name in extra)]
+    if not args.force:
+        for target in targets:
+            if target.exists():
+                raise ConfigError(f"{target} already exists; pass --force to overwrite it or "
+                                  "give another path")
     if not args.path.parent.exists():
         raise ConfigError(f"the folder {str(args.path.parent)!r} does not exist")
     args.path.write_text(render(args.platform, str(args.path)), encoding="utf-8")
-    print(f"wrote {args.path}; next: `threadline check {args.path}`", file=sys.stderr)
+    print(f"wrote {args.path}", file=sys.stderr)
+    for name, text in extra.items():
+        (args.path.parent / name).write_text(text, encoding="utf-8")
+        print(f"wrote {args.path.parent / name}", file=sys.stderr)
+    guide = f"; set-up guide: docs/platforms/{args.platform}.md" if args.platform else ""
+    where = "" if args.path == DEFAULT_CONFIG else f" {args.path}"
+    print(f"next: `{command()} check{where}`{guide}", file=sys.stderr)
     return 0

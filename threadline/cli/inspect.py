@@ -6,7 +6,7 @@ and in a browser.
     threadline inspect show 3f2a9c1e --json                    # the whole record, for scripts
     threadline inspect replay 3f2a9c1e --config threadline.yaml --model claude-haiku-4-5
     threadline inspect prune --older-than 30
-    threadline console threadline.yaml                         # the web console alone
+    threadline console                                         # the web console alone
 """
 
 from __future__ import annotations
@@ -17,23 +17,24 @@ import json
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from threadline.backends import build_backend, open_backend
+from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.cli.history import require_database, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
 from threadline.inspector.console.auth import require_safe_bind
 from threadline.inspector.console.server import PREFIX, standalone_app
 from threadline.inspector.record import ReplyRecord
-from threadline.inspector.records import SqlReplyRecords
+from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import redactor_for
 from threadline.inspector.replay import ReplayOutcome
 from threadline.inspector.retention import cutoff, prune_records
 from threadline.inspector.setup import Inspector
+from threadline.listening import Listener, serve
 
 ACTIONS = {
     "list": "List recent replies (of one conversation, or all), newest first.",
@@ -66,8 +67,7 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
 
 
 def add_console_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", type=Path,
-                        help="the YAML config (its store, secrets and agents; replay needs it)")
+    """The console's own arguments (the config comes from `cli.config_file`)."""
     parser.add_argument("--db", metavar="PATH", help="SQLite file instead of a config")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; others need a token)")
@@ -176,7 +176,7 @@ def _part(part: dict[str, Any] | None) -> str:
 # -- commands --------------------------------------------------------------------------------
 
 
-async def _list(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _list(records: ReplyRecords, args: argparse.Namespace) -> int:
     found = await records.recent(args.conversation, agent=args.agent, limit=args.limit)
     if not found:
         print("no reply records" + (f" for {args.conversation!r}" if args.conversation else "")
@@ -187,7 +187,7 @@ async def _list(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _show(records: ReplyRecords, args: argparse.Namespace) -> int:
     record = await records.get(args.record)
     if record is None:
         raise ConfigError(f"no reply record {args.record!r} (or the prefix matches several); "
@@ -197,7 +197,7 @@ async def _show(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prune(records: SqlReplyRecords, args: argparse.Namespace) -> int:
+async def _prune(records: ReplyRecords, args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise ConfigError(f"--older-than must be a number of days >= 0, got {args.older_than}")
     removed = await prune_records(records, args.older_than)
@@ -207,7 +207,7 @@ async def _prune(records: SqlReplyRecords, args: argparse.Namespace) -> int:
     return 0
 
 
-_HANDLERS: dict[str, Callable[[SqlReplyRecords, argparse.Namespace], Awaitable[int]]] = {
+_HANDLERS: dict[str, Callable[[ReplyRecords, argparse.Namespace], Awaitable[int]]] = {
     "list": _list, "show": _show, "prune": _prune,
 }
 
@@ -220,8 +220,11 @@ def main(args: argparse.Namespace) -> int:
     require_database(url)
 
     async def run() -> int:
-        async with SqlConversationStore(url) as store:
-            return await _HANDLERS[args.action](SqlReplyRecords(store), args)
+        async with open_backend(url) as backend:
+            if backend.records is None:
+                raise ConfigError(f"backend {backend.name} keeps no reply records: there is "
+                                  "nothing to inspect")
+            return await _HANDLERS[args.action](backend.records, args)
 
     return asyncio.run(run())
 
@@ -230,15 +233,19 @@ def _replay(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     if args.config is None:
-        raise ConfigError("replay needs --config FILE: it answers with the agents, options "
-                          "and model key of that config")
+        raise ConfigError("replay needs a config (--config FILE, or ./threadline.yaml): it "
+                          "answers with the agents, options and model key of that config")
     settings = load_settings(args.config)
     require_database(settings.store.url)
 
     async def run() -> int:
         runtime = Runtime.build(settings)  # built, never started: no channel connects
-        async with runtime.store:
-            outcome = await runtime.inspector.replayer(runtime.team.agents).replay(
+        replayer = runtime.inspector.replayer(runtime.team.agents)
+        if replayer is None:
+            raise ConfigError(f"backend {runtime.backend.name} keeps no reply records: there "
+                              "is nothing to replay")
+        async with runtime.backend:
+            outcome = await replayer.replay(
                 args.record, model=args.model, mode="recorded" if args.recorded else "current")
         print(format_replay(outcome))
         return 0
@@ -252,32 +259,39 @@ def console_main(args: argparse.Namespace) -> int:
     from threadline.runtime import Runtime
 
     settings: Settings | None = None
-    if args.config is not None:
+    if args.db:
+        url = f"sqlite:///{args.db}"
+    elif args.config is not None:
         settings = load_settings(args.config)
         url = settings.store.url
-    elif args.db:
-        url = f"sqlite:///{args.db}"
     else:
-        raise ConfigError("say which database to show: threadline console CONFIG, or --db PATH")
+        url = DEFAULT_STORE_URL
     require_database(url)
     token = settings.inspector.token if settings is not None else None
     require_safe_bind(args.host, token)
     configure_logging("info", "console")
 
-    async def serve() -> None:
+    async def console() -> None:
         if settings is not None:
             runtime = Runtime.build(settings)  # for its store and agents (replay); not started
-            store, inspector, agents = runtime.store, runtime.inspector, runtime.team.agents
+            backend, inspector, agents = runtime.backend, runtime.inspector, runtime.team.agents
         else:
-            store = SqlConversationStore(url)
-            inspector = Inspector(store=store, redactor=redactor_for(None), record=False)
+            backend = build_backend(url)
+            inspector = Inspector(store=backend.history, redactor=redactor_for(None),
+                                  record=False, records=backend.records)
             agents = ()
-        async with store:
-            runner = web.AppRunner(standalone_app(inspector.console(agents)), access_log=None)
+        app = inspector.console(agents)
+        if app is None:
+            raise ConfigError(f"backend {backend.name} keeps no reply records: the console "
+                              "has nothing to show")
+        async with backend:
+            runner = web.AppRunner(standalone_app(app), access_log=None)
             await runner.setup()
-            site = web.TCPSite(runner, args.host, args.port)
-            await site.start()
-            port = runner.addresses[0][1] if runner.addresses else args.port
+            try:
+                port = await serve(runner, Listener(args.host, args.port, "--port", "--host"))
+            except BaseException:
+                await runner.cleanup()
+                raise
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGINT):
@@ -289,5 +303,5 @@ def console_main(args: argparse.Namespace) -> int:
             finally:
                 await runner.cleanup()
 
-    asyncio.run(serve())
+    asyncio.run(console())
     return 0

@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from threadline.backends.parts import people_for
 from threadline.cli.history import StoreAction, require_database, run_action, store_url
 from threadline.config import load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
+from threadline.history.store import ConversationStore
 from threadline.interceptors.capture import default_outbox_path
 from threadline.interceptors.outbox import Outbox
 from threadline.log import configure_logging
-from threadline.people.directory import people_for
 from threadline.people.erase import export_person, forget_person, resolve_person
 from threadline.people.identities import parse_identity
 
@@ -59,7 +59,7 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
                             help="do it (without --yes, only say what would be deleted)")
 
 
-def _outbox(store: SqlConversationStore, args: argparse.Namespace) -> Outbox | None:
+def _outbox(store: ConversationStore, args: argparse.Namespace) -> Outbox | None:
     if args.outbox is not None:
         return Outbox(args.outbox)
     if args.config is not None:
@@ -70,7 +70,7 @@ def _outbox(store: SqlConversationStore, args: argparse.Namespace) -> Outbox | N
     return Outbox(path) if path is not None and path.exists() else None
 
 
-async def _link(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _link(store: ConversationStore, args: argparse.Namespace) -> int:
     identities = [parse_identity(i) for i in args.identities]
     if len(set(identities)) < 2:
         raise ConfigError("link needs at least two different identities, e.g. "
@@ -80,7 +80,7 @@ async def _link(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _unlink(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _unlink(store: ConversationStore, args: argparse.Namespace) -> int:
     identity = parse_identity(args.identity)
     if not await people_for(store).unlink(identity):
         raise ConfigError(f"{identity} is not linked to any other identity "
@@ -89,13 +89,13 @@ async def _unlink(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _show(store: ConversationStore, args: argparse.Namespace) -> int:
     person = await resolve_person(store, args.person)
     print(f"{person.person_id}\t{' '.join(person.identities)}")
     return 0
 
 
-async def _export(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     target: IO[str] = args.target
     counts = await export_person(store, args.person, target, outbox=_outbox(store, args))
     print(f"exported {_described(counts)}" + (f" to {args.out}" if args.out else ""),
@@ -103,7 +103,7 @@ async def _export(store: SqlConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _forget(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _forget(store: ConversationStore, args: argparse.Namespace) -> int:
     person = await resolve_person(store, args.person)
     if not args.yes:
         counts = await export_person(store, args.person, args.target,

@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
+from threadline.backends.parts import parts_of
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
 from threadline.cli.history import StoreAction, require_database, run_action, store_url
 from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
-from threadline.history.sql_store import SqlConversationStore
-from threadline.schedules import Schedule, ScheduleBook, parse_when
+from threadline.history.store import ConversationStore
+from threadline.schedules import Schedule, parse_when
+from threadline.schedules.book import ScheduleBook as Book
 from threadline.schedules.schedule import State
 
 ACTIONS = {
@@ -51,17 +53,25 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--timezone", help="IANA zone the time is read in")
 
 
-async def _list(store: SqlConversationStore, args: argparse.Namespace) -> int:
+def _book(store: ConversationStore) -> Book:
+    """The schedule book kept beside the store; a `ConfigError` when its backend keeps none."""
+    book = parts_of(store).schedules
+    if book is None:
+        raise ConfigError(f"backend {parts_of(store).name} keeps no schedules")
+    return book
+
+
+async def _list(store: ConversationStore, args: argparse.Namespace) -> int:
     states: tuple[State, ...] = (("active", "done", "cancelled", "missed") if args.all
                                  else ("active",))
-    for schedule in await ScheduleBook(store).listed(conversation_id=args.conversation,
+    for schedule in await _book(store).listed(conversation_id=args.conversation,
                                                      states=states, limit=10_000):
         print(f"{schedule.state}\t{schedule.conversation_id}\t{schedule.describe()}")
     return 0
 
 
-async def _cancel(store: SqlConversationStore, args: argparse.Namespace) -> int:
-    if not await ScheduleBook(store).cancel(args.schedule_id):
+async def _cancel(store: ConversationStore, args: argparse.Namespace) -> int:
+    if not await _book(store).cancel(args.schedule_id):
         raise ConfigError(f"no active schedule {args.schedule_id!r} (threadline schedule list "
                           "shows them)")
     print(f"cancelled {args.schedule_id}")
@@ -75,7 +85,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config)
 
 
-async def _add(store: SqlConversationStore, args: argparse.Namespace) -> int:
+async def _add(store: ConversationStore, args: argparse.Namespace) -> int:
     settings = _settings(args)
     entry = settings.channels.get(args.channel)
     if entry is None:
@@ -96,7 +106,7 @@ async def _add(store: SqlConversationStore, args: argparse.Namespace) -> int:
         timing = parse_when(args.when, now=datetime.now(UTC), tz=tz)
     except ValueError as exc:
         raise ConfigError(f"--when: {exc}") from None
-    schedule = await ScheduleBook(store).add(Schedule(
+    schedule = await _book(store).add(Schedule(
         conversation_id=args.conversation, agent=agent,
         kind="message" if args.message is not None else "prompt",
         text=args.message if args.message is not None else args.prompt, due_at=timing.due_at,

@@ -10,7 +10,6 @@ from threadline.history.model import (
     ToolResult,
 )
 from threadline.history.search import SearchQuery, format_windows
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationInfo, ConversationStore, SearchWindow
 from threadline.history.tokens import TiktokenCounter, TokenCounter, default_counter
 
@@ -22,7 +21,6 @@ __all__ = [
     "Participant",
     "SearchQuery",
     "SearchWindow",
-    "SqlConversationStore",
     "StoredMessage",
     "TiktokenCounter",
     "TokenCounter",

@@ -15,6 +15,13 @@ from types import TracebackType
 from typing import Self
 
 from threadline.errors import ConfigError, StoreError
+from threadline.history.changes import (
+    ChangeListener,
+    HistoryChange,
+    Subscribers,
+    Unsubscribe,
+    appended,
+)
 from threadline.history.inbox import MemoryInbox
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
@@ -60,6 +67,7 @@ class InMemoryConversationStore:
         self.max_conversations = max_conversations
         self.max_messages_per_conversation = max_messages_per_conversation
         self.inbox = MemoryInbox()
+        self._changes = Subscribers()
         self._counter = token_counter
         self._stop_words = stop_words
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
@@ -75,7 +83,10 @@ class InMemoryConversationStore:
 
     async def append_many(self, messages: Sequence[StoredMessage]) -> list[bool]:
         self._check_open()
-        return [self._append_one(m) for m in messages]
+        stored = [self._append_one(m) for m in messages]
+        if self._changes:
+            self._changes.notify(appended(messages, stored))
+        return stored
 
     def _append_one(self, message: StoredMessage) -> bool:
         if message.id in self._ids:
@@ -220,6 +231,7 @@ class InMemoryConversationStore:
             if message.id == message_id:
                 edited = replace(message, content=content)
                 turns[index] = replace(edited, token_count=message_tokens(edited, self._counter))
+                self._changes.notify([HistoryChange("edit", conversation_id, (message_id,))])
                 return True
         return False
 
@@ -236,7 +248,15 @@ class InMemoryConversationStore:
             self._ids.pop(message.id, None)
             if message.metadata.message_id:
                 conversation.platform_ids.pop(message.metadata.message_id, None)
+        if removed:
+            self._changes.notify([HistoryChange("delete", conversation_id,
+                                                tuple(m.id for m in removed))])
         return len(removed)
+
+    def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
+                  ) -> Unsubscribe:
+        """Heard after each append, edit or delete, in this process only (see `changes`)."""
+        return self._changes.subscribe(callback, conversation_id)
 
     async def list_conversations(self, *, limit: int = 100) -> list[ConversationInfo]:
         self._check_open()

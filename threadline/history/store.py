@@ -21,6 +21,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from threadline.history.changes import ChangeListener, Unsubscribe
 from threadline.history.model import Scope, StoredMessage
 
 
@@ -132,6 +133,12 @@ class ConversationStore(Protocol):
 
     async def list_conversations(self, *, limit: int = 100) -> list[ConversationInfo]:
         """Conversations, most recently active first."""
+        ...
+
+    def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
+                  ) -> Unsubscribe:
+        """Call `callback` after each committed append, edit or delete (of one conversation,
+        or of all); returns the function that stops it (`threadline.history.changes`)."""
         ...
 
     async def count(self, conversation_id: str | None = None) -> int:

@@ -1,8 +1,8 @@
 """The inspector: a record of what every agent saw and did for each reply, a console, replay.
 
-    recorder = ReplyRecorder(records_for(store), redactor=redactor_for(settings))
+    recorder = ReplyRecorder(backend.records, redactor=redactor_for(settings))
     Agent(name="support", ..., observer=recorder)     # one record per turn
-    await records_for(store).recent("slack:T1:C1")    # newest replies of a conversation
+    await backend.records.recent("slack:T1:C1")       # newest replies of a conversation
 
 `threadline inspect` reads records on the command line, `threadline console` serves them as
 web pages (also mounted on `threadline run`'s ops server), and `replay` re-runs a recorded turn
@@ -15,8 +15,6 @@ from threadline.inspector.records import (
     InMemoryReplyRecords,
     RecordedConversation,
     ReplyRecords,
-    SqlReplyRecords,
-    records_for,
 )
 from threadline.inspector.redaction import Redactor, redactor_for
 
@@ -27,7 +25,5 @@ __all__ = [
     "ReplyRecord",
     "ReplyRecorder",
     "ReplyRecords",
-    "SqlReplyRecords",
-    "records_for",
     "redactor_for",
 ]

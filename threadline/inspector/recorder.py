@@ -1,6 +1,6 @@
 """`ReplyRecorder`: keeps a reply record for every turn of the agents it observes.
 
-    recorder = ReplyRecorder(records_for(store), redactor=redactor_for(settings))
+    recorder = ReplyRecorder(backend.records, redactor=redactor_for(settings))
     agent = Agent(name="support", ..., observer=recorder)
 
 The agent hands each turn's prompt, model calls and outcome to a `_Turn` (the recorder's

@@ -1,27 +1,19 @@
-"""Where reply records are kept: the SQL store's own database, or process memory.
+"""Reply records: what a keeper of them must do (`ReplyRecords`), and the memory backend's.
 
-`SqlReplyRecords` writes to the `threadline_reply_records` table (migration 0004) through the
-conversation store's own threads and connections, so records live and are backed up with the
-history, on SQLite and PostgreSQL alike. `InMemoryReplyRecords` keeps the newest
-`max_records` records of an in-memory store, which forgets them at exit like the history.
-`records_for(store)` picks the one that matches a store.
+A backend gives its keeper as its `records` part (`threadline.backends`): the SQL backend's
+lives in the history's own database (`threadline.backends.sql.records`), so records are kept
+and backed up with the history. `InMemoryReplyRecords` keeps the newest `max_records` records
+of the memory backend, which forgets them at exit like its history.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import from_micros, to_micros
-from threadline.history.sql_store import SqlConversationStore
-from threadline.history.store import ConversationStore
 from threadline.inspector.record import ReplyRecord
 
 
@@ -68,13 +60,6 @@ class ReplyRecords(Protocol):
 MIN_PREFIX = 8
 
 
-def records_for(store: ConversationStore) -> ReplyRecords:
-    """The record keeper that matches a conversation store."""
-    if isinstance(store, SqlConversationStore):
-        return SqlReplyRecords(store)
-    return InMemoryReplyRecords()
-
-
 class InMemoryReplyRecords:
     """The newest `max_records` records, in process memory (for the in-memory store)."""
 
@@ -115,111 +100,3 @@ class InMemoryReplyRecords:
 
 
 # -- SQL -------------------------------------------------------------------------------------
-
-_COLUMNS = (
-    "id", "conversation_id", "agent", "inbound_id", "outbound_id", "created_us",
-    "addressed_because", "model", "stop_reason", "latency_ms", "model_calls", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "prompt_tokens",
-    "token_budget", "reply", "error",
-)
-_LIST = ", ".join(_COLUMNS)
-_INSERT = (f"INSERT INTO threadline_reply_records ({_LIST}, detail_json) VALUES "
-           f"({', '.join(':' + c for c in _COLUMNS)}, :detail_json) ON CONFLICT DO NOTHING")
-
-
-def _row(record: ReplyRecord) -> dict[str, Any]:
-    values = {c: getattr(record, c) for c in _COLUMNS if c != "created_us"}
-    values["created_us"] = to_micros(record.created_at)
-    values["detail_json"] = json.dumps(record.detail or {}, ensure_ascii=False,
-                                       sort_keys=True, default=str)
-    return values
-
-
-def _record(row: Sequence[Any], detail_json: str | None = None) -> ReplyRecord:
-    values = dict(zip(_COLUMNS, row, strict=True))
-    values["created_at"] = from_micros(values.pop("created_us"))
-    values["latency_ms"] = float(values["latency_ms"])
-    return ReplyRecord(**values, detail=json.loads(detail_json) if detail_json else None)
-
-
-def _rows(pending: Sequence[Recordable]) -> list[dict[str, Any]]:
-    return [_row(p.to_record()) for p in pending]
-
-
-def _insert(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
-    return sum(conn.rowcount(_INSERT, row) for row in rows)
-
-
-def _select_recent(conn: SqlRunner, conversation_id: str | None, agent: str | None,
-                   since: datetime | None, limit: int) -> list[ReplyRecord]:
-    where = ["1 = 1"]
-    params: dict[str, Any] = {"limit": limit}
-    if conversation_id is not None:
-        where.append("conversation_id = :cid")
-        params["cid"] = conversation_id
-    if agent is not None:
-        where.append("agent = :agent")
-        params["agent"] = agent
-    if since is not None:
-        where.append("created_us >= :since")
-        params["since"] = to_micros(since)
-    rows = conn.rows(f"SELECT {_LIST} FROM threadline_reply_records WHERE "
-                     f"{' AND '.join(where)} ORDER BY created_us DESC LIMIT :limit", params)
-    return [_record(row) for row in rows]
-
-
-def _select_one(conn: SqlRunner, record_id: str) -> ReplyRecord | None:
-    rows = conn.rows(f"SELECT {_LIST}, detail_json FROM threadline_reply_records "
-                     "WHERE id = :id", {"id": record_id})
-    if not rows and len(record_id) >= MIN_PREFIX:
-        escaped = record_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = conn.rows(f"SELECT {_LIST}, detail_json FROM threadline_reply_records "
-                         "WHERE id LIKE :prefix ESCAPE '\\' LIMIT 2",
-                         {"prefix": escaped + "%"})
-    if len(rows) != 1:
-        return None
-    return _record(rows[0][:-1], rows[0][-1])
-
-
-def _select_conversations(conn: SqlRunner, limit: int) -> list[RecordedConversation]:
-    rows = conn.rows("SELECT conversation_id, count(*), max(created_us) FROM "
-                     "threadline_reply_records GROUP BY conversation_id "
-                     "ORDER BY max(created_us) DESC LIMIT :limit", {"limit": limit})
-    return [RecordedConversation(r[0], int(r[1]), from_micros(int(r[2]))) for r in rows]
-
-
-def _delete_before(conn: SqlRunner, cutoff_us: int) -> int:
-    return conn.rowcount("DELETE FROM threadline_reply_records WHERE created_us < :cutoff",
-                         {"cutoff": cutoff_us})
-
-
-class SqlReplyRecords:
-    """Records in the conversation store's database; see the module docstring."""
-
-    def __init__(self, store: SqlConversationStore) -> None:
-        self.store = store
-
-    async def add(self, pending: Sequence[Recordable]) -> int:
-        if not pending:
-            return 0
-        # Built (rendered, counted, redacted, encoded) in a worker thread, not on the event
-        # loop where the next turns run, nor inside the write transaction.
-        rows = await asyncio.to_thread(_rows, list(pending))
-        return await self.store.run("record replies", _insert, rows, write=True)
-
-    async def recent(self, conversation_id: str | None = None, *, agent: str | None = None,
-                     since: datetime | None = None, limit: int = 50) -> list[ReplyRecord]:
-        return await self.store.run("read reply records", partial(
-            _select_recent, conversation_id=conversation_id, agent=agent, since=since,
-            limit=limit))
-
-    async def get(self, record_id: str) -> ReplyRecord | None:
-        return await self.store.run("read a reply record", _select_one, record_id)
-
-    async def conversations(self, *, limit: int = 100) -> list[RecordedConversation]:
-        return await self.store.run("list recorded conversations", _select_conversations,
-                                    limit)
-
-    async def prune(self, before: datetime) -> int:
-        return await self.store.run("prune reply records", _delete_before, to_micros(before),
-                                    write=True)

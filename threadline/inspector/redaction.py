@@ -16,9 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError
+from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
     from threadline.config import Settings
@@ -85,8 +83,8 @@ def settings_secrets(settings: Settings) -> list[str]:
         found += [value for name in channel.secret_fields
                   if isinstance(value := getattr(channel, name, None), str)]
     try:
-        password = make_url(settings.store.url).password
-    except ArgumentError:
+        password = unquote(urlsplit(settings.store.url).password or "")
+    except ValueError:
         password = None
     if password:
         found.append(str(password))

@@ -14,42 +14,53 @@ from aiohttp import web
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.server import console_app
 from threadline.inspector.recorder import ReplyRecorder
-from threadline.inspector.records import ReplyRecords, records_for
+from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor, redactor_for
 from threadline.inspector.replay import Replayer
 from threadline.inspector.retention import RecordRetention
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
+    from threadline.backends.base import Backend
     from threadline.config import Settings
 
 
 class Inspector:
     """Everything reply records need in one process; see the module docstring."""
 
-    def __init__(self, *, store: ConversationStore, redactor: Redactor, record: bool = True,
-                 retention_days: float | None = None, token: str | None = None) -> None:
+    def __init__(self, *, store: ConversationStore, records: ReplyRecords | None,
+                 redactor: Redactor, record: bool = True, retention_days: float | None = None,
+                 token: str | None = None) -> None:
         self.store = store
-        self.records: ReplyRecords = records_for(store)
+        # None: the store's backend keeps no records, and the inspector is off (said at start).
+        self.records = records
         self.redactor = redactor
-        self.recorder = ReplyRecorder(self.records, redactor=redactor) if record else None
+        self.recorder = (ReplyRecorder(self.records, redactor=redactor)
+                         if record and self.records is not None else None)
         self.retention = (RecordRetention(self.records, retention_days)
-                          if retention_days is not None else None)
+                          if retention_days is not None and self.records is not None else None)
         self.token = token
 
     @classmethod
-    def for_settings(cls, settings: Settings, store: ConversationStore) -> Inspector:
+    def for_settings(cls, settings: Settings, backend: Backend) -> Inspector:
         inspector = settings.inspector
-        return cls(store=store, redactor=redactor_for(settings), record=inspector.records,
-                   retention_days=inspector.retention_days, token=inspector.token)
+        return cls(store=backend.history, redactor=redactor_for(settings),
+                   record=inspector.records, retention_days=inspector.retention_days,
+                   token=inspector.token, records=backend.records)
 
-    def replayer(self, agents: Sequence[Agent]) -> Replayer:
-        """Replays records with these agents (built from the current settings)."""
+    def replayer(self, agents: Sequence[Agent]) -> Replayer | None:
+        """Replays records with these agents (built from the current settings); None without
+        records."""
+        if self.records is None:
+            return None
         return Replayer(records=self.records, store=self.store, agents=agents,
                         redactor=self.redactor)
 
-    def console(self, agents: Sequence[Agent] = ()) -> web.Application:
-        """The console app; with agents (built from the current settings) it can replay."""
+    def console(self, agents: Sequence[Agent] = ()) -> web.Application | None:
+        """The console app (None without records); with agents (built from the current
+        settings) it can replay."""
+        if self.records is None:
+            return None
         return console_app(records=self.records, store=self.store, redactor=self.redactor,
                            token=self.token,
                            replayer=self.replayer(agents) if agents else None)

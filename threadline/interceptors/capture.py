@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from pathlib import Path
 from typing import Literal
 
 import structlog
 
 from threadline.errors import InvalidMessageError
-from threadline.history.memory import InMemoryConversationStore
+from threadline.history.beside import parts_beside
 from threadline.history.model import StoredMessage
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
 from threadline.interceptors.base import CallNext
 from threadline.interceptors.outbox import Outbox
@@ -38,19 +36,10 @@ Recorded = Literal["stored", "duplicate", "outboxed"]
 
 
 def default_outbox_path(store: ConversationStore) -> Path | None:
-    """Where a store's outbox lives by default: next to a SQLite file, or in the working folder.
-
-    None for the in-memory store: its turns do not outlive the process anyway. A custom store
-    gets a file named after its class in the working folder.
-    """
-    if isinstance(store, InMemoryConversationStore):
-        return None
-    if not isinstance(store, SqlConversationStore):
-        return Path.cwd() / f"threadline-{type(store).__name__.lower()}.outbox.jsonl"
-    if store.dialect == "sqlite" and store.url.database:
-        return Path(f"{store.url.database}.outbox.jsonl")
-    url = store.url.render_as_string(hide_password=True)
-    return Path.cwd() / f"threadline-{hashlib.sha256(url.encode()).hexdigest()[:12]}.outbox.jsonl"
+    """Where a store's outbox lives by default: where its backend keeps it (next to a SQLite
+    file, say), None when it keeps none (the memory backend: its turns do not outlive the
+    process anyway)."""
+    return parts_beside(store).outbox_path
 
 
 class DurableWriter:

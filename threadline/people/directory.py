@@ -16,21 +16,16 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol
 
-from threadline.history.model import utc_now
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import from_micros, to_micros
-from threadline.history.sql_store import SqlConversationStore
+from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
+from threadline.history.model import StoredMessage, utc_now
+from threadline.history.speakers import identity_of
 from threadline.history.store import ConversationStore
-
-T = TypeVar("T")
-M = TypeVar("M")
 
 CODE_MINUTES = 10
 # No 0/O, 1/I/L: a code is read on one screen and typed on another.
@@ -48,7 +43,7 @@ def code_hash(code: str) -> str:
     return hashlib.sha256(code.strip().upper().encode()).hexdigest()[:32]
 
 
-def _new_person_id() -> str:
+def new_person_id() -> str:
     return "person-" + uuid.uuid4().hex[:12]
 
 
@@ -67,6 +62,25 @@ class Person:
 
     person_id: str
     identities: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Batch:
+    """One batch of a person's turns and what hangs on them."""
+
+    turns: list[StoredMessage]
+    replies: list[StoredMessage] = field(default_factory=list)
+    summaries: list[StoredMessage] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    inbox: list[dict[str, Any]] = field(default_factory=list)
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
+    last_row: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"turns": len(self.turns), "replies": len(self.replies),
+                "summaries": len(self.summaries), "reply_records": len(self.records),
+                "inbox": len(self.inbox), "deliveries": len(self.deliveries)}
+
 
 
 class PeopleDirectory(Protocol):
@@ -102,131 +116,29 @@ class PeopleDirectory(Protocol):
         is unknown, used or expired."""
         ...
 
+    def kept(self, person: Person) -> AsyncIterator[Batch]:
+        """Everything kept about a person, batch by batch (memory stays bounded)."""
+        ...
 
-# -- SQL ------------------------------------------------------------------------------------
-
-
-def _person_of(conn: SqlRunner, identity: str) -> Person | None:
-    rows = conn.rows("SELECT person_id FROM threadline_person_identities WHERE identity = :i",
-                     {"i": identity})
-    return _person(conn, rows[0][0]) if rows else None
-
-
-def _person(conn: SqlRunner, person_id: str) -> Person | None:
-    rows = conn.rows("SELECT identity FROM threadline_person_identities WHERE person_id = :p "
-                     "ORDER BY identity", {"p": person_id})
-    return Person(person_id, tuple(r[0] for r in rows)) if rows else None
-
-
-def _find(conn: SqlRunner, reference: str) -> Person | None:
-    return _person(conn, reference) or _person_of(conn, reference)
-
-
-def _link(conn: SqlRunner, identities: Sequence[str], linked_by: str, now_us: int) -> str:
-    owners = sorted({p.person_id for i in identities if (p := _person_of(conn, i)) is not None})
-    person_id = owners[0] if owners else _new_person_id()
-    if not owners:
-        conn.rowcount("INSERT INTO threadline_people (person_id, created_us) VALUES (:p, :now)",
-                      {"p": person_id, "now": now_us})
-    for other in owners[1:]:  # a link between two known persons merges them
-        conn.rowcount("UPDATE threadline_person_identities SET person_id = :p "
-                      "WHERE person_id = :o", {"p": person_id, "o": other})
-        conn.rowcount("DELETE FROM threadline_people WHERE person_id = :o", {"o": other})
-    for identity in identities:
-        conn.rowcount(
-            "INSERT INTO threadline_person_identities (identity, person_id, linked_by, "
-            "linked_us) VALUES (:i, :p, :by, :now) ON CONFLICT (identity) DO UPDATE "
-            "SET person_id = :p", {"i": identity, "p": person_id, "by": linked_by,
-                                   "now": now_us})
-    return person_id
-
-
-def _remove(conn: SqlRunner, person_id: str) -> int:
-    gone = conn.rowcount("DELETE FROM threadline_person_identities WHERE person_id = :p",
-                         {"p": person_id})
-    conn.rowcount("DELETE FROM threadline_people WHERE person_id = :p", {"p": person_id})
-    return gone
-
-
-def _unlink(conn: SqlRunner, identity: str) -> bool:
-    person = _person_of(conn, identity)
-    if person is None:
-        return False
-    if len(person.identities) <= 2:  # what remains would be one identity alone
-        _remove(conn, person.person_id)
-    else:
-        conn.rowcount("DELETE FROM threadline_person_identities WHERE identity = :i",
-                      {"i": identity})
-    return True
-
-
-def _issue(conn: SqlRunner, hashed: str, identity: str, origin: str | None, now_us: int,
-           expires_us: int) -> None:
-    conn.rowcount("DELETE FROM threadline_link_codes WHERE expires_us < :now OR identity = :i",
-                  {"now": now_us, "i": identity})
-    conn.rowcount("INSERT INTO threadline_link_codes (code, identity, expires_us, origin) "
-                  "VALUES (:c, :i, :e, :o)",
-                  {"c": hashed, "i": identity, "e": expires_us, "o": origin})
-
-
-def _take(conn: SqlRunner, hashed: str, now_us: int) -> tuple[str, str | None, int] | None:
-    rows = conn.rows("SELECT identity, origin, expires_us FROM threadline_link_codes "
-                     "WHERE code = :c", {"c": hashed})
-    if not rows:
-        return None
-    identity, origin, expires_us = rows[0]
-    if conn.rowcount("DELETE FROM threadline_link_codes WHERE code = :c", {"c": hashed}) != 1:
-        return None  # another redemption took it first
-    return None if expires_us < now_us else (identity, origin, int(expires_us))
-
-
-class SqlPeopleDirectory:
-    """The directory in the conversation store's database (shared by every process)."""
-
-    def __init__(self, store: SqlConversationStore) -> None:
-        self.store = store
-
-    async def link(self, identities: Sequence[str], *, linked_by: str) -> str:
-        return await self.store.run("link identities", _link, list(identities), linked_by,
-                                    to_micros(utc_now()), write=True)
-
-    async def person_of(self, identity: str) -> Person | None:
-        return await self.store.run("read a person", _person_of, identity)
-
-    async def find(self, reference: str) -> Person | None:
-        return await self.store.run("read a person", _find, reference)
-
-    async def remove(self, person_id: str) -> int:
-        return await self.store.run("remove a person", _remove, person_id, write=True)
-
-    async def unlink(self, identity: str) -> bool:
-        return await self.store.run("unlink an identity", _unlink, identity, write=True)
-
-    async def issue_code(self, identity: str, *, minutes: float = CODE_MINUTES,
-                         origin: str | None = None) -> str:
-        code = new_code()
-        now = utc_now()
-        await self.store.run("issue a link code", partial(
-            _issue, expires_us=to_micros(now + timedelta(minutes=minutes))),
-            code_hash(code), identity, origin, to_micros(now), write=True)
-        return code
-
-    async def take_code(self, hashed: str) -> IssuedCode | None:
-        taken = await self.store.run("take a link code", _take, hashed, to_micros(utc_now()),
-                                     write=True)
-        if taken is None:
-            return None
-        identity, origin, expires_us = taken
-        return IssuedCode(identity, origin, from_micros(expires_us))
+    def forget(self, person: Person, totals: dict[str, int]) -> AsyncIterator[dict[str, int]]:
+        """Delete what is kept about a person batch by batch, yielding each batch's counts;
+        then the person itself, leaving an audit line of `totals` (the caller's running
+        counts, never content) where the backend keeps one."""
+        ...
 
 
 # -- in memory ------------------------------------------------------------------------------
 
 
-class MemoryPeopleDirectory:
-    """The directory in process memory, beside an in-memory store."""
+ALL_CONVERSATIONS = 1_000_000_000
 
-    def __init__(self) -> None:
+
+class MemoryPeopleDirectory:
+    """The memory backend's directory, in process memory like its history; what is kept
+    about a person is found through the history protocol, a conversation at a time."""
+
+    def __init__(self, history: ConversationStore) -> None:
+        self.history = history
         self._owner: dict[str, str] = {}
         self._codes: dict[str, IssuedCode] = {}
 
@@ -236,7 +148,7 @@ class MemoryPeopleDirectory:
 
     async def link(self, identities: Sequence[str], *, linked_by: str) -> str:
         owners = sorted({self._owner[i] for i in identities if i in self._owner})
-        person_id = owners[0] if owners else _new_person_id()
+        person_id = owners[0] if owners else new_person_id()
         for identity, owner in list(self._owner.items()):
             if owner in owners:
                 self._owner[identity] = person_id
@@ -280,24 +192,47 @@ class MemoryPeopleDirectory:
         found = self._codes.pop(hashed, None)
         return None if found is None or found.expires < utc_now() else found
 
+    async def kept(self, person: Person) -> AsyncIterator[Batch]:
+        identities = set(person.identities)
+        for info in await self.history.list_conversations(limit=ALL_CONVERSATIONS):
+            turns = await self.history.get(info.conversation_id, include_summaries=True)
+            said = [m for m in turns if identity_of(m) in identities]
+            if not said:
+                continue
+            asked = {m.id for m in said}
+            first = min(m.sequence or 0 for m in said)
+            yield Batch(
+                turns=said,
+                replies=[m for m in turns
+                         if m.id.split(">", 1)[0] in asked and m.id not in asked],
+                summaries=[m for m in turns if _summarizes_from(m, first)])
 
-_MEMORY: weakref.WeakKeyDictionary[ConversationStore, MemoryPeopleDirectory] = (
-    weakref.WeakKeyDictionary())
+    async def forget(self, person: Person, totals: dict[str, int]
+                     ) -> AsyncIterator[dict[str, int]]:
+        async for batch in self.kept(person):
+            conversation_id = batch.turns[0].conversation_id
+            counts: dict[str, int] = {}
+            for name, messages in (("turns", batch.turns), ("replies", batch.replies),
+                                   ("summaries", batch.summaries)):
+                counts[name] = await self.history.delete_messages(
+                    conversation_id, [m.id for m in messages])
+            yield counts
+        await self.remove(person.person_id)
 
 
-def beside_store(store: ConversationStore, sql: Callable[[SqlConversationStore], T],
-                 memory: Callable[[], M], kept: weakref.WeakKeyDictionary[ConversationStore, M],
-                 ) -> T | M:
-    """What lives beside a conversation store: in its database (SQL), or in process memory,
-    one per in-memory store (kept in `kept` while the store lives)."""
-    if isinstance(store, SqlConversationStore):
-        return sql(store)
-    found = kept.get(store)
-    if found is None:
-        found = kept[store] = memory()
-    return found
+def _summarizes_from(message: StoredMessage, first: int) -> bool:
+    """A summary that covers turns from sequence `first` on (it carries them forward)."""
+    return message.is_summary and (
+        message.metadata.summary_of is None or message.metadata.summary_of[1] >= first)
 
 
-def people_for(store: ConversationStore) -> PeopleDirectory:
-    """The directory that lives beside a conversation store (one per in-memory store)."""
-    return beside_store(store, SqlPeopleDirectory, MemoryPeopleDirectory, _MEMORY)
+def people_for(history: ConversationStore) -> PeopleDirectory:
+    """The people directory kept beside a history; a `ConfigError` says when its backend keeps
+    none (linking, export and forgetting a person need one)."""
+    parts = parts_beside(history)
+    if parts.people is None:
+        raise ConfigError(f"backend {parts.name} keeps no people directory: linking, export "
+                          "and forgetting a person need a backend that does (sqlite or "
+                          "postgresql)")
+    people: PeopleDirectory = parts.people
+    return people

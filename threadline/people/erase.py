@@ -1,8 +1,8 @@
 """A person's right to see and erase what is kept about them: `export_person`, `forget_person`.
 
 Both take a person id or any platform identity (an identity nobody linked is a person alone),
-walk what `threadline.people.kept` finds in bounded batches, and log their progress. Forget
-ends with an audit line holding counts and the time, never content; a `/forget-me` command
+walk what the backend's people part finds in bounded batches, and log their progress.
+Forget ends with an audit line holding counts and the time, never content; a `/forget-me` command
 calls `forget_speaker(store, message)` with the message that asked (and was confirmed).
 
 The outbox (turns waiting on disk for the store) is purged too, when given.
@@ -11,30 +11,25 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
-from functools import partial
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import structlog
 
 from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
 from threadline.history.codec import message_to_dict
-from threadline.history.file_store import FileStore, RunsStatements, forget_unused
 from threadline.history.files import file_record, kept_files
-from threadline.history.model import StoredMessage, utc_now
+from threadline.history.model import StoredMessage
 from threadline.history.speakers import identity_of, speaker_key
-from threadline.history.sql_schema import to_micros
-from threadline.history.sql_store import SqlConversationStore
 from threadline.history.store import ConversationStore
 from threadline.interceptors.outbox import Outbox
-from threadline.people.directory import Person, people_for
+from threadline.people.directory import Batch, Person, people_for
 from threadline.people.identities import parse_identity
-from threadline.people.kept import Batch, delete_batch, read_batch, record_forgotten
 
 log = structlog.get_logger("threadline.people")
 
 PROGRESS_BATCHES = 10  # a progress log line every this many batches (of kept.BATCH turns)
-ALL_CONVERSATIONS = 1_000_000_000
 Counts = dict[str, int]
 KINDS = ("turns", "replies", "summaries", "reply_records", "inbox", "deliveries", "outbox")
 
@@ -111,9 +106,9 @@ def _files_named(messages: Iterable[StoredMessage]) -> list[str]:
 
 async def _file_lines(store: ConversationStore, batch: Batch) -> list[str]:
     """A `file` line (its bytes in base64) for each file the batch's turns and replies name."""
-    if not isinstance(store, RunsStatements):
+    files = parts_beside(store).files
+    if files is None:
         return []
-    files = FileStore(store)
     lines = []
     for file in kept_files([*batch.turns, *batch.replies]):
         data = await files.get(file.sha256)
@@ -133,7 +128,7 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     target.write(_line("person", {"person_id": person.person_id,
                                   "identities": list(person.identities)}))
     progress = _Progress("people.export", person)
-    async for batch in _kept(store, person):
+    async for batch in people_for(store).kept(person):
         target.writelines(_batch_lines(batch))
         target.writelines(await _file_lines(store, batch))
         progress.add(batch.counts())
@@ -142,35 +137,6 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     progress.add({"outbox": len(entries)})
     target.flush()
     return progress.done()
-
-
-async def _kept(store: ConversationStore, person: Person) -> AsyncIterator[Batch]:
-    """What is kept about a person, batch by batch: by SQL in bounded batches, or (the
-    in-memory store) through the store protocol, a conversation at a time."""
-    if isinstance(store, SqlConversationStore):
-        keys = [speaker_key(i) for i in person.identities]
-        agents: dict[str, list[str]] = {}
-        summarized: set[str] = set()
-        after = 0
-        while (batch := await store.run("export a person", partial(
-                read_batch, agents=agents, summarized=summarized, details=True),
-                keys, after)) is not None:
-            yield batch
-            after = batch.last_row
-        return
-    theirs = _is_theirs(person)
-    for info in await store.list_conversations(limit=ALL_CONVERSATIONS):
-        turns = await store.get(info.conversation_id, include_summaries=True)
-        said = [m for m in turns if theirs(m)]
-        if not said:
-            continue
-        asked = {m.id for m in said}
-        first = min(m.sequence or 0 for m in said)
-        yield Batch(
-            turns=said,
-            replies=[m for m in turns if m.id.split(">", 1)[0] in asked and m.id not in asked],
-            summaries=[m for m in turns if m.is_summary and (
-                m.metadata.summary_of is None or m.metadata.summary_of[1] >= first)])
 
 
 # -- forget ---------------------------------------------------------------------------------
@@ -188,32 +154,15 @@ async def forget_person(store: ConversationStore, reference: str, *,
         progress.add({"outbox": len(entries)})
     # Their files' bytes go once no turn left names them (another person may have sent the
     # same picture).
+    directory = people_for(store)
     files: list[str] = []
-    async for batch in _kept(store, person):
+    async for batch in directory.kept(person):
         files += _files_named([*batch.turns, *batch.replies])
-    if isinstance(store, SqlConversationStore):
-        keys = [speaker_key(i) for i in person.identities]
-        agents: dict[str, list[str]] = {}
-        summarized: set[str] = set()
-        while True:
-            counts = await store.run("forget a person", partial(
-                delete_batch, agents=agents, summarized=summarized), keys, 0, write=True)
-            if counts is None:
-                break
-            progress.add(counts)
-        await store.run("record a forgotten person", record_forgotten, person.person_id,
-                        list(person.identities), progress.counts, to_micros(utc_now()),
-                        write=True)
-    else:
-        async for batch in _kept(store, person):
-            for name, messages in (("turns", batch.turns), ("replies", batch.replies),
-                                   ("summaries", batch.summaries)):
-                ids = [m.id for m in messages]
-                progress.add({name: await store.delete_messages(batch.turns[0].conversation_id,
-                                                                ids)})
-        directory = people_for(store)
-        await directory.remove(person.person_id)
-    progress.add({"files": await forget_unused(store, files)})
+    async for counts in directory.forget(person, progress.counts):
+        progress.add(counts)
+    kept = parts_beside(store).files
+    if kept is not None:
+        progress.add({"files": await kept.forget_unused(files)})
     return progress.done()
 
 

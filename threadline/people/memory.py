@@ -7,6 +7,7 @@ into a group, never one workspace's groups into another's, never another person'
 
 from __future__ import annotations
 
+from threadline.history.beside import parts_beside
 from threadline.history.model import StoredMessage
 from threadline.history.person_memory import PersonMemory
 from threadline.history.speakers import (
@@ -16,7 +17,7 @@ from threadline.history.speakers import (
     workspace_of,
 )
 from threadline.history.store import ConversationStore, SpeakerSearchStore
-from threadline.people.directory import people_for
+from threadline.people.directory import PeopleDirectory
 
 
 async def person_memory_for(store: ConversationStore, message: StoredMessage
@@ -24,14 +25,20 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
     """The person memory for answering `message`, or None (no person wrote it, or the store
     cannot search across conversations)."""
     identity = identity_of(message)
-    if identity is None or not isinstance(store, SpeakerSearchStore):
+    if identity is None:
         return None
-    person = await people_for(store).person_of(identity)
+    parts = parts_beside(store)
+    speakers: SpeakerSearchStore | None = parts.speakers
+    if speakers is None:  # the backend cannot search one person's turns
+        return None
+    people: PeopleDirectory | None = parts.people
+    person = await people.person_of(identity) if people is not None else None
     identities = person.identities if person is not None else (identity,)
     if message.scope == "dm":
         keys = frozenset(speaker_key(i) for i in identities)
     else:
         workspace = workspace_of(message.conversation_id)
         keys = frozenset(speaker_space_key(i, workspace) for i in identities)
-    return PersonMemory(store=store, person_name=message.participant.display_name, keys=keys,
-                        conversation_id=message.conversation_id, before=message.timestamp)
+    return PersonMemory(store=speakers, person_name=message.participant.display_name,
+                        keys=keys, conversation_id=message.conversation_id,
+                        before=message.timestamp)

@@ -6,12 +6,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from threadline.agents.llm import ModelProvider
-from threadline.history.sql_store import SqlConversationStore
+from threadline.errors import ConfigError
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
-from threadline.spend.ledger import SpendLedger, SpendTotals
+from threadline.spend.ledger import SpendTotals
 from threadline.spend.limit import MeteredProvider, SpendLimitInterceptor
 
 if TYPE_CHECKING:
+    from threadline.backends.base import Backend
     from threadline.config import Settings
     from threadline.ops import Metrics
     from threadline.provider_setup import Providers
@@ -40,9 +41,17 @@ def metered(settings: Settings) -> Callable[[ModelProvider, str, str], ModelProv
     return wrap
 
 
-def build_spend_limit(settings: Settings, store: SqlConversationStore, providers: Providers,
-                      metrics: Metrics) -> SpendLimitInterceptor:
-    """The interceptor that enforces the budgets and records spend into `metrics`."""
+def build_spend_limit(settings: Settings, backend: Backend, providers: Providers,
+                      metrics: Metrics) -> SpendLimitInterceptor | None:
+    """The interceptor that enforces the budgets and records spend into `metrics`; None when
+    the backend keeps no spend ledger (said at start), a `ConfigError` if budgets are set."""
+    limits = budgets(settings)
+    if backend.spend is None:
+        if limits.per_agent or limits.per_conversation or limits.per_person:
+            raise ConfigError(f"spend: daily budgets are set but backend {backend.name} keeps "
+                              "no spend ledger; use a store that does (sqlite or postgresql) "
+                              "or remove the budgets")
+        return None
     prices = {}
     model_prices = {}
     for agent, chosen in providers.agents.items():
@@ -53,7 +62,6 @@ def build_spend_limit(settings: Settings, store: SqlConversationStore, providers
             price = price_for(settings, model.provider.plug.name, model.model)
             if price is not None:
                 model_prices[agent, model.model] = price
-    limits = budgets(settings)
     for scope, cap in (("agent", limits.per_agent), ("conversation", limits.per_conversation),
                        ("person", limits.per_person)):
         if cap is not None:
@@ -63,24 +71,27 @@ def build_spend_limit(settings: Settings, store: SqlConversationStore, providers
         metrics.record_spend(agent, totals.spent.tokens, totals.spent.cost)
 
     return SpendLimitInterceptor(
-        SpendLedger(store), budgets=limits, day=SpendDay(settings.spend.timezone), prices=prices,
+        backend.spend, budgets=limits, day=SpendDay(settings.spend.timezone), prices=prices,
         model_prices=model_prices,
         reserve=settings.spend.reserve_per_turn, on_spend=publish)
 
 
-async def publish_today(settings: Settings, store: SqlConversationStore,
-                        metrics: Metrics) -> None:
+async def publish_today(settings: Settings, backend: Backend, metrics: Metrics) -> None:
     """Today's spend per agent into the metrics at start (each turn updates them after)."""
+    if backend.spend is None:
+        return
     day, _ = SpendDay(settings.spend.timezone).today()
-    for row in await SpendLedger(store).totals(day=day, scope="agent"):
+    for row in await backend.spend.totals(day=day, scope="agent"):
         metrics.record_spend(row.subject, row.spent.tokens, row.spent.cost)
 
 
-async def spend_today(settings: Settings, store: SqlConversationStore) -> str:
+async def spend_today(settings: Settings, backend: Backend) -> str:
     """Today's spend per agent against its budget, one line (for `threadline check`)."""
+    if backend.spend is None:
+        return f"not kept (backend {backend.name} keeps no spend ledger)"
     day_clock = SpendDay(settings.spend.timezone)
     day, _ = day_clock.today()
-    rows = await SpendLedger(store).totals(day=day, scope="agent")
+    rows = await backend.spend.totals(day=day, scope="agent")
     limits = budgets(settings)
     parts = [f"{row.subject} {row.spent.tokens:,}"
              + (f" of {cap:,}" if (cap := limits.for_agent(row.subject)) else "")

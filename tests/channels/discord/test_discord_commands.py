@@ -13,8 +13,8 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.discord import DiscordChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 model = fake_anthropic_fixture()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def test_duplicate_delivery_gives_one_turn_and_one_reply(sqlite_url: str) -> None:

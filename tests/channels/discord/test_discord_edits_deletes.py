@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def test_an_edit_rewrites_the_stored_turn(sqlite_url: str) -> None:

@@ -15,10 +15,10 @@ from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from tests.fakes.files import chart_tool, pdf, png
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.channels.discord import DiscordChannel
 from threadline.channels.files import FileIntake
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore
 from threadline.history.files import files_of
 from threadline.team import Team
 
@@ -29,7 +29,7 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
             f"sqlite+aiosqlite:///{tmp_path / 'd.db'}") as store:
         world = DiscordWorld.build(fake)
         model.script(text("A screenshot and a receipt."), text("A grey screenshot."))
-        files = FileIntake(store=FileStore(store, directory=tmp_path / "files"))
+        files = FileIntake(store=SqlFileStore(store, directory=tmp_path / "files"))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client(), stream=False))],
                     files=files)
@@ -67,7 +67,7 @@ async def test_a_chart_a_tool_made_is_attached_once(tmp_path: Path) -> None:
         model.script(tool_use("draw_chart", {}), text("Here is the chart."))
         team = Team([Agent(name="support", conversation_history=store, tools=[draw_chart],
                            provider=AnthropicProvider(model.client(), stream=False))],
-                    files=FileIntake(store=FileStore(store)))
+                    files=FileIntake(store=SqlFileStore(store)))
         team.attach(DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
                                    gateway_url=fake.gateway_url, guild_ready_timeout=0.02))
         await team.start()

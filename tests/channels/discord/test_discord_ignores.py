@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
-from threadline.history import SqlConversationStore
 from threadline.history.model import StoredMessage
 
 

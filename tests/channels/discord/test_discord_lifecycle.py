@@ -8,10 +8,11 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.discord import DiscordChannel
 from threadline.errors import ChannelError, ConfigError
-from threadline.history import InMemoryConversationStore, SqlConversationStore
+from threadline.history import InMemoryConversationStore
 from threadline.history.model import StoredMessage
 
 

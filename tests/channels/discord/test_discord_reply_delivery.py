@@ -6,8 +6,8 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
+from threadline.backends.sql import SqlConversationStore
 from threadline.errors import ChannelPermanentError, InvalidMessageError
-from threadline.history import SqlConversationStore
 from threadline.history.model import Participant, StoredMessage
 
 

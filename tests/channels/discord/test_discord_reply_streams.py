@@ -18,8 +18,8 @@ from tests.channels.live_rig import (
 )
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, stream_error, text
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.discord.channel import DiscordChannel
-from threadline.history import SqlConversationStore
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()

@@ -7,7 +7,7 @@ from structlog.testing import capture_logs
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
-from threadline.history import SqlConversationStore
+from threadline.backends.sql import SqlConversationStore
 
 
 async def test_a_message_that_was_not_recorded_is_logged_as_lost(sqlite_url: str) -> None:

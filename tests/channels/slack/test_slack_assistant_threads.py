@@ -13,10 +13,10 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.platform import ChannelContext
 from threadline.channels.slack import SlackChannel
 from threadline.channels.slack.platform import PLATFORM
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 model = fake_anthropic_fixture()

@@ -16,10 +16,10 @@ from tests.fakes.files import chart_tool, pdf, png
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.channels.files import FileIntake
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore
 from threadline.history.files import files_of
 from threadline.team import Team
 
@@ -32,7 +32,7 @@ async def test_a_shared_png_and_pdf_reach_the_model_and_a_huge_file_is_refused(
         fake.add_user("U0ALICE", display_name="Alice")
         fake.add_channel("C0GENERAL", name="general")
         model.script(*[text("Looked at it.")] * 4)
-        files = FileIntake(store=FileStore(store, directory=tmp_path / "files"))
+        files = FileIntake(store=SqlFileStore(store, directory=tmp_path / "files"))
         team = Team([Agent(name="support", conversation_history=store,
                            provider=AnthropicProvider(model.client(), stream=False))],
                     files=files, respond_to_all=True)
@@ -76,7 +76,7 @@ async def test_a_chart_a_tool_made_is_shared_once_in_the_thread(tmp_path: Path) 
         model.script(tool_use("draw_chart", {}), text("Here is the chart."))
         team = Team([Agent(name="support", conversation_history=store, tools=[draw_chart],
                            provider=AnthropicProvider(model.client(), stream=False))],
-                    files=FileIntake(store=FileStore(store)))
+                    files=FileIntake(store=SqlFileStore(store)))
         channel = SlackChannel(**fake.channel_settings())
         team.attach(channel, respond_to_all=True)
         await team.start()

@@ -24,8 +24,8 @@ from tests.fakes.anthropic import (
     tool_use,
 )
 from tests.fakes.slack import ApiCall, FakeSlack, fake_slack_fixture
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 from threadline.history.inbox import DeliveryState
 
 anthropic = fake_anthropic_fixture()

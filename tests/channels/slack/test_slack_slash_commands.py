@@ -12,8 +12,8 @@ from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from tests.fakes.slack import FakeSlack, slack_rig
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 model = fake_anthropic_fixture()

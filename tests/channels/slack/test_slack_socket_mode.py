@@ -6,9 +6,9 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.slack import FakeSlack, slack_rig
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
 from threadline.errors import ChannelAuthError
-from threadline.history import SqlConversationStore
 
 
 async def test_an_event_over_the_socket_is_acked_stored_and_answered(sqlite_url: str) -> None:

@@ -19,8 +19,8 @@ from tests.channels.live_rig import (
 from tests.fakes.anthropic import FakeAnthropic, error, fake_anthropic_fixture, text, tool_use
 from tests.fakes.slack import ApiCall, FakeSlack, fake_slack_fixture
 from threadline.agents.agent import UNFINISHED_REPLY
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent, OfflineModel
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 

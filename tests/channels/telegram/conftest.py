@@ -8,8 +8,8 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import FakeTelegram
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 
 
 @pytest.fixture

@@ -21,10 +21,10 @@ from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.speech import SpeechToText
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.files import SqlFileStore
 from threadline.channels.files import FileIntake
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
-from threadline.history.file_store import FileStore
 from threadline.history.files import files_of
 from threadline.team import Team
 
@@ -40,7 +40,7 @@ async def _run(url: str, tmp_path: Path, fake: FakeTelegram, model: FakeAnthropi
                max_file_bytes: int = 20 * 1024 * 1024) -> None:
     async with SqlConversationStore(url) as store:
         files = FileIntake(
-            store=FileStore(store, directory=tmp_path / "files", inline_max_bytes=200),
+            store=SqlFileStore(store, directory=tmp_path / "files", inline_max_bytes=200),
             max_file_bytes=max_file_bytes,
             transcribe=SpeechToText(base_url=speech.url, model="whisper-test"))
         agent = Agent(name="support", conversation_history=store,
@@ -93,7 +93,7 @@ async def test_a_photo_a_pdf_and_a_voice_note_reach_the_model_and_stay(tmp_path:
         assert voice.transcribed and voice.media_type == "audio/ogg"
         assert turns[2].content.startswith("this is what the voice note says")
         assert await store.search(f"telegram:{CHAT.id}", "error 500")  # the description
-        kept = FileStore(store, directory=tmp_path / "files", inline_max_bytes=200)
+        kept = SqlFileStore(store, directory=tmp_path / "files", inline_max_bytes=200)
         assert await kept.get(photo.sha256) == picture
         assert await kept.get(document.sha256) == invoice
         assert await kept.get(voice.sha256) == ogg_voice()
@@ -136,7 +136,7 @@ async def test_a_chart_a_tool_made_is_sent_once_with_sendphoto(tmp_path: Path) -
         model.script(tool_use("draw_chart", {}), text("Here is the chart."))
         agent = Agent(name="support", conversation_history=store, tools=[draw_chart],
                       provider=AnthropicProvider(model.client(), stream=False))
-        team = Team([agent], files=FileIntake(store=FileStore(store)))
+        team = Team([agent], files=FileIntake(store=SqlFileStore(store)))
         team.attach(TelegramChannel(name="tg", **fake.channel_settings()))
         await team.start()
         try:

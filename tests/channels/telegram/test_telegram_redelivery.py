@@ -11,9 +11,9 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram, unused_port
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.history.model import StoredMessage
 
 SECRET = "s3cret-token_for-tests"

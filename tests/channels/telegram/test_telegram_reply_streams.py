@@ -22,8 +22,8 @@ from tests.channels.live_rig import (
 )
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, stream_error, text
 from tests.fakes.telegram import ALICE, CHAT_CHANGES, GROUP, ApiCall, FakeTelegram, private_chat
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 
 anthropic = fake_anthropic_fixture()
 store = sqlite_store_fixture()

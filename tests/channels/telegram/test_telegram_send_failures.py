@@ -9,9 +9,9 @@ import pytest
 
 from tests.channels.recording import RecordingEvents
 from tests.fakes.telegram import ALICE, GROUP, MAX_TEXT, FakeTelegram, private_chat
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
 from threadline.errors import ChannelPermanentError
-from threadline.history import SqlConversationStore
 from threadline.history.model import StoredMessage
 
 

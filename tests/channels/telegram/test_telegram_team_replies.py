@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
 from threadline.agents import Agent, OfflineModel
+from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
-from threadline.history import SqlConversationStore
 from threadline.team import Team
 
 

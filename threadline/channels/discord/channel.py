@@ -39,7 +39,12 @@ import discord
 import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
-from threadline.channels.discord.client import ENDPOINTS, build_client, guard_parsers
+from threadline.channels.discord.client import (
+    ENDPOINTS,
+    build_client,
+    guard_parsers,
+    invite_url,
+)
 from threadline.channels.discord.commands import (
     choice_view,
     command_tree,
@@ -62,6 +67,7 @@ from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.supervise import SupervisedListener
 from threadline.channels.text import split_text
+from threadline.channels.unreachable import unreachable
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
@@ -172,12 +178,22 @@ class DiscordChannel(Channel):
                 f"Discord channel '{self.name}': Discord rejected the bot token (401). Reset it "
                 "in the Developer Portal (Bot -> Reset Token) and update the `token` setting."
             ) from exc
-        except (discord.HTTPException, OSError) as exc:
+        except discord.HTTPException as exc:
             await self._close_client()
             raise ChannelError(
-                f"Discord channel '{self.name}': could not log in to the Discord API ({exc}); "
-                "check the network or the `api_base_url` setting."
+                f"Discord channel '{self.name}': Discord refused the log-in (HTTP {exc.status}: "
+                f"{exc.text or exc}); try again later, or check the `api_base_url` setting if "
+                "you set it."
             ) from exc
+        except OSError as exc:  # aiohttp's connection errors are OSErrors
+            await self._close_client()
+            raise ChannelError(unreachable(
+                where=f"Discord channel '{self.name}'", service="the Discord API",
+                action="log in", url=self._api_base_url or discord.http.Route.BASE,
+                setting="api_base_url" if self._api_base_url else None, error=exc)) from exc
+        except BaseException:  # cancelled (check's time limit): close the HTTP session too
+            await self._close_client()
+            raise
         return client
 
     async def start(self, events: ChannelEvents) -> None:
@@ -299,6 +315,8 @@ class DiscordChannel(Channel):
                 await self._close_client()
 
     def _problems(self, client: discord.Client) -> list[str]:
+        if client.application_id is not None:
+            self.invite_url = invite_url(client.application_id)
         problems = []
         flags = client.application_flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):
@@ -309,9 +327,9 @@ class DiscordChannel(Channel):
         if servers == 0:
             problems.append(
                 f"Discord channel '{self.name}': the bot is in no servers, so only DMs reach "
-                "it. Invite it with an OAuth2 URL (Developer Portal -> OAuth2 -> URL Generator, "
-                "scope bot, permissions View Channels, Send Messages, Read Message History, "
-                "Send Messages in Threads)."
+                f"it. Open {self.invite_url or 'its invite URL'} in a browser and pick a server "
+                "(it asks for the bot and applications.commands scopes and the permissions "
+                "View Channels, Send Messages, Send Messages in Threads, Read Message History)."
             )
         return problems
 

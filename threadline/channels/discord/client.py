@@ -8,6 +8,7 @@ they are process-wide; `ENDPOINTS` hands them out and refuses conflicting values
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,39 @@ from threadline.errors import ConfigError
 if TYPE_CHECKING:
     from threadline.channels.discord.channel import DiscordChannel
 
+
+def _decode_gateway_json(text: Any) -> Any:
+    """discord.py's JSON decoder, tolerant of lone surrogates.
+
+    With orjson installed (other packages often pull it in) discord.py decodes every gateway
+    frame with it, and orjson refuses a lone surrogate (half an emoji, which Discord clients do
+    send): the frame raised, the gateway loop ended and the message was lost. The standard
+    library decodes it, and the turn is stored with U+FFFD (`history.model.storable_text`).
+    """
+    try:
+        return _fast_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
+_fast_json = discord.utils._from_json
+if discord.utils.HAS_ORJSON:
+    discord.utils._from_json = _decode_gateway_json
+
+
+# A bot that never joins voice needs neither voice library: without these, discord.py warns
+# that "voice will NOT be supported" on every start and every `threadline check`.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
+
 # Guilds, guild messages, DMs and message content: what a conversational bot needs, no more.
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True,
                           message_content=True)
+# What the bot needs in a server, asked for by its invite URL (`invite_url`): see channels,
+# read their history, post, and post in threads. Commands need the applications.commands scope.
+PERMISSIONS = discord.Permissions(view_channel=True, send_messages=True,
+                                  send_messages_in_threads=True, read_message_history=True)
+INVITE_SCOPES = ("bot", "applications.commands")
 # Agents' text must never ping @everyone or roles; replying to the asker may ping them.
 ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
                                            replied_user=True)
@@ -112,6 +143,11 @@ class _Endpoints:
 
 
 ENDPOINTS = _Endpoints()
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 URL that adds the bot to a server with its scopes and permissions."""
+    return discord.utils.oauth_url(application_id, permissions=PERMISSIONS, scopes=INVITE_SCOPES)
 
 
 def guard_parsers(client: discord.Client,

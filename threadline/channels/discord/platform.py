@@ -14,11 +14,17 @@ class DiscordSettings(LiveReplySettings):
     secret_fields = frozenset({"token"})
 
     type: Literal["discord"]
+    """discord: this entry is a Discord channel."""
     token: str
+    """The bot's token (Developer Portal > Bot > Reset Token), as ${DISCORD_BOT_TOKEN}."""
     api_base_url: str | None = None
+    """The REST API root, for a proxy or a local server (default: Discord's)."""
     gateway_url: str | None = None
+    """The gateway WebSocket address, for a proxy or a local server (default: Discord's)."""
     sharded: bool = False
+    """Use discord.py's automatic sharding (needed from 2,500 servers)."""
     shard_count: int | None = None
+    """How many shards when sharded (default: the number Discord recommends)."""
 
 
 def build(name: str, settings: DiscordSettings, context: ChannelContext) -> DiscordChannel:
@@ -31,6 +37,7 @@ def build(name: str, settings: DiscordSettings, context: ChannelContext) -> Disc
 
 STARTER = """\
   discord:
+    # Set-up, step by step: docs/platforms/discord.md (`threadline check` prints the invite URL)
     type: discord
     # One gateway connection per bot token (or per shard): one replica per token.
     # Enable "Message Content Intent" for the bot in the Developer Portal.

@@ -101,6 +101,7 @@ from threadline.channels.slack.events import (
 from threadline.channels.slack.live import SlackLiveReply
 from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
+from threadline.channels.unreachable import host_of, unreachable
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
@@ -110,6 +111,7 @@ from threadline.errors import (
 )
 from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
+from threadline.listening import Listener, serve
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -204,6 +206,7 @@ class SlackChannel(Channel):
         self._app_token = app_token or ""
         self._host, self._port, self._path = host, port, path
         self._api_base_url = api_base_url or AsyncWebClient.BASE_URL
+        self._api_base_url_set = api_base_url is not None  # named in errors only when set
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
         self._applied_changes = RecentKeys()  # edits and deletions, by event_id
@@ -273,7 +276,7 @@ class SlackChannel(Channel):
             await self._runner.cleanup()
             self._runner = None
         if self._socket is not None:
-            await self._socket.close_async()
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
         await self._session.close()
         self._session = self._client = self._directory = None
@@ -300,6 +303,13 @@ class SlackChannel(Channel):
             f"{effect}; add it under OAuth & Permissions and reinstall the app."
             for scope, effect in _NEEDED_SCOPES.items() if scope not in granted
         ]
+
+    def listeners(self) -> list[Listener]:
+        """HTTP mode listens for events on `host:port`; Socket Mode dials out."""
+        if self.mode != "http":
+            return []
+        return [Listener(self._host, self._port, f"channels.{self.name}.port",
+                         f"channels.{self.name}.host")]
 
     def _opens_thread(self, inbound: StoredMessage) -> bool:
         return (inbound.metadata.thread_id is None and self.reply_in_thread
@@ -464,15 +474,21 @@ class SlackChannel(Channel):
         try:
             auth = await client.auth_test()
         except SlackApiError as error:
-            code = error.response.get("error")
+            # A server that is not Slack's answers with text, not a JSON object.
+            data = error.response.data
+            code = data.get("error") if isinstance(data, dict) else None
             if code in _AUTH_ERRORS:
                 raise ChannelAuthError(
                     f"Slack channel {self.name!r}: auth.test rejected bot_token ({code}); "
                     "copy the Bot User OAuth Token (xoxb-) again") from error
-            raise ChannelError(f"Slack channel {self.name!r}: auth.test failed ({code})") from error
-        except aiohttp.ClientError as error:
-            raise ChannelError(f"Slack channel {self.name!r}: cannot reach the Slack Web API at "
-                               f"{self._api_base_url} ({error!r}); check api_base_url") from error
+            raise ChannelError(self._auth_test_refused(code, error.response.status_code)
+                               ) from error
+        except (aiohttp.ClientError, OSError) as error:
+            raise ChannelError(unreachable(
+                where=f"Slack channel {self.name!r}", service="the Slack Web API",
+                action="ask who the bot is (auth.test)", url=self._api_base_url,
+                setting="api_base_url" if self._api_base_url_set else None, error=error),
+            ) from error
         user_id = str(auth["user_id"])
         bot_id = auth.get("bot_id")
         self._team_id = str(auth.get("team_id") or "")
@@ -484,6 +500,21 @@ class SlackChannel(Channel):
             extra_ids=(str(bot_id),) if bot_id else (),
         )
         return auth
+
+    def _auth_test_refused(self, code: str | None, status: int) -> str:
+        """Why `auth.test` failed when it was not the token: Slack's error code, or an HTTP
+        answer without one (an address that is not the Web API)."""
+        where = f"Slack channel {self.name!r}"
+        if code:
+            return (f"{where}: Slack refused auth.test with {code!r}; the auth.test page of "
+                    "Slack's API reference says what it means")
+        host = host_of(self._api_base_url)
+        if self._api_base_url_set:
+            return (f"{where}: {host} answered auth.test with HTTP {status} and no Slack "
+                    f"answer, so it is not the Slack Web API; check the api_base_url setting "
+                    f"({self._api_base_url}): it is the Web API root, ending in /api/")
+        return (f"{where}: {host} answered auth.test with HTTP {status} and no Slack answer; "
+                "Slack may be having trouble (status.slack.com): try again later")
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
         # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.
@@ -515,7 +546,7 @@ class SlackChannel(Channel):
         server.router.add_post(self._path, receive)
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
+        await serve(self._runner, self.listeners()[0])
         self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
@@ -532,7 +563,7 @@ class SlackChannel(Channel):
         self._socket.client.wss_uri = str(opened["url"])
         try:
             async with asyncio.timeout(self._connect_timeout):
-                await self._socket.connect_async()
+                await self._socket.connect_async()  # type: ignore[no-untyped-call]
         except TimeoutError as error:
             raise ChannelError(f"Slack channel {self.name!r}: no Socket Mode connection after "
                                f"{self._connect_timeout:.0f} s") from error

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 from threadline.channels.slack.channel import SlackChannel
+from threadline.commands.registry import Command
 
 
 class SuggestedPrompt(BaseModel):
     """One suggested prompt of Slack's assistant pane: the button's title, the message sent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     title: str = Field(min_length=1)
+    """The button's title."""
     message: str = Field(min_length=1)
+    """The message sent when it is pressed."""
 
 
 class SlackSettings(LiveReplySettings):
@@ -25,18 +29,31 @@ class SlackSettings(LiveReplySettings):
     secret_fields = frozenset({"bot_token", "signing_secret", "app_token"})
 
     type: Literal["slack"]
+    """slack: this entry is a Slack channel."""
     mode: Literal["http", "socket"] = "http"
+    """http: Slack posts events to host:port/path (several replicas behind a load balancer);
+    socket: one outbound Socket Mode connection (one process per app)."""
     bot_token: str
+    """The Bot User OAuth Token (xoxb-), as ${SLACK_BOT_TOKEN}: OAuth & Permissions."""
     signing_secret: str | None = None
+    """The app's Signing Secret, as ${SLACK_SIGNING_SECRET} (http mode): Basic Information > App
+    Credentials."""
     app_token: str | None = None
+    """An app-level token (xapp-) with connections:write, as ${SLACK_APP_TOKEN} (socket mode)."""
     host: str = "127.0.0.1"
+    """The address HTTP mode listens on (put TLS in front)."""
     port: int = Field(default=3000, ge=0, le=65535)
+    """The port HTTP mode listens on (0: any free port, logged when bound)."""
     path: str = "/slack/events"
+    """The path Slack posts events, slash commands and button presses to."""
     api_base_url: str | None = None
+    """The Web API root, for a proxy or a local server (default: Slack's)."""
     reply_in_thread: bool = True
+    """Answer a top-level channel message in a thread under it (false: in the channel)."""
     agent_name_as_username: bool = False
-    # Offered when someone opens the app's assistant pane (at most 4, as Slack allows).
+    """Post each reply under its agent's name (needs the chat:write.customize scope)."""
     assistant_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
+    """Suggested prompts offered when someone opens the app's assistant pane (at most 4)."""
 
     def problems(self) -> list[str]:
         if self.mode == "http" and not self.signing_secret:
@@ -57,8 +74,18 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
+def setup_files(commands: Iterable[Command]) -> dict[str, str]:
+    """The app manifest for the starter's settings and `commands`, to paste into Slack."""
+    from threadline.channels.slack.manifest import FILE_NAME, manifest_file
+
+    starter = SlackSettings(type="slack", bot_token="-", signing_secret="-")
+    return {FILE_NAME: manifest_file(starter, commands)}
+
+
 STARTER = """\
   slack:
+    # Set-up, step by step: docs/platforms/slack.md. Create the app from the manifest
+    # `threadline init` wrote beside this file (slack-app-manifest.yaml).
     type: slack
     # http: Slack posts events to host:port/path (scales to several replicas behind a
     # load balancer). socket: one outbound Socket Mode connection (one replica per app).
@@ -77,4 +104,5 @@ STARTER = """\
     #   - {title: Order status, message: Where is my order?}
 """
 
-PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER)
+PLATFORM = Platform(name="slack", settings=SlackSettings, build=build, starter=STARTER,
+                    setup_files=setup_files)

@@ -57,8 +57,10 @@ from telegram.error import (
     Conflict,
     Forbidden,
     InvalidToken,
+    NetworkError,
     RetryAfter,
     TelegramError,
+    TimedOut,
 )
 from telegram.ext import AIORateLimiter, ExtBot
 
@@ -78,6 +80,7 @@ from threadline.channels.telegram.inbound import (
 from threadline.channels.telegram.live import TelegramLiveReply
 from threadline.channels.telegram.updates import UpdatePoller, WebhookReceiver
 from threadline.channels.text import split_text
+from threadline.channels.unreachable import unreachable
 from threadline.errors import (
     ChannelAuthError,
     ChannelError,
@@ -87,6 +90,7 @@ from threadline.errors import (
 )
 from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
+from threadline.listening import Listener
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -97,6 +101,8 @@ Mode = Literal["polling", "webhook"]
 _ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _RATE_LIMIT_RETRIES = 5
+# The Bot API address PTB uses when base_url is not set (named in errors only then).
+_BOT_API_URL = "https://api.telegram.org/bot"
 
 
 def _conversation_key(update: Update) -> str | None:
@@ -224,8 +230,7 @@ class TelegramChannel(Channel):
                 receiver = WebhookReceiver(bot=bot, take=self._on_update, skip=self.skip_event,
                                            secret_token=self._webhook_secret_token, log=self._log)
                 await receiver.start(
-                    listen=self._webhook_listen, port=self._webhook_port,
-                    path=self._webhook_path, url=self._webhook_url,
+                    listener=self.listeners()[0], path=self._webhook_path, url=self._webhook_url,
                     allowed_updates=_ALLOWED_UPDATES,
                     drop_pending_updates=self._drop_pending_updates,
                 )
@@ -451,6 +456,11 @@ class TelegramChannel(Channel):
         if isinstance(exc, RetryAfter):
             return ChannelError(f"{what}. Still rate limited after {_RATE_LIMIT_RETRIES} waits; "
                                 "try again later.")
+        if type(exc) is NetworkError or isinstance(exc, TimedOut):  # not BadRequest, a subclass
+            return ChannelError(unreachable(
+                where=where, service="the Telegram Bot API", action=action,
+                url=self._base_url or _BOT_API_URL, setting="base_url" if self._base_url else None,
+                error=exc))
         return ChannelError(f"{what}. Check that the Bot API is reachable and try again.")
 
     # -- diagnostics -----------------------------------------------------------------------
@@ -463,6 +473,14 @@ class TelegramChannel(Channel):
             display_name=me.first_name,
             extra_ids=(f"@{username}",) if username else (),
         )
+
+    def listeners(self) -> list[Listener]:
+        """Webhook mode listens on `webhook_listen:webhook_port`; polling dials out."""
+        if self._mode != "webhook":
+            return []
+        return [Listener(self._webhook_listen, self._webhook_port,
+                         f"channels.{self.name}.webhook_port",
+                         f"channels.{self.name}.webhook_listen")]
 
     async def check(self) -> list[str]:
         """Settings that keep the bot from reading groups. Before `start()` it asks getMe

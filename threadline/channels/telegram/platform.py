@@ -16,16 +16,30 @@ class TelegramSettings(LiveReplySettings):
     secret_fields = frozenset({"token", "webhook_secret_token"})
 
     type: Literal["telegram"]
+    """telegram: this entry is a Telegram channel."""
     mode: Literal["polling", "webhook"] = "polling"
+    """polling: one long-polling connection per token (one process); webhook: Telegram posts to
+    webhook_url (several replicas behind a load balancer)."""
     token: str
+    """The bot's token from @BotFather, as ${TELEGRAM_BOT_TOKEN}."""
     webhook_url: str | None = None
+    """The public HTTPS address Telegram posts updates to (webhook mode); it forwards to
+    webhook_listen:webhook_port."""
     webhook_path: str = "/telegram"
+    """The path the webhook server answers on."""
     webhook_listen: str = "127.0.0.1"
+    """The address the webhook server listens on."""
     webhook_port: int = Field(default=8443, ge=0, le=65535)
+    """The port the webhook server listens on (0: any free port, logged when bound)."""
     webhook_secret_token: str | None = None
+    """A random string Telegram sends with every update, as ${TELEGRAM_WEBHOOK_SECRET} (webhook
+    mode); other requests are refused."""
     base_url: str | None = None
+    """The Bot API root, for a proxy or a local Bot API server (default: Telegram's)."""
     base_file_url: str | None = None
+    """The file download root of that server."""
     drop_pending_updates: bool = False
+    """Skip the updates Telegram kept while the bot was stopped."""
 
     def problems(self) -> list[str]:
         if self.mode == "webhook" and not (self.webhook_url and self.webhook_secret_token):
@@ -45,6 +59,7 @@ def build(name: str, settings: TelegramSettings, context: ChannelContext) -> Tel
 
 STARTER = """\
   telegram:
+    # Set-up, step by step: docs/platforms/telegram.md
     type: telegram
     # polling: one long-polling connection per bot token (one replica).
     # webhook: Telegram posts to webhook_url (scales out behind a load balancer).

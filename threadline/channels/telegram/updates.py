@@ -40,6 +40,7 @@ from telegram.warnings import PTBUserWarning
 
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import TurnNotRecordedError
+from threadline.listening import Listener, serve
 
 # getUpdates is called through `do_api_request` on purpose (see `UpdatePoller._next_batch`).
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
@@ -175,16 +176,17 @@ class WebhookReceiver:
         self._runner: web.AppRunner | None = None
 
     async def start(
-        self, *, listen: str, port: int, path: str, url: str,
+        self, *, listener: Listener, path: str, url: str,
         allowed_updates: Sequence[str], drop_pending_updates: bool,
     ) -> None:
-        """Serve `listen:port/path`, then register `url` (which proxies to it) with Telegram."""
+        """Serve `listener`'s host:port at `path`, then register `url` (which proxies to it)
+        with Telegram."""
         server = web.Application()
         server.router.add_post(path if path.startswith("/") else f"/{path}", self._receive)
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
         try:
-            await web.TCPSite(self._runner, listen, port).start()
+            await serve(self._runner, listener)
             host, bound = self._runner.addresses[0][:2]  # the port bound, for port 0
             self._log.info("telegram.webhook_listening", listen=f"http://{host}:{bound}{path}")
             await self._bot.set_webhook(

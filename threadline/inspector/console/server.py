@@ -35,6 +35,7 @@ from threadline.inspector.console.auth import (
     token_matches,
 )
 from threadline.inspector.console.charts import charts_by_agent
+from threadline.inspector.console.live import LiveTurns
 from threadline.inspector.record import PARTS
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
@@ -223,6 +224,11 @@ def console_app(*, records: ReplyRecords, store: ConversationStore, redactor: Re
     console = Console(records=records, store=store, redactor=redactor, token=token,
                       replayer=replayer, prefix=prefix)
     app = web.Application(middlewares=[console.guard])
+    live = LiveTurns(store=store, redactor=redactor)
+    app.on_shutdown.append(live.close)
+    app.router.add_get("/conversation/live", partial(live.stream, api=False, headers=_HEADERS))
+    app.router.add_get("/api/conversation/live", partial(live.stream, api=True,
+                                                         headers=_HEADERS))
     app.router.add_get("/", console.conversations)
     app.router.add_get("/conversation", console.conversation)
     app.router.add_get("/records/{record_id}", console.record)

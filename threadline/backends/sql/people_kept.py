@@ -13,32 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.schema import SELECT_LIST, row_to_message, to_micros
 from threadline.history.model import Participant, StoredMessage
-from threadline.history.sql_operations import SqlRunner
-from threadline.history.sql_schema import SELECT_LIST, row_to_message, to_micros
+from threadline.people.directory import Batch
 
 BATCH = 1_000
-
-
-@dataclass(slots=True)
-class Batch:
-    """One batch of a person's turns and what hangs on them."""
-
-    turns: list[StoredMessage]
-    replies: list[StoredMessage] = field(default_factory=list)
-    summaries: list[StoredMessage] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
-    inbox: list[dict[str, Any]] = field(default_factory=list)
-    deliveries: list[dict[str, Any]] = field(default_factory=list)
-    last_row: int = 0
-
-    def counts(self) -> dict[str, int]:
-        return {"turns": len(self.turns), "replies": len(self.replies),
-                "summaries": len(self.summaries), "reply_records": len(self.records),
-                "inbox": len(self.inbox), "deliveries": len(self.deliveries)}
 
 
 def _in(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:

@@ -14,8 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
-from threadline.history.search import SearchQuery, SearchScope, loose_prefix, stem
-from threadline.history.sql_operations import (
+from threadline.backends.sql.operations import (
     HIT_KEYS,
     WEIGHING_SAMPLE,
     Params,
@@ -25,7 +24,8 @@ from threadline.history.sql_operations import (
     month_factor,
     scoped,
 )
-from threadline.history.sql_schema import SELECT_LIST_M
+from threadline.backends.sql.schema import SELECT_LIST_M
+from threadline.history.search import SearchQuery, SearchScope, loose_prefix, stem
 
 _MOMENT = "(to_timestamp(m.ts_us / 1000000.0) AT TIME ZONE 'UTC')"
 _YEAR = f"CAST(extract(year FROM {_MOMENT}) AS INTEGER)"

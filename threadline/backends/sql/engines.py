@@ -28,10 +28,10 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from threadline.backends.sql.database_url import sqlite_file
+from threadline.backends.sql.postgres import AlchemyRunner
+from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
-from threadline.history.database_url import sqlite_file
-from threadline.history.sql_postgres import AlchemyRunner
-from threadline.history.sql_sqlite import SqliteRunner
 
 log = structlog.get_logger("threadline.store")
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Files sent with turns (`threadline.history.file_store`): one row per distinct file.
+"""Files sent with turns (`threadline.backends.sql.files`): one row per distinct file.
 
 The row's key is the file's sha256, so the same picture sent twice is kept once. Small files'
 bytes are in `data`; larger ones are in the directory the config names, `path` relative to it.
@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "turn_files"
+# 0009_tool_approvals ("tool_approvals", after link_consent) lands first on the main line;
+# when both are merged this must read "tool_approvals".
 down_revision = "link_consent"
 branch_labels = None
 depends_on = None

@@ -16,9 +16,9 @@ from sqlalchemy import make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError
 
+from threadline.backends.registry import scheme_of
 from threadline.errors import ConfigError
 
-DEFAULT_STORE_URL = "sqlite:///threadline.db"
 _EXPECTED = "sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
 
 
@@ -39,6 +39,8 @@ def database_url(url: str) -> URL:
 
 def sqlite_file(url: str | URL) -> Path | None:
     """The file a SQLite URL names (None for PostgreSQL and for in-memory databases)."""
+    if isinstance(url, str) and scheme_of(url) != "sqlite":
+        return None  # another backend's URL names no SQLite file
     parsed = database_url(url) if isinstance(url, str) else url
     if parsed.get_backend_name() != "sqlite":
         return None

@@ -14,6 +14,8 @@ from typing import Any
 
 import snowballstemmer
 
+from threadline.backends.sql.operations import Params, SqlRunner, month_factor, scoped
+from threadline.backends.sql.schema import SELECT_LIST_M
 from threadline.history.search import (
     MAX_POSTINGS,
     MAX_RANKED,
@@ -24,8 +26,6 @@ from threadline.history.search import (
     prune_common,
     single_word,
 )
-from threadline.history.sql_operations import Params, SqlRunner, month_factor, scoped
-from threadline.history.sql_schema import SELECT_LIST_M
 
 _YEAR = "CAST(strftime('%Y', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
 _MONTH = "CAST(strftime('%m', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"

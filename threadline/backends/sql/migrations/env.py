@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from threadline.history.sql_schema import metadata
+from threadline.backends.sql.schema import metadata
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=metadata,

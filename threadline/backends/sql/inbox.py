@@ -13,10 +13,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from threadline.backends.sql.operations import SqlRunner
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnState
 from threadline.history.model import StoredMessage
-from threadline.history.sql_operations import SqlRunner
 
 # How the store runs one operation: (what it does, whether it writes, the function, its args).
 RunOperation = Callable[..., Awaitable[Any]]

@@ -109,33 +109,34 @@ _MESSAGE_FIELDS = (
 )
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+def _trusted_builder(cls: type[_Record], names: tuple[str, ...]) -> Callable[..., _Record]:
+    """A function that makes a `cls` record from values validated when the turn was appended,
+    passed in the field order `names`.
+
+    Reading back 100 turns through the validating constructors cost about 10 us a turn, more
+    than SQLite's own work for the query; a stored row needs no second check. The slot
+    descriptors are set directly (the frozen class refuses ordinary attribute writes), one
+    call per field written out (as `dataclasses` writes its `__init__`): looping over the
+    setters took twice as long, which showed in `get` against raw sqlite3 (bench/versus.py).
+    """
     declared = {f.name for f in fields(cls)}
     if declared != set(names):
         raise ImportError(
             f"sql_schema reads {cls.__name__} fields {sorted(names)} but the model declares "
             f"{sorted(declared)}; update row_to_message and the schema together"
         )
-    return tuple(getattr(cls, name).__set__ for name in names)
+    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    scope.update({f"set_{name}": getattr(cls, name).__set__ for name in names})
+    source = (f"def build({', '.join(names)}):\n    record = new(cls)\n"
+              + "".join(f"    set_{name}(record, {name})\n" for name in names)
+              + "    return record\n")
+    exec(source, scope)  # fixed text, built from the model's own field names
+    built: Callable[..., _Record] = scope["build"]
+    return built
 
 
-_SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {
-    MessageMetadata: _slot_setters(MessageMetadata, _METADATA_FIELDS),
-    StoredMessage: _slot_setters(StoredMessage, _MESSAGE_FIELDS),
-}
-
-
-def _trusted(cls: type[_Record], values: tuple[Any, ...]) -> _Record:
-    """A record from values validated when the turn was appended, in the field order above.
-
-    Reading back 100 turns through the validating constructors cost about 10 us a turn, more
-    than SQLite's own work for the query; a stored row needs no second check. The slot
-    descriptors are set directly (the frozen class refuses ordinary attribute writes).
-    """
-    record = object.__new__(cls)
-    for setter, value in zip(_SETTERS[cls], values, strict=True):
-        setter(record, value)
-    return record
+_metadata = _trusted_builder(MessageMetadata, _METADATA_FIELDS)
+_message = _trusted_builder(StoredMessage, _MESSAGE_FIELDS)
 
 
 def to_micros(moment: datetime) -> int:
@@ -208,7 +209,7 @@ def row_to_message(
                                                       display_name=name)
     extra = json.loads(extra_json) if extra_json else _NO_EXTRA
     summary_of = extra.get("summary_of")
-    meta = _trusted(MessageMetadata, (
+    meta = _metadata(
         channel_type, channel_name, channel_id, thread_id, message_id,
         tuple(mentions.split(_MENTION_SEPARATOR)) if mentions else (),
         bool(is_summary),
@@ -216,12 +217,12 @@ def row_to_message(
         extra.get("reply_to_message_id"),
         extra.get("reply_to_participant_id"),
         extra.get("extra") or {},
-    ))
+    )
     tools = tuple(ToolExchange.from_dict(t) for t in json.loads(tool_json)) if tool_json else ()
-    return _trusted(StoredMessage, (
+    return _message(
         id_, conversation_id, participant, content, from_micros(ts_us), scope, meta, tools,
         sequence, token_count,
-    ))
+    )
 
 
 inbox = Table(

@@ -16,13 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from threadline.history.model import Participant, Scope, StoredMessage
-from threadline.history.search import (
-    MONTH_BOOST,
-    SearchQuery,
-    SearchScope,
-)
-from threadline.history.sql_schema import (
+from threadline.backends.sql.schema import (
     SELECT_LIST,
     SELECT_LIST_M,
     from_micros,
@@ -30,6 +24,12 @@ from threadline.history.sql_schema import (
     message_to_row,
     row_to_message,
     to_micros,
+)
+from threadline.history.model import Participant, Scope, StoredMessage
+from threadline.history.search import (
+    MONTH_BOOST,
+    SearchQuery,
+    SearchScope,
 )
 from threadline.history.store import ConversationInfo
 

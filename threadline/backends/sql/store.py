@@ -30,9 +30,21 @@ from typing import Any, Self, TypeVar
 import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from threadline.backends.registry import DEFAULT_STORE_URL
+from threadline.backends.sql import operations as ops
+from threadline.backends.sql.database_url import database_url
+from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
+from threadline.backends.sql.inbox import SqlTurnInbox
+from threadline.backends.sql.notify import Listener, announce, channel_for
+from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
-from threadline.history import sql_operations as ops
-from threadline.history.database_url import DEFAULT_STORE_URL, database_url
+from threadline.history.changes import (
+    ChangeListener,
+    HistoryChange,
+    Subscribers,
+    Unsubscribe,
+    appended,
+)
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -43,9 +55,6 @@ from threadline.history.search import (
     hit_spans,
     merge_windows,
 )
-from threadline.history.sql_backends import PostgresBackend, SqliteBackend
-from threadline.history.sql_inbox import SqlTurnInbox
-from threadline.history.sql_schema import to_micros
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
@@ -88,6 +97,10 @@ class SqlConversationStore:
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
         self.inbox = SqlTurnInbox(self._call)
+        self._changes = Subscribers()
+        self._channel = channel_for(parsed)
+        self._listener = (Listener(parsed, self._changes.notify, timeout=busy_timeout)
+                          if self.dialect == "postgresql" else None)
 
     @property
     def dialect(self) -> str:
@@ -152,6 +165,11 @@ class SqlConversationStore:
             await self._backend.migrate()
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, "open or upgrade its schema") from exc
+        if self._listener is not None:
+            try:
+                await self._listener.start()
+            except _UNAVAILABLE as exc:
+                raise self._unavailable(exc, "listen for history changes") from exc
         self._schema_ready = True
         log.info("store.ready", url=self._describe())
 
@@ -186,7 +204,8 @@ class SqlConversationStore:
                 messages = [m for request in batch for m in request[0]]
                 counts = [c for request in batch for c in request[1]]
                 try:
-                    flags = await self._call("append", True, ops.write_batch, messages, counts)
+                    flags = await self._call("append", True, partial(
+                        _write_announced, channel=self._channel), messages, counts)
                 except BaseException as exc:
                     for _, _, future in batch:
                         if not future.done():
@@ -194,6 +213,8 @@ class SqlConversationStore:
                     if not isinstance(exc, Exception):
                         raise
                     continue
+                if self._listener is None:  # PostgreSQL notifies through LISTEN, this one too
+                    self._changes.notify(appended(messages, flags))
                 offset = 0
                 for request_messages, _, future in batch:
                     if not future.done():
@@ -207,12 +228,26 @@ class SqlConversationStore:
         if not current:
             return False
         edited = replace(current[0], content=content)  # validates (NUL, size) like an append
-        return await self._call("edit a message", True, ops.update_content, conversation_id,
-                                message_id, edited.content, message_tokens(edited, self._counter))
+        done = await self._call("edit a message", True, partial(
+            _edit_announced, channel=self._channel), conversation_id, message_id,
+            edited.content, message_tokens(edited, self._counter))
+        if done and self._listener is None:
+            self._changes.notify([HistoryChange("edit", conversation_id, (message_id,))])
+        return done
 
     async def delete_messages(self, conversation_id: str, ids: Iterable[str]) -> int:
-        return await self._call("delete messages", True, ops.delete_turns, conversation_id,
-                                list(ids))
+        doomed = list(ids)
+        gone = await self._call("delete messages", True, partial(
+            _delete_announced, channel=self._channel), conversation_id, doomed)
+        if gone and self._listener is None:
+            self._changes.notify([HistoryChange("delete", conversation_id, tuple(doomed))])
+        return gone
+
+    def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
+                  ) -> Unsubscribe:
+        """Heard after each committed append, edit or delete: on PostgreSQL from every process
+        on the database (LISTEN/NOTIFY), on SQLite from this process only."""
+        return self._changes.subscribe(callback, conversation_id)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -322,7 +357,11 @@ class SqlConversationStore:
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
         self._closed = True
-        await self._backend.close()
+        try:
+            if self._listener is not None:
+                await self._listener.close()
+        finally:
+            await self._backend.close()
 
     async def __aenter__(self) -> Self:
         await self._ensure_ready()
@@ -335,3 +374,27 @@ class SqlConversationStore:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _write_announced(conn: ops.SqlRunner, messages: Sequence[StoredMessage],
+                     counts: Sequence[int], *, channel: str) -> list[bool]:
+    """`write_batch`, and the appends announced at its commit (PostgreSQL)."""
+    flags = ops.write_batch(conn, messages, counts)
+    announce(conn, channel, appended(messages, flags))
+    return flags
+
+
+def _edit_announced(conn: ops.SqlRunner, conversation_id: str, message_id: str, content: str,
+                    token_count: int, *, channel: str) -> bool:
+    done = ops.update_content(conn, conversation_id, message_id, content, token_count)
+    if done:
+        announce(conn, channel, [HistoryChange("edit", conversation_id, (message_id,))])
+    return done
+
+
+def _delete_announced(conn: ops.SqlRunner, conversation_id: str, ids: Sequence[str], *,
+                      channel: str) -> int:
+    gone = ops.delete_turns(conn, conversation_id, ids)
+    if gone:
+        announce(conn, channel, [HistoryChange("delete", conversation_id, tuple(ids))])
+    return gone

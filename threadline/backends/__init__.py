@@ -1,0 +1,31 @@
+"""Where conversations and everything beside them are kept: a backend chosen by the store URL.
+
+    async with open_backend("sqlite:///bot.db") as backend:
+        backend.history        # the ConversationStore every agent shares
+        backend.people         # None when the backend keeps no people directory
+
+`sql` (SQLite, PostgreSQL) and `memory` are built in; others register through the
+`threadline.backends` entry point group (`threadline.backends.registry`). All SQL lives under
+`threadline/backends/`.
+"""
+
+from __future__ import annotations
+
+from threadline.backends import memory, sql  # noqa: F401  (their adopters, see `parts_of`)
+from threadline.backends.base import Backend, BackendOptions, BackendPlug
+from threadline.backends.parts import parts_of, remember
+from threadline.backends.registry import backend_for, backend_schemes
+
+
+def build_backend(url: str, options: BackendOptions | None = None) -> Backend:
+    """The backend a store URL names, built but not opened (`async with` opens it)."""
+    return remember(backend_for(url).build(url, options or BackendOptions()))
+
+
+def open_backend(url: str, options: BackendOptions | None = None) -> Backend:
+    """`build_backend`, for `async with open_backend(url) as backend:`."""
+    return build_backend(url, options)
+
+
+__all__ = ["Backend", "BackendOptions", "BackendPlug", "backend_schemes", "build_backend",
+           "open_backend", "parts_of"]

@@ -1,0 +1,45 @@
+"""The memory backend (`memory://`): everything in this process, for tests and trying things out.
+
+Its history, inbox, people directory and reply records live in process memory, and it says so
+at start: nothing survives a restart. It keeps no spend ledger, and notifies changes within
+this process only.
+"""
+
+from __future__ import annotations
+
+from threadline.backends.base import Backend, BackendOptions, BackendPlug
+from threadline.errors import ConfigError
+from threadline.history.beside import add_adopter
+from threadline.history.memory import InMemoryConversationStore
+from threadline.history.store import ConversationStore
+from threadline.inspector.records import InMemoryReplyRecords
+from threadline.people.directory import MemoryPeopleDirectory
+from threadline.people.link_requests import MemoryLinkRequests
+
+NOTICE = "backend memory keeps everything in this process: nothing survives a restart"
+
+
+def _parts(history: InMemoryConversationStore) -> Backend:
+    return Backend(name="memory", history=history, shown_url="memory://", inbox=history.inbox,
+                   people=MemoryPeopleDirectory(history), link_requests=MemoryLinkRequests(),
+                   speakers=history,
+                   records=InMemoryReplyRecords(),
+                   notices=(NOTICE,))
+
+
+def build(url: str, options: BackendOptions) -> Backend:
+    return _parts(InMemoryConversationStore())
+
+
+def check_url(url: str) -> None:
+    if url.rstrip("/") not in ("memory:", "memory"):
+        raise ConfigError(f"store URL {url!r}: the memory backend takes no path or options; "
+                          "write memory://")
+
+
+def adopt(history: ConversationStore) -> Backend | None:
+    return _parts(history) if isinstance(history, InMemoryConversationStore) else None
+
+
+BACKEND = BackendPlug(name="memory", schemes=("memory",), build=build, check_url=check_url)
+add_adopter(adopt)  # a history of ours built directly finds its parts
