@@ -24,6 +24,7 @@ import structlog
 
 from threadline.channels.base import Channel, LiveReply, Post, PostedOnce
 from threadline.errors import ChannelError, InvalidMessageError, StoreError
+from threadline.history.files import files_of
 from threadline.history.inbox import Delivery, DeliveryState, TurnInbox
 from threadline.history.model import StoredMessage
 from threadline.interceptors.error_reply import TEMPLATE, reason_for
@@ -168,11 +169,14 @@ class LedgeredReply:
                 await self._inbox.update_delivery(outbound)
             except StoreError as exc:
                 bound.warning("pipeline.ledger_unavailable", error=str(exc))
+        ids: list[str] = []
         try:
             ids = await self._reply().finish(outbound.content)
+            made = [f for f in files_of(outbound.metadata.extra) if f.kept]
+            if made and ids:  # within the claim: a retried turn never uploads them again
+                ids += await self._channel.send_files(self._inbound, made)
         except ChannelError as exc:
             bound.error("pipeline.delivery_failed", error=str(exc), error_type=type(exc).__name__)
-            ids = []
         finally:
             await self._close()
         if self._ledger:

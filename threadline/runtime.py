@@ -28,6 +28,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
+from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
 from threadline.agents.mcp import McpServer, McpToolset
 from threadline.backends import Backend, BackendOptions, build_backend
@@ -177,7 +178,9 @@ class Runtime:
         outbox = settings.store.outbox_path
         backend = build_backend(settings.store.url, BackendOptions(
             busy_timeout=settings.store.busy_timeout,
-            outbox_path=Path(outbox) if outbox else None))
+            outbox_path=Path(outbox) if outbox else None,
+            files_directory=Path(settings.files.directory),
+            files_inline_max_bytes=settings.files.inline_max_bytes))
         store = backend.history
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
@@ -236,11 +239,22 @@ class Runtime:
             )
             for name, agent in settings.agents.items()
         ]
+        files = settings.files
+        intake, own_intake = file_intakes(
+            backend.files,
+            max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
+            channels=list(settings.channels),
+            speech_url=files.speech.base_url if files.speech else None,
+            speech_model=files.speech.model if files.speech else "",
+            speech_key_env=files.speech.api_key_env if files.speech else None,
+        ) if files.enabled and backend.files is not None else (None, {})
+        for agent in agents:
+            agent.sees_images = settings.agents[agent.name].sees_images
         commands = default_commands()
         if settings.people.link_codes and backend.people is not None:
             commands.register(link_command(minutes=settings.people.code_minutes))
         team = Team(agents, lock=backend.lock, inbox=backend.inbox, commands=commands,
-                    answer_edits=settings.history.answer_edits)
+                    answer_edits=settings.history.answer_edits, files=intake)
         team.pipeline.access = access
         if any(a.require_approval for a in settings.agents.values()) or any(
                 s.require_approval for s in settings.mcp_servers.values()):
@@ -259,6 +273,7 @@ class Runtime:
             context = ChannelContext(agents=tuple(a.name for a, _ in joined),
                                      interactive=interactive, request_stop=stop_requested.set)
             channel = platform_for(channel_settings.type).build(name, channel_settings, context)
+            channel.file_intake = own_intake.get(name)
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
             channels.append(channel)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from threadline.agents.agent import Agent
 from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
+from threadline.channels.files import FileIntake
 from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
@@ -72,6 +73,9 @@ class Team:
     offers on its platform at start. `answer_edits`: an edit of a message already answered
     is stored, and answered again only when this is on (an edit of a message still waiting is
     always answered as edited).
+    `files`: where the files people send are kept and how (size limit, speech to text); every
+    channel takes files in with it unless it was given its own, and every agent reads them.
+    Without it a file is not taken and the turn says so.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class Team:
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
         answer_edits: bool = False,
+        files: FileIntake | None = None,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -119,6 +124,9 @@ class Team:
             scan_interval=scan_interval, answer_edits=answer_edits,
             commands=default_commands() if commands is None else commands)
         self._channels: list[Channel] = []
+        self.files = files
+        for agent in agents:
+            agent.files = files.store if files is not None else None
 
     # -- set-up --------------------------------------------------------------------------
 
@@ -152,6 +160,7 @@ class Team:
         """
         for channel in self._channels:
             channel.commands = tuple(self.pipeline.commands)  # offered on its platform
+            channel.file_intake = channel.file_intake or self.files
             await channel.start(events or self)
         self.pipeline.start()
 

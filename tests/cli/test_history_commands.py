@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.cli.helpers import run_cli
+from threadline.backends.sql.files import SqlFileStore
 from threadline.backends.sql.store import SqlConversationStore
+from threadline.history.files import TurnFile, files_extra, sha256_of
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 
 ADA = Participant(kind="user", id="U1", display_name="ada")
@@ -162,3 +165,30 @@ def test_long_runs_report_progress_on_stderr(db: Path, tmp_path: Path,
     assert outcome.err.splitlines() == [
         "exported 3 turns (1/2 conversations)", "exported 4 turns (2/2 conversations)",
         "exported 4 turns of 2 conversations"]
+
+
+def test_export_carries_file_bytes_and_import_keeps_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source, copy, export = tmp_path / "s.db", tmp_path / "c.db", tmp_path / "export.jsonl"
+    invoice = b"%PDF-1.4 invoice 4417"
+    sent = TurnFile(name="invoice.pdf", media_type="application/pdf", size=len(invoice),
+                    sha256=sha256_of(invoice))
+
+    async def keep() -> None:
+        async with SqlConversationStore(f"sqlite+aiosqlite:///{source}") as store:
+            await SqlFileStore(store).put(invoice, sha256=sent.sha256, media_type=sent.media_type)
+            await store.append(replace(turn("telegram:42", 1, "[document invoice.pdf]"),
+                                       metadata=MessageMetadata(
+                                           channel_type="telegram", message_id="1",
+                                           extra=files_extra([sent]))))
+    asyncio.run(keep())
+    assert run_cli(capsys, "history", "export", "--out", str(export), "--db", str(source)
+                   ).code == 0
+    lines = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    assert [line.get("kind") for line in lines] == [None, "file"]
+    assert run_cli(capsys, "history", "import", str(export), "--db", str(copy)).code == 0
+
+    async def read_back() -> bytes | None:
+        async with SqlConversationStore(f"sqlite+aiosqlite:///{copy}") as store:
+            return await SqlFileStore(store).get(sent.sha256)
+    assert asyncio.run(read_back()) == invoice

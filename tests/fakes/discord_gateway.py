@@ -181,6 +181,9 @@ class FakeDiscord:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.attachments: dict[str, bytes] = {}  # attachment id -> bytes at its CDN url
+        self.attachment_downloads: list[str] = []
+        self.uploaded: list[dict[str, Any]] = []  # files the bot attached to its messages
 
     # -- server lifecycle ------------------------------------------------------------------
 
@@ -188,6 +191,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway_socket)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/attachments/{file_id}/{name}", self._attachment)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -287,10 +291,27 @@ class FakeDiscord:
 
     # -- gateway events --------------------------------------------------------------------
 
+    def add_attachment(self, data: bytes, *, name: str, size: int | None = None) -> Json:
+        """An attachment object as a message carries it, its bytes served at its CDN `url`;
+        `size` is what the event claims."""
+        file_id = self.snowflake()
+        self.attachments[file_id] = data
+        url = f"{self.url}/attachments/{file_id}/{name}"
+        return {"id": file_id, "filename": name, "size": len(data) if size is None else size,
+                "url": url, "proxy_url": url}
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if file_id not in self.attachments:
+            return web.Response(status=404)
+        self.attachment_downloads.append(file_id)
+        return web.Response(body=self.attachments[file_id])
+
     def message_payload(self, channel_id: str, *, author: FakeUser, content: str,
                         message_id: str | None = None, reply_to: str | None = None,
                         mentions: tuple[FakeUser, ...] = (),
-                        mention_roles: tuple[str, ...] = ()) -> Json:
+                        mention_roles: tuple[str, ...] = (),
+                        attachments: tuple[Json, ...] = ()) -> Json:
         """A MESSAGE_CREATE payload as Discord sends it for a message in `channel_id`."""
         guild = self._guild_of(channel_id)
         message: Json = {
@@ -298,7 +319,8 @@ class FakeDiscord:
             "author": author.payload(), "content": content, "timestamp": _timestamp(),
             "edited_timestamp": None, "tts": False, "mention_everyone": False,
             "mentions": [self._mention(guild, user) for user in mentions],
-            "mention_roles": list(mention_roles), "attachments": [], "embeds": [],
+            "mention_roles": list(mention_roles), "attachments": list(attachments),
+            "embeds": [],
             "pinned": False, "type": 0, "flags": 0,
         }
         if guild is not None:
@@ -489,7 +511,15 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
-        body = await request.json() if request.can_read_body else None
+        if request.content_type == "multipart/form-data":  # a message with attachments
+            form = await request.post()
+            body = json.loads(str(form["payload_json"]))
+            for value in form.values():
+                if isinstance(value, web.FileField):
+                    self.uploaded.append({"path": path, "filename": value.filename,
+                                          "data": value.file.read()})
+        else:
+            body = await request.json() if request.can_read_body else None
         response = self._answer(request.method, path, body, request.headers.get("Authorization"))
         self.calls.append(RecordedCall(request.method, path, body, response.status,
                                        request.headers.get("Authorization"), time.monotonic()))

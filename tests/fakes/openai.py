@@ -141,11 +141,14 @@ class FakeOpenAI:
         self._clients: list[AsyncOpenAI] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.transcript = "this is what the voice note says"
+        self.heard: list[tuple[str, bytes]] = []  # (model, audio) of each transcription
 
     async def __aenter__(self) -> FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -194,6 +197,16 @@ class FakeOpenAI:
         async with self._arrived:
             self._arrived.notify_all()
         return body
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        """The speech-to-text route: multipart `file` and `model`; answers `transcript`."""
+        form = await request.post()
+        upload = form.get("file")
+        audio = upload.file.read() if hasattr(upload, "file") else b""
+        self.heard.append((str(form.get("model")), audio))
+        if form.get("response_format") == "text":
+            return web.Response(text=self.transcript)
+        return web.json_response({"text": self.transcript})
 
     async def _models(self, request: web.Request) -> web.Response:
         await self._record(request)

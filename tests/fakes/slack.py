@@ -111,6 +111,10 @@ class FakeSlack:
     ) -> None:
         self.signing_secret = signing_secret
         self.bot_token = bot_token
+        self.files: dict[str, bytes] = {}  # file id -> bytes served at url_private
+        self.file_downloads: list[str] = []
+        self.pending_uploads: dict[str, dict[str, Any]] = {}
+        self.uploaded: list[dict[str, Any]] = []  # files the bot shared (files upload v2)
         self.app_token = app_token
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -141,6 +145,8 @@ class FakeSlack:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._file)
+        app.router.add_post("/upload/v1/{file_id}", self._receive_upload)
         app.router.add_get("/socket", self._socket_endpoint)
         app.router.add_post("/commands/{trigger}", self._command_response)
         self._runner = web.AppRunner(app, access_log=None)
@@ -216,16 +222,70 @@ class FakeSlack:
     def next_ts(self) -> str:
         return f"1700000000.{next(self._ts):06d}"
 
+    def add_file(self, data: bytes, *, name: str, size: int | None = None) -> dict[str, Any]:
+        """A file object as a `file_share` event carries it; its bytes are served at
+        `url_private` to requests with the bot token. `size` is what Slack claims."""
+        file_id = f"F{len(self.files) + 1:04d}"
+        self.files[file_id] = data
+        return {"id": file_id, "name": name, "size": len(data) if size is None else size,
+                "url_private": f"http://127.0.0.1:{self._port}/files-pri/{file_id}/{name}"}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+            return web.Response(status=302, headers={"Location": f"http://127.0.0.1:{self._port}/"})
+        if file_id not in self.files:
+            return web.Response(status=404)
+        self.file_downloads.append(file_id)
+        return web.Response(body=self.files[file_id])
+
+    def _get_upload_url(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Step 1 of files upload v2: a file id and the URL its bytes go to."""
+        file_id = f"F{len(self.files) + 1:04d}"
+        self.files[file_id] = b""
+        self.pending_uploads[file_id] = {"filename": params.get("filename"),
+                                         "length": int(params.get("length") or 0)}
+        return {"ok": True, "file_id": file_id,
+                "upload_url": f"http://127.0.0.1:{self._port}/upload/v1/{file_id}"}
+
+    async def _receive_upload(self, request: web.Request) -> web.Response:
+        """Step 2: the bytes, POSTed to the upload URL."""
+        file_id = request.match_info["file_id"]
+        if file_id not in self.pending_uploads:
+            return web.Response(status=404)
+        self.files[file_id] = await request.read()
+        return web.Response(text=f"OK - {len(self.files[file_id])}")
+
+    def _complete_upload(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Step 3: the uploaded files shared in a channel (and thread)."""
+        shared = json.loads(params["files"]) if isinstance(params.get("files"), str) else (
+            params.get("files") or [])
+        done = []
+        for entry in shared:
+            pending = self.pending_uploads.pop(entry["id"], None)
+            if pending is None:
+                return {"ok": False, "error": "file_not_found"}
+            self.uploaded.append({"id": entry["id"], "filename": pending["filename"],
+                                  "data": self.files[entry["id"]],
+                                  "channel": params.get("channel_id"),
+                                  "thread_ts": params.get("thread_ts")})
+            done.append({"id": entry["id"], "name": pending["filename"]})
+        return {"ok": True, "files": done}
+
     def message_event(
         self, text: str, *, user: str | None = "U0ALICE", channel: str = "C0GENERAL",
         channel_type: str = "channel", thread_ts: str | None = None,
         parent_user_id: str | None = None, bot_id: str | None = None,
         subtype: str | None = None, ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A `message` event as Slack sends it (a fresh `ts` unless given)."""
+        """A `message` event as Slack sends it (a fresh `ts` unless given); with `files`
+        (from `add_file`) a `file_share`."""
         ts = ts or self.next_ts()
         event: dict[str, Any] = {"type": "message", "channel": channel, "text": text, "ts": ts,
                                  "event_ts": ts, "channel_type": channel_type}
+        if files:
+            event["files"], subtype = files, subtype or "file_share"
         optional = {"user": user, "thread_ts": thread_ts, "parent_user_id": parent_user_id,
                     "bot_id": bot_id, "subtype": subtype}
         event.update({k: v for k, v in optional.items() if v is not None})
@@ -474,6 +534,8 @@ class FakeSlack:
             "conversations.info": self._conversations_info,
             "apps.connections.open": self._connections_open,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
+            "files.getUploadURLExternal": self._get_upload_url,
+            "files.completeUploadExternal": self._complete_upload,
         }.get(method)
         result = handler(params) if handler else {"ok": False, "error": "unknown_method"}
         return web.json_response(result, headers=headers)

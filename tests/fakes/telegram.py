@@ -182,6 +182,10 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.my_commands: list[dict[str, Any]] = []  # the menu setMyCommands last set
         self._queue: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}  # file_id -> bytes served by getFile's file route
+        self.file_downloads: list[str] = []  # the file paths fetched, in order
+        self.uploads: list[dict[str, Any]] = []  # files the bot sent (sendPhoto, sendDocument)
+        self.uploads_in_flight: dict[str, tuple[str, bytes]] = {}
         self._confirmed_offset = 0
         self._new_update = asyncio.Event()
         self._recorded = asyncio.Condition()
@@ -201,6 +205,7 @@ class FakeTelegram:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -333,6 +338,66 @@ class FakeTelegram:
         self._messages[(chat.id, message["message_id"])] = message
         return {"update_id": next(self._update_ids), "message": message}
 
+    def media(
+        self, chat: TgChat, sender: TgUser, data: bytes, *, kind: str, name: str = "",
+        caption: str = "", declared_size: int | None = None,
+    ) -> dict[str, Any]:
+        """An update carrying a photo, document, voice note or audio (`kind`) with a caption;
+        the bytes are served by getFile and the file route. `declared_size` is the size the
+        update claims (a file too large to fetch is announced, never served)."""
+        update = self.message(chat, sender, caption or "placeholder")
+        message = update["message"]
+        del message["text"]
+        message.pop("entities", None)
+        if caption:
+            message["caption"] = caption
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = data
+        size = len(data) if declared_size is None else declared_size
+        described = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size}
+        if kind == "photo":
+            message["photo"] = [{**described, "width": 90, "height": 90}]
+        elif kind == "voice":
+            message["voice"] = {**described, "duration": 3, "mime_type": "audio/ogg"}
+        else:
+            message[kind] = {**described, "file_name": name}
+        return update
+
+    async def _file(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"]
+        if request.match_info["token"] != self.token or path not in self.files:
+            return web.Response(status=404)
+        self.file_downloads.append(path)
+        return web.Response(body=self.files[path])
+
+    async def _api_sendPhoto(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        return self._sent_file(params, "photo")
+
+    async def _api_sendDocument(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        return self._sent_file(params, "document")
+
+    def _sent_file(self, params: dict[str, Any], kind: str) -> dict[str, Any] | _Failure:
+        upload = self.uploads_in_flight.pop(kind, None)
+        if upload is None:
+            return _Failure(400, f"Bad Request: there is no {kind} in the request")
+        chat_id = int(params["chat_id"])
+        message_id = next(self._message_ids[chat_id])
+        self.uploads.append({"kind": kind, "chat_id": chat_id, "message_id": message_id,
+                             "filename": upload[0], "data": upload[1]})
+        described = {"file_id": f"sent-{message_id}", "file_unique_id": f"us{message_id}",
+                     "file_size": len(upload[1])}
+        media: Any = [{**described, "width": 1, "height": 1}] if kind == "photo" else {
+            **described, "file_name": upload[0]}
+        return {"message_id": message_id, "date": int(time.time()), kind: media,
+                "chat": self._chats.get(chat_id, TgChat(chat_id, "private")).as_dict()}
+
+    async def _api_getFile(self, params: dict[str, Any]) -> dict[str, Any] | _Failure:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.files:
+            return _Failure(400, "Bad Request: invalid file_id")
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}",
+                "file_size": len(self.files[file_id]), "file_path": file_id}
+
     def raw_update(self, **fields: Any) -> dict[str, Any]:
         """An update with the next id and exactly these fields (malformed ones, for tests of
         what the bot does with updates it cannot read)."""
@@ -390,6 +455,9 @@ class FakeTelegram:
         elif request.can_read_body:
             form = await request.post()
             params.update({k: _coerce(k, v) for k, v in form.items() if isinstance(v, str)})
+            for key, value in form.items():
+                if isinstance(value, web.FileField):  # a multipart upload (sendPhoto ...)
+                    self.uploads_in_flight[key] = (value.filename, value.file.read())
         return params
 
     async def _handle(self, request: web.Request) -> web.Response:

@@ -42,10 +42,25 @@ from threadline.agents.llm import (
 from threadline.agents.observe import NO_TRACE, TurnObserver, TurnTrace
 from threadline.agents.providers import build_default_provider, default_plug
 from threadline.agents.search_tool import make_conversation_search_tool
+from threadline.agents.seeing import (
+    describe_images,
+    images_cost,
+    with_images,
+    without_images,
+)
 from threadline.agents.tools import Tool, function_tool, to_tool_spec
-from threadline.errors import ConfigError, ModelUnavailableError, StoreError
+from threadline.errors import ConfigError, ModelError, ModelUnavailableError, StoreError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.file_store import FileStore
+from threadline.history.files import (
+    ToolFile,
+    TurnFile,
+    files_extra,
+    image_size,
+    sha256_of,
+    sniff,
+)
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import (
     MessageMetadata,
@@ -91,6 +106,12 @@ UNFINISHED_REPLY = {
 }
 
 
+# The least history a prompt keeps beside large pictures (the assembler's own minimum budget).
+MIN_HISTORY_TOKENS = 50
+# The text of a reply that is only a file a tool made (platforms post a file with no text).
+FILES_ONLY_REPLY = "Here it is."
+
+
 @dataclass(slots=True)
 class _Run:
     """What one turn has gathered so far (kept outside the timeout so a timeout keeps it)."""
@@ -108,6 +129,7 @@ class _Run:
     # Which of the agent's models answers: a fallback that answered keeps the rest of the turn.
     answering: int = 0
     by_model: dict[str, ModelUsage] = field(default_factory=dict)
+    files: list[TurnFile] = field(default_factory=list)  # files tools made, sent with the reply
 
     def add(self, response: ModelResponse, model: str) -> None:
         self.calls += 1
@@ -157,6 +179,7 @@ class Agent:
         toolsets: Sequence[Toolset] = (),
         approvals: ApprovalGate | None = None,
         require_approval: Iterable[str] = (),
+        sees_images: bool = True,
     ) -> None:
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -217,6 +240,10 @@ class Agent:
             # Their results can be large: older ones are hidden behind retrieve_tool_result.
             self.assembler_options = replace(self.assembler_options, processors=(
                 *self.assembler_options.processors, ToolResultMasking()))
+        # Where the bytes of turns' files are (set by the team); images go to the model as
+        # image blocks when it sees them, else it reads the line naming the image.
+        self.files: FileStore | None = None
+        self.sees_images = sees_images
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
@@ -316,13 +343,19 @@ class Agent:
             stop_reason = "timeout"
             context.log.warning("agent.timeout", timeout=self.timeout, model_calls=run.calls,
                                 tool_exchanges=len(run.exchanges))
+        if self.sees_images:  # by the model that answered the turn
+            seer = self.models[run.answering]
+            await describe_images(context.inbound, files=self.files, store=context.store,
+                                  provider=seer.provider, model=seer.model)
         text = run.text or UNFINISHED_REPLY.get(stop_reason, "")
         if nothing_to_say(context.inbound, text):
             text = ""  # a scheduled prompt with nothing worth posting now posts nothing
+        if run.files and not text:
+            text = FILES_ONLY_REPLY
         exchanges = tuple(run.exchanges)
         return AgentResult(
             agent_name=self.name, conversation_id=context.conversation_id, output=text,
-            outbound=self._outbound(context.inbound, text, exchanges)
+            outbound=self._outbound(context.inbound, text, exchanges, tuple(run.files))
             if text or exchanges else None,
             tool_exchanges=exchanges, usage=run.usage, usage_by_model=dict(run.by_model),
             latency=time.perf_counter() - started, prompt=run.figures,
@@ -333,6 +366,10 @@ class Agent:
         options = self.assembler_options
         if context.aliases:
             options = replace(options, agent_aliases=(*options.agent_aliases, *context.aliases))
+        if self.sees_images and self.files is not None and images_cost(context.inbound):
+            # The turn's pictures take their share of the budget; the history fits the rest.
+            options = replace(options, token_budget=max(
+                MIN_HISTORY_TOKENS, options.token_budget - images_cost(context.inbound)))
         try:
             if options.person_memory:
                 run.person = await person_memory_for(context.store, context.inbound)
@@ -354,7 +391,11 @@ class Agent:
         run.shown_ids = tuple(prompt.shown_ids)
         run.forgotten_through = prompt.forgotten_through
         run.trace.prompt_assembled(prompt)
-        return prompt.messages
+        if not self.sees_images:
+            return prompt.messages
+        messages, image_cost = await with_images(prompt.messages, context.inbound, self.files)
+        run.figures = replace(run.figures, token_count=run.figures.token_count + image_cost)
+        return messages
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(
@@ -392,13 +433,29 @@ class Agent:
                                          in_round=True))
         raise AssertionError("unreachable: the loop returns on its last round")
 
+    async def _ask(self, context: TurnContext, request: ModelRequest, run: _Run
+                   ) -> ModelResponse:
+        """One model call (`_ask_models`); a request with pictures that the model refuses (a
+        rejected request, not an unavailable model) is asked again without them: the turn's
+        text names each picture, so the text is still answered."""
+        if not any(m.images for m in request.messages):
+            return await self._ask_models(context, request, run)
+        try:
+            return await self._ask_models(context, request, run)
+        except ModelUnavailableError:
+            raise
+        except ModelError as exc:
+            context.log.warning("agent.image_refused", error=str(exc))
+            return await self._ask_models(
+                context, replace(request, messages=without_images(request.messages)), run)
+
     @property
     def models(self) -> tuple[ModelChoice, ...]:
         """The agent's model, then its fallbacks, in the order they are asked."""
         return (ModelChoice(self.provider, self.model), *self.fallbacks)
 
-    async def _ask(self, context: TurnContext, request: ModelRequest, run: _Run
-                   ) -> ModelResponse:
+    async def _ask_models(self, context: TurnContext, request: ModelRequest, run: _Run
+                          ) -> ModelResponse:
         """One model call, by the model answering this turn or, when it stays unavailable
         (overloaded, down, too slow, past its provider's retries), by the next in `models`;
         a rejected request (a 400) is not passed on, as another model would not fix it."""
@@ -467,7 +524,8 @@ class Agent:
                 run.deadline.reschedule(when + loop.time() - waited)
         else:
             try:
-                content = await tool.run(dict(call.input))
+                made = await tool.run(dict(call.input))
+                content = made if isinstance(made, str) else await self._keep_file(made, run)
                 is_error = False
             except Exception as exc:
                 # A failing tool is news for the model (it can apologise or try another way),
@@ -478,12 +536,28 @@ class Agent:
         return ToolExchange(call=call, result=ToolResult(
             tool_call_id=call.id, content=str(content), is_error=is_error))
 
+    async def _keep_file(self, made: ToolFile, run: _Run) -> str:
+        """Keep a file a tool made and send it with the reply; what the model reads of it."""
+        if self.files is None:
+            raise ConfigError(f"agent {self.name!r}: a tool made the file {made.name!r}, but "
+                              "no files are set up (the files section of the config)")
+        file = TurnFile(name=made.name, media_type=sniff(made.data, made.name),
+                        size=len(made.data), sha256=sha256_of(made.data))
+        if file.kind == "image":
+            width, height = image_size(made.data)
+            file = replace(file, width=width, height=height)
+        await self.files.put(made.data, sha256=file.sha256, media_type=file.media_type)
+        run.files.append(file)
+        return (f"The file {file.name} ({file.media_type}, {file.size:,} bytes) will be sent "
+                "with your reply.")
+
     def reply_turn(self, inbound: StoredMessage, text: str) -> StoredMessage:
         """A reply to `inbound` written without the model (a command's answer), as a turn."""
         return self._outbound(inbound, text, ())
 
     def _outbound(
-        self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...]
+        self, inbound: StoredMessage, text: str, exchanges: tuple[ToolExchange, ...],
+        files: tuple[TurnFile, ...] = (),
     ) -> StoredMessage:
         """The reply as a turn: same conversation, scope and thread, addressed to the asker."""
         source = inbound.metadata
@@ -499,6 +573,7 @@ class Agent:
                 mentions=tuple(mentions_in_text(text)),
                 reply_to_message_id=source.message_id,
                 reply_to_participant_id=inbound.participant.id,
+                extra=files_extra(files),
             ),
             tool_exchanges=exchanges,
         )

@@ -6,15 +6,32 @@ cache sees the same prefix on every turn.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from threadline.history.prompt import PromptMessage
+from threadline.history.prompt import PromptImage, PromptMessage
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _base64(image: PromptImage) -> str:
+    return base64.b64encode(image.data).decode("ascii")
+
+
+def anthropic_image(image: PromptImage) -> dict[str, Any]:
+    """An image block of the Messages API (base64 source)."""
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                        "data": _base64(image)}}
+
+
+def openai_image(image: PromptImage) -> dict[str, Any]:
+    """An `image_url` content part of the chat API, carrying the image as a data URL."""
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{image.media_type};base64,{_base64(image)}"}}
 
 
 def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str, Any]]]:
@@ -44,7 +61,7 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
             turns.append({"role": role, "content": blocks})
 
     for message in messages[leading:]:
-        blocks: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = [anthropic_image(i) for i in message.images]
         if message.content:
             blocks.append({"type": "text", "text": message.content})
         if message.role == "assistant" and message.tool_exchanges:
@@ -115,6 +132,11 @@ def to_openai(messages: Sequence[PromptMessage], *, system: str = "") -> list[di
             ]
             if message.content and not message.in_round:  # said after the tools
                 converted.append({"role": "assistant", "content": message.content})
+        elif message.images:
+            seen: list[dict[str, Any]] = [openai_image(i) for i in message.images]
+            if message.content:
+                seen.append({"type": "text", "text": message.content})
+            converted.append({"role": "user", "content": seen})
         elif message.content:
             role = "user" if message.role == "system" else message.role
             converted.append({"role": role, "content": message.content})

@@ -23,6 +23,7 @@ from typing import cast as typing_cast
 
 from threadline.agents.llm import ToolSpec
 from threadline.errors import ConfigError
+from threadline.history.files import ToolFile
 
 # What the Anthropic Messages API accepts as a tool name.
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -45,7 +46,7 @@ class Tool(Protocol):
     @property
     def input_schema(self) -> Mapping[str, Any]: ...
 
-    async def run(self, input: dict[str, Any]) -> str: ...
+    async def run(self, input: dict[str, Any]) -> str | ToolFile: ...
 
 
 def to_tool_spec(tool: Tool) -> ToolSpec:
@@ -88,11 +89,12 @@ class FunctionTool:
                 f"tool {self.name!r}: the handler must be an async function (async def)"
             )
 
-    async def run(self, input: dict[str, Any]) -> str:
+    async def run(self, input: dict[str, Any]) -> str | ToolFile:
         problem = input_problem(self.input_schema, input)
         if problem is not None:
             return f"Error: invalid input for tool {self.name}: {problem}. Nothing was run."
-        return result_text(await self.handler(**input))
+        result = await self.handler(**input)
+        return result if isinstance(result, ToolFile) else result_text(result)
 
 
 def result_text(result: Any) -> str:

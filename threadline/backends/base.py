@@ -24,6 +24,7 @@ from typing import Self
 
 from threadline.agents.approvals import ApprovalBook
 from threadline.handoff.book import HandoffBook
+from threadline.history.file_store import DEFAULT_INLINE_MAX_BYTES, FileStore
 from threadline.history.inbox import TurnInbox
 from threadline.history.store import ConversationStore, SpeakerSearchStore
 from threadline.inspector.records import ReplyRecords
@@ -40,6 +41,9 @@ class BackendOptions:
 
     busy_timeout: float = 5.0
     outbox_path: Path | None = None
+    # Where files over `files_inline_max_bytes` are written (None: such a file is refused).
+    files_directory: Path | None = None
+    files_inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
 
 
 @dataclass(slots=True)
@@ -70,6 +74,8 @@ class Backend:
     handoffs: HandoffBook | None = None
     # Tool calls waiting for a person's approval; None: tools that need approval are not run.
     approvals: ApprovalBook | None = None
+    # The bytes of turns' files, once per hash; None: files sent with turns are not kept.
+    files: FileStore | None = None
     lock: ConversationLock | None = None
     outbox_path: Path | None = None
     owner_file: Path | None = None
@@ -99,6 +105,9 @@ class Backend:
         if self.approvals is None:
             lines.append(f"backend {self.name} keeps no approval book: tools that need a "
                          "person's approval are not run")
+        if self.files is None:
+            lines.append(f"backend {self.name} keeps no files: the bytes of files sent with "
+                         "turns are not kept (pictures are not seen, exports carry none)")
         if self.spend is None:
             lines.append(f"backend {self.name} keeps no spend ledger: daily budgets cannot "
                          "be enforced")

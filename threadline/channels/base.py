@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import structlog
 
-from threadline.errors import ConfigError, InvalidMessageError
+from threadline.channels.files import FileIntake
+from threadline.errors import ChannelPermanentError, ConfigError, InvalidMessageError
+from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener
 
@@ -167,6 +169,9 @@ class Channel(ABC):
         # channel; a platform with a command menu is told them at start. A command arrives as
         # an ordinary turn whose text is the command as typed (`/forget confirm`).
         self.commands: tuple[Command, ...] = ()
+        # Where the files people send are kept and how large they may be (set by the team;
+        # None: files are not taken, and a turn that brings one says so).
+        self.file_intake: FileIntake | None = None
         # Platform events that could not be read and were skipped (`skip_event`).
         self.skipped_events = 0
 
@@ -187,6 +192,26 @@ class Channel(ABC):
         Long text is split under `max_message_chars`; rate limits are waited out; a permanent
         failure raises `ChannelPermanentError` naming the conversation.
         """
+
+    async def send_files(self, inbound: StoredMessage, files: Sequence[TurnFile]) -> list[str]:
+        """Upload files an agent's tools made where `inbound` was said, after the reply's
+        text; the platform ids. Each platform uploads in its own way (`_upload`)."""
+        store = self.file_intake.store if self.file_intake is not None else None
+        ids: list[str] = []
+        for file in files:
+            data = await store.get(file.sha256) if store is not None else None
+            if data is None:
+                raise ChannelPermanentError(
+                    f"{self.channel_type} channel {self.name!r} cannot send {file.name!r} to "
+                    f"{inbound.conversation_id!r}: its bytes are not kept (files not set up, "
+                    "or forgotten)")
+            ids += await self._upload(inbound, file, data)
+        return ids
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """Post one file on the platform; a platform that cannot says so."""
+        raise ChannelPermanentError(f"{self.channel_type} channel {self.name!r} cannot upload "
+                                    f"files; {file.name!r} was not sent")
 
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
         """A reply to `inbound` written live (see `LiveReply`); the default posts it once."""

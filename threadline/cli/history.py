@@ -21,9 +21,11 @@ from typing import IO, TextIO
 from threadline.backends import open_backend
 from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.backends.sql.database_url import sqlite_file
-from threadline.config import load_settings
+from threadline.config import FilesSettings, load_settings
 from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
 from threadline.history.codec import message_from_dict, message_to_dict
+from threadline.history.files import file_from_record, file_record, kept_files
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.retention import prune_conversation
 from threadline.history.store import ConversationStore
@@ -70,6 +72,12 @@ def store_url(args: argparse.Namespace) -> str:
     if args.config:
         return load_settings(args.config).store.url
     return DEFAULT_STORE_URL
+
+
+def files_directory(args: argparse.Namespace) -> str:
+    """Where imported files larger than the inline size go: the config's files.directory."""
+    settings = load_settings(args.config) if args.config else None
+    return settings.files.directory if settings else FilesSettings().directory
 
 
 def require_database(url: str) -> None:
@@ -156,10 +164,18 @@ async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     progress = Progress("exported")
     target: IO[str] = args.target
     # Oldest conversation first, each in its own order, so an import replays history.
+    files, written = parts_beside(store).files, set()
     for index, info in enumerate(reversed(conversations), start=1):
         turns = await store.get(info.conversation_id, include_summaries=True)
         target.writelines(json.dumps(message_to_dict(message), ensure_ascii=False,
                                      sort_keys=True, default=repr) + "\n" for message in turns)
+        for file in kept_files(turns):  # each file's bytes once, after the turns naming it
+            data = (None if files is None or file.sha256 in written
+                    else await files.get(file.sha256))
+            if data is not None:
+                written.add(file.sha256)
+                target.write(json.dumps({"kind": "file", **file_record(file, data)},
+                                        sort_keys=True) + "\n")
         progress.add(len(turns), f" ({index}/{len(conversations)} conversations)")
     target.flush()
     progress.done(f"exported {progress.count:,} turns of {len(conversations):,} conversations"
@@ -167,14 +183,16 @@ async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_export(path: Path) -> Iterator[tuple[int, StoredMessage]]:
+def _read_export(path: Path) -> Iterator[tuple[int, StoredMessage | tuple[str, str, bytes]]]:
     stream = sys.stdin if str(path) == "-" else open(path, encoding="utf-8")  # noqa: SIM115
     try:
         for number, line in enumerate(stream, start=1):
             if not line.strip():
                 continue
             try:
-                yield number, message_from_dict(json.loads(line))
+                raw = json.loads(line)
+                yield number, (file_from_record(raw) if raw.get("kind") == "file"
+                               else message_from_dict(raw))
             except (ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(f"{path}:{number}: not a Threadline export line ({exc!r}); "
                                   "nothing after this line was imported") from exc
@@ -198,7 +216,17 @@ async def _import(store: ConversationStore, args: argparse.Namespace) -> int:
         progress.add(len(batch))
         batch.clear()
 
-    for _, message in _read_export(args.file):
+    kept = parts_beside(store).files
+    files = None if kept is None else kept.limited(directory=files_directory(args))
+    for number, message in _read_export(args.file):
+        if isinstance(message, tuple):  # a file's bytes
+            sha, media_type, data = message
+            if files is None:
+                raise ConfigError(f"{args.file}:{number}: a file's bytes, and this store "
+                                  "keeps no files; import into a SQL store (SQLite or "
+                                  "PostgreSQL)")
+            await files.put(data, sha256=sha, media_type=media_type)
+            continue
         batch.append(message)
         if len(batch) >= IMPORT_BATCH:
             await flush()

@@ -37,6 +37,9 @@ class Beside(Protocol):
     @property
     def outbox_path(self) -> Path | None: ...
 
+    @property
+    def files(self) -> Any: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Alone:
@@ -47,6 +50,7 @@ class Alone:
     people: Any = None
     speakers: Any = None
     link_requests: Any = None
+    files: Any = None
 
 
 Adopter = Callable[[ConversationStore], Beside | None]

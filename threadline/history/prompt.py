@@ -12,6 +12,14 @@ Role = Literal["system", "user", "assistant"]
 
 
 @dataclass(frozen=True, slots=True)
+class PromptImage:
+    """An image shown to a model that sees: its bytes and their sniffed media type."""
+
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class PromptMessage:
     """One prompt turn from an agent's point of view.
 
@@ -26,6 +34,7 @@ class PromptMessage:
     content: str
     tool_exchanges: tuple[ToolExchange, ...] = ()
     in_round: bool = False
+    images: tuple[PromptImage, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("role", "content", "tool_exchanges"):

@@ -17,6 +17,8 @@ from functools import partial
 
 import structlog
 
+from threadline.history.beside import parts_beside
+from threadline.history.files import kept_files
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
 from threadline.periodic import Periodic
@@ -45,6 +47,9 @@ async def prune_conversation(store: ConversationStore, conversation_id: str,
         if not old:
             return removed
         removed += await store.delete_messages(conversation_id, [m.id for m in old])
+        files = parts_beside(store).files
+        if files is not None:
+            await files.forget_unused(f.sha256 for f in kept_files(old))
 
 
 async def prune_history(store: ConversationStore, default: float | None,

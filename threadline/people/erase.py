@@ -11,13 +11,15 @@ The outbox (turns waiting on disk for the store) is purged too, when given.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import structlog
 
 from threadline.errors import ConfigError
+from threadline.history.beside import parts_beside
 from threadline.history.codec import message_to_dict
+from threadline.history.files import file_record, kept_files
 from threadline.history.model import StoredMessage
 from threadline.history.speakers import identity_of, speaker_key
 from threadline.history.store import ConversationStore
@@ -97,6 +99,24 @@ def _batch_lines(batch: Batch) -> list[str]:
     return lines
 
 
+def _files_named(messages: Iterable[StoredMessage]) -> list[str]:
+    """The hashes of the kept files these turns name, in order, once each."""
+    return list(dict.fromkeys(f.sha256 for f in kept_files(messages)))
+
+
+async def _file_lines(store: ConversationStore, batch: Batch) -> list[str]:
+    """A `file` line (its bytes in base64) for each file the batch's turns and replies name."""
+    files = parts_beside(store).files
+    if files is None:
+        return []
+    lines = []
+    for file in kept_files([*batch.turns, *batch.replies]):
+        data = await files.get(file.sha256)
+        if data is not None:
+            lines.append(_line("file", file_record(file, data)))
+    return lines
+
+
 async def export_person(store: ConversationStore, reference: str, target: IO[str], *,
                         outbox: Outbox | None = None) -> Counts:
     """Write everything kept about a person to `target` as JSON Lines, batch by batch.
@@ -110,6 +130,7 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     progress = _Progress("people.export", person)
     async for batch in people_for(store).kept(person):
         target.writelines(_batch_lines(batch))
+        target.writelines(await _file_lines(store, batch))
         progress.add(batch.counts())
     entries = await _outbox_entries(outbox, person)
     target.writelines(_line("outbox", message_to_dict(m)) for m in entries)
@@ -131,8 +152,17 @@ async def forget_person(store: ConversationStore, reference: str, *,
     if outbox is not None and entries:
         await outbox.remove([m.id for m in entries])
         progress.add({"outbox": len(entries)})
-    async for counts in people_for(store).forget(person, progress.counts):
+    # Their files' bytes go once no turn left names them (another person may have sent the
+    # same picture).
+    directory = people_for(store)
+    files: list[str] = []
+    async for batch in directory.kept(person):
+        files += _files_named([*batch.turns, *batch.replies])
+    async for counts in directory.forget(person, progress.counts):
         progress.add(counts)
+    kept = parts_beside(store).files
+    if kept is not None:
+        progress.add({"files": await kept.forget_unused(files)})
     return progress.done()
 
 

@@ -2,8 +2,9 @@
 
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
-records, tool approvals; on PostgreSQL a conversation lock (advisory locks) owns a conversation
-across processes. Turns the database cannot take wait in an outbox file beside it.
+records, tool approvals, the bytes of turns' files; on PostgreSQL a conversation lock
+(advisory locks) owns a conversation across processes. Turns the database cannot take wait
+in an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.backends.sql.approvals import SqlApprovalBook
 from threadline.backends.sql.database_url import database_url
+from threadline.backends.sql.files import SqlFileStore
 from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.link_requests import SqlLinkRequests
 from threadline.backends.sql.locks import PostgresConversationLock
@@ -46,7 +48,10 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    speakers=store,
                    spend=SqlSpendLedger(store),
                    records=SqlReplyRecords(store), schedules=SqlScheduleBook(store),
-                   handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store), lock=lock,
+                   handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
+                   files=SqlFileStore(store, directory=options.files_directory,
+                                      inline_max_bytes=options.files_inline_max_bytes),
+                   lock=lock,
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -55,11 +56,13 @@ from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
     DiscordLocation,
     dm_location,
+    incoming_files,
     locate,
     render_text,
     stored_id,
     to_stored_message,
 )
+from threadline.channels.files import take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.supervise import SupervisedListener
@@ -72,6 +75,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
@@ -380,8 +384,9 @@ class DiscordChannel(Channel):
                 message.channel, guild_id=message.guild.id if message.guild else None,
                 channel_id=message.channel.id)
             context["conversation_id"] = location.conversation_id
-            inbound = to_stored_message(message, location=location,
-                                        bot_user_id=self._bot_user_id)
+            inbound = await take_in(
+                to_stored_message(message, location=location, bot_user_id=self._bot_user_id),
+                incoming_files(message), self.file_intake)
             assert self._events is not None
             try:
                 await self._events.on_message(inbound, self)
@@ -542,6 +547,16 @@ class DiscordChannel(Channel):
             posted.append(str(sent.id))
         bound.debug("discord.replied", parts=len(posted))
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """A message carrying the file as its attachment (multipart), where `inbound` was."""
+        target, _ = self.reply_target(inbound)
+        try:
+            sent = await target.send(file=discord.File(io.BytesIO(data), filename=file.name))
+        except discord.HTTPException as exc:
+            raise self.send_failure(exc, inbound, 0, self._log.bind(
+                conversation_id=inbound.conversation_id)) from exc
+        return [str(sent.id)]
 
     async def send_choices(
         self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,

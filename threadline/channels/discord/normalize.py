@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import discord
 
+from threadline.channels.files import IncomingFile
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
 
 CHANNEL_TYPE = "discord"
@@ -108,9 +109,13 @@ def render_text(message: discord.Message, *, bot_user_id: int) -> tuple[str, tup
         return f"@{member.display_name}" if member is not None else f"@{snowflake}"
 
     text = _MARKUP.sub(readable, message.content)
-    attachments = [f"[attachment: {a.filename} {a.url}]" for a in message.attachments]
-    text = "\n".join(part for part in (text, *attachments) if part)
     return text, tuple(dict.fromkeys(mentioned))
+
+
+def incoming_files(message: discord.Message) -> list[IncomingFile]:
+    """The message's attachments, each fetched from the CDN URL the event gives."""
+    return [IncomingFile(name=a.filename, platform_id=str(a.id), declared_size=a.size,
+                         fetch=a.read) for a in message.attachments]
 
 
 def _reply_target(message: discord.Message) -> tuple[str | None, str | None]:

@@ -74,6 +74,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.slack.directory import SlackDirectory
@@ -108,6 +109,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 from threadline.listening import Listener, serve
 
@@ -408,6 +410,23 @@ class SlackChannel(Channel):
                     f"parts: {error!r}") from error
             posted.append(str(response["ts"]))
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """Share a file where `inbound` was said with files upload v2 (an upload URL, the
+        bytes, then completeUploadExternal in the channel and thread)."""
+        client = self._require_client()
+        channel_id, thread_ts = self.reply_target(inbound)
+        try:
+            response = await client.files_upload_v2(
+                channel=channel_id, thread_ts=thread_ts, file=data, filename=file.name,
+                title=file.name)
+        except SlackApiError as error:
+            raise self.reply_error(inbound, error, posted=0, total=1) from error
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise ChannelError(f"Slack channel {self.name!r}: sending {file.name!r} to "
+                               f"conversation {inbound.conversation_id!r} failed: {error!r}"
+                               ) from error
+        return [str(f["id"]) for f in response.get("files") or ()]
 
     async def _answer_command(self, inbound: StoredMessage, parts: list[str], response_url: str,
                               *, blocks: list[dict[str, Any]] | None) -> list[str]:
@@ -731,7 +750,25 @@ class SlackChannel(Channel):
         except TimeoutError:
             bound.warning("slack_names_late", budget_seconds=_LOOKUP_BUDGET_SECONDS,
                           outcome="turn recorded with user ids instead of names")
-        return to_stored_message(post, names=names, channel_name=channel_name)
+        turn = to_stored_message(post, names=names, channel_name=channel_name)
+        return await take_in(turn, [self._incoming(f) for f in post.files], self.file_intake)
+
+    def _incoming(self, shared: Mapping[str, Any]) -> IncomingFile:
+        """A shared file, fetched from its `url_private` with the bot token (Slack's rule)."""
+        url = str(shared.get("url_private_download") or shared.get("url_private") or "")
+
+        async def fetch() -> bytes:
+            if not url:
+                raise ChannelError(f"Slack file {shared.get('id')!r} has no url_private")
+            async with aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=60)) as session, session.get(
+                    url, headers={"Authorization": f"Bearer {self._bot_token}"}) as response:
+                response.raise_for_status()
+                return await response.read()
+
+        return IncomingFile(name=str(shared.get("name") or shared.get("id") or "file"),
+                            platform_id=str(shared.get("id") or ""),
+                            declared_size=int(shared.get("size") or 0), fetch=fetch)
 
 
 def _code(error: Exception) -> str:

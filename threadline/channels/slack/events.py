@@ -60,6 +60,8 @@ class SlackPost:
     is_bot: bool
     text: str
     parent_user_id: str | None
+    # The `files` the post shares (Slack's file objects: id, name, size, url_private).
+    files: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,7 @@ def classify(
         is_bot=_is_bot(event),
         text=str(event.get("text") or ""),
         parent_user_id=event.get("parent_user_id") if in_thread else None,
+        files=tuple(f for f in event.get("files") or () if isinstance(f, Mapping)),
     )
 
 

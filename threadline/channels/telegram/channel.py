@@ -65,12 +65,14 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter, ExtBot
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.files import take_in
 from threadline.channels.live import RateGate
 from threadline.channels.telegram.inbound import (
     Sender,
     button_turn,
     conversation_id,
     inbound_turn,
+    incoming_files,
     sender_of,
     text_of,
     turn_id,
@@ -86,6 +88,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 from threadline.listening import Listener
 
@@ -315,6 +318,8 @@ class TelegramChannel(Channel):
         turn = inbound_turn(message, sender=sender, bot=self.identity)
         if turn is None:
             return  # stickers, joins and other messages without text
+        assert self._bot is not None
+        turn = await take_in(turn, incoming_files(message, self._bot), self.file_intake)
         await self._events.on_message(turn, self)
 
     async def _deliver_press(self, query: CallbackQuery) -> None:
@@ -411,6 +416,23 @@ class TelegramChannel(Channel):
                     action=f"post part {len(posted) + 1} of {len(parts)} of a reply") from exc
             posted.append(str(sent.message_id))
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """A picture with sendPhoto (Telegram shows it inline), anything else sendDocument."""
+        bot = self._started("send a file")
+        chat_id, reply_to = self.reply_target(inbound)
+        topic = inbound.metadata.thread_id
+        where: dict[str, Any] = {"chat_id": chat_id, "reply_parameters": reply_to,
+                                 "message_thread_id": None if topic is None else int(topic)}
+        try:
+            if file.kind == "image" and file.media_type in ("image/png", "image/jpeg"):
+                sent = await bot.send_photo(photo=data, filename=file.name, **where)
+            else:
+                sent = await bot.send_document(document=data, filename=file.name, **where)
+        except TelegramError as exc:
+            raise self.reply_failure(exc, inbound=inbound,
+                                     action=f"send the file {file.name!r}") from exc
+        return [str(sent.message_id)]
 
     def _failure(
         self, exc: TelegramError, *, action: str, conversation: str | None = None

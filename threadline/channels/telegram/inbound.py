@@ -18,11 +18,13 @@ message a reply to the topic's creation notice; that is not a reply to anyone an
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from telegram import CallbackQuery, Chat, Message, MessageEntity
+from telegram import Bot, CallbackQuery, Chat, Message, MessageEntity
 
 from threadline.channels.base import BotIdentity
+from threadline.channels.files import IncomingFile
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
 
 
@@ -118,12 +120,37 @@ def text_of(message: Message) -> tuple[str, dict[MessageEntity, str]] | None:
     return None
 
 
+def incoming_files(message: Message, bot: Bot) -> list[IncomingFile]:
+    """The photo (its largest size), document, voice note or audio a message carries, each
+    fetched by `getFile` and then the file route when it is taken in."""
+    found: list[tuple[str, str, int | None]] = []
+    if message.photo:
+        photo = message.photo[-1]
+        found.append((photo.file_id, f"photo-{message.message_id}.jpg", photo.file_size))
+    for media, default in ((message.document, "document"), (message.voice, "voice.ogg"),
+                           (message.audio, "audio")):
+        if media is not None:
+            name = getattr(media, "file_name", None) or default
+            found.append((media.file_id, name, media.file_size))
+
+    def fetcher(file_id: str) -> Callable[[], Awaitable[bytes]]:
+        async def fetch() -> bytes:
+            located = await bot.get_file(file_id)
+            return bytes(await located.download_as_bytearray())
+        return fetch
+
+    return [IncomingFile(name=name, platform_id=file_id, declared_size=size or 0,
+                         fetch=fetcher(file_id)) for file_id, name, size in found]
+
+
 def inbound_turn(message: Message, *, sender: Sender, bot: BotIdentity) -> StoredMessage | None:
-    """The normalized turn for a new Telegram message, or None if it carries no text."""
+    """The normalized turn for a new Telegram message, or None if it carries no text and no
+    file (its files' text is added when they are taken in)."""
     text = text_of(message)
-    if text is None:
+    if text is None and not (message.photo or message.document or message.voice
+                             or message.audio):
         return None
-    content, entities = text
+    content, entities = text if text is not None else ("", {})
     reply_to_message_id, reply_to_participant_id = _reply_target(message)
     topic = message.message_thread_id if message.is_topic_message else None
     return StoredMessage(
