@@ -84,34 +84,8 @@ class Backend:
 
     def missing(self) -> list[str]:
         """One plain line per part this backend does not keep, and what is off because of it."""
-        lines = list(self.notices)
-        if self.inbox is None:
-            lines.append(f"backend {self.name} keeps no inbox: turns waiting to be answered "
-                         "are held in this process and lost at restart")
-        if self.records is None:
-            lines.append(f"backend {self.name} keeps no reply records: the inspector is off")
-        if self.people is None:
-            lines.append(f"backend {self.name} keeps no people directory: link codes, person "
-                         "memory, export and forgetting a person are off")
-        if self.outbox_path is None:
-            lines.append(f"backend {self.name} keeps no outbox: a turn its history refuses "
-                         "is not kept on disk to be retried")
-        if self.speakers is None:
-            lines.append(f"backend {self.name} cannot search one person's turns across "
-                         "conversations: person memory is off")
-        if self.schedules is None or self.handoffs is None:
-            lines.append(f"backend {self.name} keeps no schedule book or handoffs: scheduled "
-                         "turns and handing a conversation to people are off")
-        if self.approvals is None:
-            lines.append(f"backend {self.name} keeps no approval book: tools that need a "
-                         "person's approval are not run")
-        if self.files is None:
-            lines.append(f"backend {self.name} keeps no files: the bytes of files sent with "
-                         "turns are not kept (pictures are not seen, exports carry none)")
-        if self.spend is None:
-            lines.append(f"backend {self.name} keeps no spend ledger: daily budgets cannot "
-                         "be enforced")
-        return lines
+        return [*self.notices, *(f"backend {self.name} {said}" for parts, said in _MISSING_PARTS
+                                 if any(getattr(self, part) is None for part in parts))]
 
     async def __aenter__(self) -> Self:
         await self.history.__aenter__()
@@ -143,3 +117,23 @@ class BackendPlug:
     schemes: tuple[str, ...]
     build: Callable[[str, BackendOptions], Backend]
     check_url: Callable[[str], None]
+
+
+# What is off when a backend lacks a part (or any of a group of parts), said once at start.
+_MISSING_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("inbox",), "keeps no inbox: turns waiting to be answered are held in this process and "
+                 "lost at restart"),
+    (("records",), "keeps no reply records: the inspector is off"),
+    (("people",), "keeps no people directory: link codes, person memory, export and "
+                  "forgetting a person are off"),
+    (("outbox_path",), "keeps no outbox: a turn its history refuses is not kept on disk to be "
+                       "retried"),
+    (("speakers",), "cannot search one person's turns across conversations: person memory "
+                    "is off"),
+    (("schedules", "handoffs"), "keeps no schedule book or handoffs: scheduled turns and "
+                                "handing a conversation to people are off"),
+    (("approvals",), "keeps no approval book: tools that need a person's approval are not run"),
+    (("files",), "keeps no files: the bytes of files sent with turns are not kept (pictures "
+                 "are not seen, exports carry none)"),
+    (("spend",), "keeps no spend ledger: daily budgets cannot be enforced"),
+)
