@@ -27,6 +27,7 @@ from threadline.handoff.book import HandoffBook
 from threadline.history.file_store import DEFAULT_INLINE_MAX_BYTES, FileStore
 from threadline.history.inbox import TurnInbox
 from threadline.history.store import ConversationStore, SpeakerSearchStore
+from threadline.history.vectors import VectorIndex
 from threadline.inspector.records import ReplyRecords
 from threadline.locks import ConversationLock
 from threadline.people.directory import PeopleDirectory
@@ -76,6 +77,8 @@ class Backend:
     approvals: ApprovalBook | None = None
     # The bytes of turns' files, once per hash; None: files sent with turns are not kept.
     files: FileStore | None = None
+    # One vector per turn for meaning-based recall; None: recall is lexical only.
+    vectors: VectorIndex | None = None
     lock: ConversationLock | None = None
     outbox_path: Path | None = None
     owner_file: Path | None = None
@@ -135,5 +138,7 @@ _MISSING_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("approvals",), "keeps no approval book: tools that need a person's approval are not run"),
     (("files",), "keeps no files: the bytes of files sent with turns are not kept (pictures "
                  "are not seen, exports carry none)"),
+    (("vectors",), "keeps no vectors: recall finds turns by their words only, not their "
+                   "meaning"),
     (("spend",), "keeps no spend ledger: daily budgets cannot be enforced"),
 )

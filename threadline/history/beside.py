@@ -40,6 +40,9 @@ class Beside(Protocol):
     @property
     def files(self) -> Any: ...
 
+    @property
+    def vectors(self) -> Any: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Alone:
@@ -51,6 +54,7 @@ class Alone:
     speakers: Any = None
     link_requests: Any = None
     files: Any = None
+    vectors: Any = None
 
 
 Adopter = Callable[[ConversationStore], Beside | None]
