@@ -271,7 +271,9 @@ class Runtime:
                 log.warning("runtime.channel_without_agents", channel=name)
                 continue
             context = ChannelContext(agents=tuple(a.name for a, _ in joined),
-                                     interactive=interactive, request_stop=stop_requested.set)
+                                     interactive=interactive, request_stop=stop_requested.set,
+                                     platform_part=backend.platform_parts.get(
+                                         channel_settings.type))
             channel = platform_for(channel_settings.type).build(name, channel_settings, context)
             channel.file_intake = own_intake.get(name)
             team.attach(channel, agents=[a for a, _ in joined],

@@ -16,7 +16,7 @@ than kept in process memory where it would vanish at restart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -80,6 +80,10 @@ class Backend:
     # One vector per turn for meaning-based recall; None: recall is lexical only.
     vectors: VectorIndex | None = None
     lock: ConversationLock | None = None
+    # What the backend keeps for one platform, by its name: a Slack app's installations in
+    # many workspaces under "slack" (`threadline.channels.slack.installations`). A platform
+    # that needs its part and finds none says so when the channel is built.
+    platform_parts: Mapping[str, object] = field(default_factory=dict)
     outbox_path: Path | None = None
     owner_file: Path | None = None
     notifies_across_processes: bool = False

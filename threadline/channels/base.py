@@ -165,6 +165,9 @@ class Channel(ABC):
         # Where a person adds this bot to a server, when the platform has such a link (Discord's
         # OAuth2 invite); learned by `check()`, printed by `threadline check`.
         self.invite_url: str | None = None
+        # Where the app is installed, one line per workspace, when one channel serves many
+        # (Slack's OAuth installs); learned by `check()`, printed by `threadline check`.
+        self.installations: tuple[str, ...] = ()
         # The commands people may send here (`/forget`), set by the team that attaches the
         # channel; a platform with a command menu is told them at start. A command arrives as
         # an ordinary turn whose text is the command as typed (`/forget confirm`).

@@ -42,6 +42,12 @@ class ChannelSettings(BaseModel):
         """Settings that are each valid but do not work together, as what to set instead."""
         return []
 
+    @property
+    def needs_backend(self) -> bool:
+        """Whether the channel is built on what the backend keeps for its platform
+        (`ChannelContext.platform_part`), so `threadline check` opens the store first."""
+        return False
+
 
 class LiveReplySettings(ChannelSettings):
     """The settings of a platform that shows replies as they are written (`LiveReply`):
@@ -64,12 +70,16 @@ class ChannelContext:
 
     `interactive` is False when this process may not read its terminal (`run --no-input`,
     `threadline check`); `request_stop` asks the runtime to shut down (a terminal room whose
-    input ended); `agents` are the agents that joined the channel, for a greeting.
+    input ended); `agents` are the agents that joined the channel, for a greeting;
+    `platform_part` is what the backend keeps for the platform.
     """
 
     agents: tuple[str, ...] = ()
     interactive: bool = True
     request_stop: Callable[[], None] = _never_stop
+    # What the backend keeps for this platform (`Backend.platform_parts[type]`), for example
+    # a Slack app's installations in many workspaces; None: the backend keeps nothing for it.
+    platform_part: object | None = None
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)

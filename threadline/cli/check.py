@@ -72,15 +72,31 @@ async def check_store(settings: Settings) -> str:
         return f"{backend.shown_url}: {conversations} turns stored; spent {spent}"
 
 
-async def check_channel(name: str, settings: ChannelSettings) -> Report:
-    """The channel's own check, run before it starts: who the bot is, and its warnings."""
-    context = ChannelContext(interactive=False)
+async def check_channel(name: str, settings: ChannelSettings, app: Settings) -> Report:
+    """The channel's own check, run before it starts: who the bot is, and its warnings. A
+    channel built on what the backend keeps (a Slack app's installations) gets it."""
+    if not settings.needs_backend:
+        return await _checked(name, settings, ChannelContext(interactive=False))
+    planned = await asyncio.to_thread(new_sqlite_file, app.store.url)
+    if planned is not None:
+        return Report(f"installed nowhere yet ({planned})")
+    options = BackendOptions(busy_timeout=app.store.busy_timeout)
+    async with open_backend(app.store.url, options) as backend:
+        return await _checked(name, settings, ChannelContext(
+            interactive=False, platform_part=backend.platform_parts.get(settings.type)))
+
+
+async def _checked(name: str, settings: ChannelSettings, context: ChannelContext) -> Report:
     channel = platform_for(settings.type).build(name, settings, context)
     warnings = await channel.check()
     identity = channel.identity
-    found = "connected" if identity is None else (
-        f"bot {identity.username or identity.display_name or identity.user_id} "
-        f"({identity.user_id})")
+    if channel.installations:
+        found = (f"installed in {len(channel.installations)} workspace(s): "
+                 + "; ".join(channel.installations))
+    else:
+        found = "connected" if identity is None else (
+            f"bot {identity.username or identity.display_name or identity.user_id} "
+            f"({identity.user_id})")
     if channel.invite_url:
         found += f"; add it to a server with {channel.invite_url}"
     return Report(found, tuple(warnings))
@@ -146,7 +162,8 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
                                 **provider_checks(settings)}
     for name, channel in settings.channels.items():
-        checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel)
+        checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel,
+                                                             settings)
     for name, server in settings.mcp_servers.items():
         # Within the check's own time limit, so the server's last problem is what is reported.
         checks[f"mcp server {name}"] = partial(probe, name, server,

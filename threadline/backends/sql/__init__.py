@@ -2,9 +2,9 @@
 
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
-records, tool approvals, the bytes of turns' files; on PostgreSQL a conversation lock
-(advisory locks) owns a conversation across processes. Turns the database cannot take wait
-in an outbox file beside it.
+records, tool approvals, the bytes of turns' files, a Slack app's installations; on PostgreSQL
+a conversation lock (advisory locks) owns a conversation across processes. Turns the database
+cannot take wait in an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,15 @@ def _outbox_path(store: SqlConversationStore) -> Path:
     return Path.cwd() / f"threadline-{hashlib.sha256(url.encode()).hexdigest()[:12]}.outbox.jsonl"
 
 
+def _platform_parts(store: SqlConversationStore) -> dict[str, object]:
+    """The Slack installation book, when the slack extra is installed."""
+    try:
+        from threadline.backends.sql.slack_installations import SqlSlackInstallations
+    except ImportError:  # no slack_sdk: no Slack channel can ask for it
+        return {}
+    return {"slack": SqlSlackInstallations(store)}
+
+
 def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: str | None
            ) -> Backend:
     postgres = store.dialect == "postgresql"
@@ -51,7 +60,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
-                   lock=lock,
+                   lock=lock, platform_parts=_platform_parts(store),
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 

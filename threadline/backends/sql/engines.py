@@ -23,7 +23,7 @@ import structlog
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -209,6 +209,12 @@ class SqliteBackend:
             finally:
                 engine.dispose()
 
+    def alchemy_engine(self) -> Engine:
+        """A synchronous SQLAlchemy engine on the same file, without a pool, for a library
+        that brings its own SQLAlchemy statements (run it off the event loop)."""
+        return create_engine(self.url, poolclass=NullPool,
+                             connect_args={"timeout": self.busy_timeout})
+
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
         if not self.read_only:
@@ -245,6 +251,10 @@ class PostgresBackend:
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.connect() as connection:
             return await connection.run_sync(_on_alchemy, fn, *args)
+
+    def alchemy_engine(self) -> AsyncEngine:
+        """The engine itself, for a library that brings its own SQLAlchemy statements."""
+        return self._engine
 
     async def migrate(self) -> None:
         async with self._engine.begin() as connection:

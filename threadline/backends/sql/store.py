@@ -28,7 +28,9 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import structlog
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.backends.sql import operations as ops
@@ -138,6 +140,12 @@ class SqlConversationStore:
                 f"conversation store {self._describe()} could not {action}: "
                 f"{getattr(exc, 'orig', exc)}"
             ) from exc
+
+    def alchemy_engine(self) -> Engine | AsyncEngine:
+        """An SQLAlchemy engine on this database, for a library that brings its own SQL
+        (slack_sdk's installation store): PostgreSQL's async engine, or for SQLite a sync one
+        without a pool, to be used off the event loop. Call it once the store is open."""
+        return self._backend.alchemy_engine()
 
     async def run(self, action: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T:
         """`fn(runner, *args)` in one transaction on this store's database and threads.

@@ -52,15 +52,18 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import structlog
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.listener.async_builtins import AsyncTokenRevocationListeners
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -68,6 +71,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
@@ -95,10 +99,12 @@ from threadline.channels.slack.events import (
     names_to_look_up,
     render_mentions,
     slash_command_turn,
+    team_of_conversation,
     thread_conversation_id,
     to_stored_message,
 )
 from threadline.channels.slack.live import SlackLiveReply
+from threadline.channels.slack.oauth import SlackOAuth, SlackWorkspace, SlackWorkspaces
 from threadline.channels.slack.requests import bolt_request, unverified
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import host_of, unreachable
@@ -166,17 +172,23 @@ class SlackChannel(Channel):
         assistant_prompts: Sequence[Mapping[str, str]] = (),
         streaming: bool = True,
         stream_interval: float = 1.0,
+        oauth: SlackOAuth | None = None,
     ) -> None:
         """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
         where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
         agent's name, which needs the `chat:write.customize` scope. `assistant_prompts`
         (`{"title": ..., "message": ...}`, at most 4) are suggested in each new assistant
         thread. `streaming` shows replies as they are written, calling Slack at most once per
-        `stream_interval` seconds per Slack channel (see `slack.live`)."""
+        `stream_interval` seconds per Slack channel (see `slack.live`). With `oauth` the app
+        is installed in many workspaces and each is answered with its own token (`slack.oauth`);
+        `bot_token` is then unused."""
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"Slack channel {name!r}"
-        if not bot_token:
+        if not bot_token and oauth is None:
             raise ConfigError(f"{where}: bot_token is empty; set it to the app's xoxb- token")
+        if oauth is not None and mode != "http":
+            raise ConfigError(f"{where}: oauth needs mode 'http' (Slack does not accept Socket "
+                              "Mode apps for installing in other workspaces)")
         if mode not in ("http", "socket"):
             raise ConfigError(f"{where}: mode must be 'http' or 'socket', got {mode!r}")
         if mode == "http" and not signing_secret:
@@ -202,6 +214,9 @@ class SlackChannel(Channel):
         self.reply_in_thread = reply_in_thread
         self.agent_name_as_username = agent_name_as_username
         self._bot_token = bot_token
+        self._oauth = oauth
+        self._workspaces: SlackWorkspaces | None = None  # with oauth, once started
+        self._home: SlackWorkspace | None = None  # without oauth: the one workspace
         self._signing_secret = signing_secret or ""
         self._app_token = app_token or ""
         self._host, self._port, self._path = host, port, path
@@ -245,17 +260,14 @@ class SlackChannel(Channel):
         self._events = events
         self._closing = False
         self._session = aiohttp.ClientSession()
-        self._client = AsyncWebClient(
-            token=self._bot_token, base_url=self._api_base_url, session=self._session,
-            retry_handlers=[
-                AsyncRateLimitErrorRetryHandler(max_retry_count=self._rate_limit_retries),
-                AsyncConnectionErrorRetryHandler(),
-                AsyncServerErrorRetryHandler(),
-            ],
-        )
+        self._client = self._new_client(self._bot_token or None)
         self._directory = SlackDirectory(self._client)
         try:
-            await self._learn_identity(self._client, self._directory)
+            if self._oauth is None:
+                await self._learn_identity(self._client, self._directory)
+                self._home = SlackWorkspace(self._team_id, self._client, self._directory)
+            else:
+                self._workspaces = await self._open_workspaces(self._oauth, self._client)
             app = self._build_app(self._client)
             if self.mode == "http":
                 await self._serve_http(app)
@@ -280,6 +292,86 @@ class SlackChannel(Channel):
             self._socket = None
         await self._session.close()
         self._session = self._client = self._directory = None
+        self._home = self._workspaces = None
+
+    def _new_client(self, token: str | None) -> AsyncWebClient:
+        """A Web API client on this channel's session, waiting out rate limits and retrying
+        dropped connections and server errors."""
+        return AsyncWebClient(
+            token=token, base_url=self._api_base_url, session=self._session,
+            retry_handlers=[
+                AsyncRateLimitErrorRetryHandler(max_retry_count=self._rate_limit_retries),
+                AsyncConnectionErrorRetryHandler(),
+                AsyncServerErrorRetryHandler(),
+            ],
+        )
+
+    async def _open_workspaces(self, oauth: SlackOAuth, client: AsyncWebClient
+                               ) -> SlackWorkspaces:
+        """The installed workspaces, their bots known as ours (a key that does not decrypt
+        their tokens stops the start here, saying so)."""
+        workspaces = SlackWorkspaces(oauth, client=client,
+                                     new_client=lambda: self._new_client(None),
+                                     channel=self.name, on_installed=self._installed)
+        installed = await workspaces.installed()
+        for workspace in installed:
+            self._know_bot(workspace.bot_user_id)
+        if self.identity is None:  # nobody installed it yet: the app itself, until then
+            self.identity = BotIdentity(user_id=oauth.client_id)
+        self._log.info("slack_workspaces", installed=len(installed),
+                       install_path=oauth.install_path)
+        return workspaces
+
+    async def _check_installations(self, oauth: SlackOAuth) -> list[str]:
+        """`threadline check` with oauth: the installed workspaces (in `installations`)."""
+        workspaces = SlackWorkspaces(oauth, client=AsyncWebClient(base_url=self._api_base_url),
+                                     new_client=lambda: self._new_client(None),
+                                     channel=self.name, on_installed=lambda _: None)
+        installed = await workspaces.installed()
+        self.installations = tuple(
+            f"{w.team_id} ({w.team_name or 'unnamed'}): bot {w.bot_user_id or 'none'}, "
+            f"installed {w.installed_at:%Y-%m-%d %H:%M} UTC" for w in installed)
+        if installed:
+            return []
+        return [f"Slack channel {self.name!r}: no workspace has installed the app yet; open "
+                f"{oauth.install_path} on this channel's public address to install it"]
+
+    def _know_bot(self, *ids: str | None) -> None:
+        """A workspace's bot user and bot ids: its own posts are dropped, and a mention of it
+        addresses the channel's first agent."""
+        new = [i for i in dict.fromkeys(ids) if i and i not in self._own_ids]
+        if not new:
+            return
+        self._own_ids |= frozenset(new)
+        waiting = self._oauth is not None and self.identity is not None and (
+            self.identity.user_id == self._oauth.client_id)  # the app's id until a first install
+        if self.identity is None or waiting:
+            self.identity = BotIdentity(user_id=new[0], extra_ids=tuple(new[1:]))
+        else:
+            self.identity = replace(self.identity,
+                                    extra_ids=(*self.identity.extra_ids, *new))
+
+    def _installed(self, installation: Installation) -> None:
+        self._know_bot(installation.bot_user_id, installation.bot_id)
+
+    def team_of(self, message: StoredMessage) -> str:
+        """The workspace a conversation belongs to (its id carries it)."""
+        return team_of_conversation(message.conversation_id) or self._team_id
+
+    async def _workspace_of(self, message: StoredMessage) -> SlackWorkspace:
+        """Where a reply to `message` goes: the one workspace, or the message's own, with a
+        token valid now (a permanent error when the workspace has no installation)."""
+        if self._workspaces is None:
+            return self._require_home()
+        return await self._workspaces.authorized(self.team_of(message),
+                                                 conversation_id=message.conversation_id)
+
+    def _inbound_workspace(self, team_id: str, context: AsyncBoltContext) -> SlackWorkspace:
+        """The workspace an event came from, with the token bolt authorized it with."""
+        if self._workspaces is None or not context.token:
+            return self._require_home()
+        self._know_bot(context.bot_user_id, context.bot_id)
+        return self._workspaces.workspace(team_id, context.token)
 
     async def check(self) -> list[str]:
         """Missing OAuth scopes that would leave the bot deaf or mute somewhere.
@@ -289,6 +381,8 @@ class SlackChannel(Channel):
         `message.im` (Event Subscriptions > Subscribe to bot events). Before `start()` it asks
         `auth.test` itself, once, and learns who the bot is (`threadline check`).
         """
+        if self._oauth is not None:
+            return await self._check_installations(self._oauth)
         if self._client is None:
             client = AsyncWebClient(token=self._bot_token, base_url=self._api_base_url)
             response = await self._learn_identity(client, SlackDirectory(client))
@@ -342,12 +436,19 @@ class SlackChannel(Channel):
 
     async def person_timezone(self, message: StoredMessage) -> str | None:
         """The author's time zone from `users.info` (cached by the directory)."""
-        if self._directory is None or message.participant.kind != "user":
+        if self._session is None or message.participant.kind != "user":
             return None
-        return await self._directory.user_timezone(message.participant.id)
+        try:
+            workspace = await self._workspace_of(message)
+        except ChannelError:
+            return None
+        return await workspace.directory.user_timezone(message.participant.id)
 
     def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
-        return SlackLiveReply(channel=self, client=self._require_client(), inbound=inbound,
+        async def client() -> AsyncWebClient:
+            return (await self._workspace_of(inbound)).client
+
+        return SlackLiveReply(channel=self, client=client, inbound=inbound,
                               agent_name=agent_name, gate=self._gate, log=self._log)
 
     @property
@@ -384,13 +485,13 @@ class SlackChannel(Channel):
 
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
                     choices: Sequence[CommandChoice] = ()) -> list[str]:
-        client = self._require_client()
         parts = split_text(escape_outgoing(text), self.max_message_chars)
         last = len(parts) - 1
         response_url = self._response_urls.pop(inbound.id, None)
         if response_url is not None:
             return await self._answer_command(inbound, parts, response_url,
                                               blocks=choice_blocks(parts[last], choices))
+        client = (await self._workspace_of(inbound)).client
         channel_id, thread_ts = self.reply_target(inbound)
         username = agent_name if self.agent_name_as_username else None
         posted: list[str] = []
@@ -414,7 +515,7 @@ class SlackChannel(Channel):
     async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
         """Share a file where `inbound` was said with files upload v2 (an upload URL, the
         bytes, then completeUploadExternal in the channel and thread)."""
-        client = self._require_client()
+        client = (await self._workspace_of(inbound)).client
         channel_id, thread_ts = self.reply_target(inbound)
         try:
             response = await client.files_upload_v2(
@@ -462,6 +563,12 @@ class SlackChannel(Channel):
             return ChannelPermanentError(f"{where}; retrying cannot help (invite the bot to the "
                                          "channel, or check the token)")
         return ChannelError(f"{where}; it may succeed later")
+
+    def _require_home(self) -> SlackWorkspace:
+        if self._home is None:
+            raise ChannelError(f"Slack channel {self.name!r} is not started (or serves many "
+                               "workspaces); call start() first")
+        return self._home
 
     def _require_client(self) -> AsyncWebClient:
         if self._client is None:
@@ -518,9 +625,17 @@ class SlackChannel(Channel):
 
     def _build_app(self, client: AsyncWebClient) -> AsyncApp:
         # Requests are verified by `slack.requests` before bolt parses them, so bolt does not.
+        workspaces = self._workspaces
+        # bolt's own authorize class answers None for a workspace it does not know, which its
+        # AsyncApp annotation leaves out.
+        authorize: Any = workspaces.authorize if workspaces else None
         app = AsyncApp(client=client, signing_secret=self._signing_secret or None,
                        request_verification_enabled=False, process_before_response=True,
-                       name=f"threadline-{self.name}")
+                       name=f"threadline-{self.name}", authorize=authorize,
+                       oauth_flow=workspaces.flow if workspaces else None)
+        if workspaces is not None:
+            app.event("app_uninstalled")(self._on_uninstalled)
+            app.event("tokens_revoked")(self._on_tokens_revoked)
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
         app.command(re.compile(r"^/"))(self._on_slash_command)
@@ -544,10 +659,58 @@ class SlackChannel(Channel):
 
         server = web.Application()
         server.router.add_post(self._path, receive)
+        if self._workspaces is not None:
+            self._serve_installs(server, self._workspaces)
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
         await serve(self._runner, self.listeners()[0])
         self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
+
+    def _serve_installs(self, server: web.Application, workspaces: SlackWorkspaces) -> None:
+        """The install and redirect routes of bolt's OAuth flow (a person's browser, not
+        Slack, calls them: nothing to verify but the state, which the flow checks)."""
+        flow = workspaces.flow
+
+        async def install(request: web.Request) -> web.Response:
+            return await to_aiohttp_response(
+                await flow.handle_installation(await to_bolt_request(request)))
+
+        async def redirected(request: web.Request) -> web.Response:
+            return await to_aiohttp_response(
+                await flow.handle_callback(await to_bolt_request(request)))
+
+        server.router.add_get(workspaces.oauth.install_path, install)
+        server.router.add_get(workspaces.oauth.redirect_path, redirected)
+
+    async def _on_uninstalled(self, context: AsyncBoltContext) -> None:
+        """The app was uninstalled from a workspace: its tokens go, its history as set."""
+        workspaces, team_id = self._workspaces, str(context.team_id or "")
+        if workspaces is None or not team_id:
+            return
+        await workspaces.store.async_delete_all(enterprise_id=context.enterprise_id,
+                                                team_id=team_id)
+        workspaces.forget(team_id)
+        history = "kept"
+        if workspaces.oauth.purge_on_uninstall:
+            history = f"purged ({await workspaces.book.purge_workspace(team_id)} turns)"
+        self._log.warning("slack_app_uninstalled", team_id=team_id, tokens="deleted",
+                          history=history)
+
+    async def _on_tokens_revoked(self, event: dict[str, Any], context: AsyncBoltContext
+                                 ) -> None:
+        """A workspace revoked the app's tokens: they are deleted (bolt's own listener), so
+        the workspace is no longer answered until the app is installed again."""
+        workspaces, team_id = self._workspaces, str(context.team_id or "")
+        if workspaces is None or not team_id:
+            return
+        await AsyncTokenRevocationListeners(workspaces.store).handle_tokens_revoked_events(
+            event, context)
+        workspaces.forget(team_id)
+        tokens = event.get("tokens") or {}
+        self._log.warning("slack_tokens_revoked", team_id=team_id,
+                          bot=bool(tokens.get("bot")), users=len(tokens.get("oauth") or ()),
+                          outcome="tokens deleted; the workspace is not answered until the "
+                                  "app is installed again")
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app
@@ -595,13 +758,15 @@ class SlackChannel(Channel):
             if not self._in_flight:
                 self._idle.set()
 
-    async def _on_message_event(self, body: dict[str, Any]) -> BoltResponse | None:
+    async def _on_message_event(self, body: dict[str, Any], context: AsyncBoltContext
+                                ) -> BoltResponse | None:
         """bolt's listener: None acknowledges the event, a 5xx response withholds the ack."""
         if self._closing:
             return BoltResponse(status=503, body="stopping; deliver again later")
         event = body.get("event")
         team_id = str(body.get("team_id") or self._team_id)
         event_id = str(body.get("event_id") or "")
+        workspace = self._inbound_workspace(team_id, context)
         try:
             change = classify(event, team_id=team_id, own_ids=self._own_ids,
                               allow_bots=self.allow_bots) if isinstance(event, dict) else None
@@ -611,22 +776,26 @@ class SlackChannel(Channel):
         if change is None:
             return None
         with self._handling():
-            return await self._deliver(change, event_id=event_id)
+            return await self._deliver(change, event_id=event_id, workspace=workspace)
 
-    async def _on_assistant_thread(self, body: dict[str, Any]) -> BoltResponse | None:
+    async def _on_assistant_thread(self, body: dict[str, Any], context: AsyncBoltContext
+                                   ) -> BoltResponse | None:
         """An assistant thread started or its context changed (see the module docstring)."""
         if self._closing:
             return BoltResponse(status=503, body="stopping; deliver again later")
         event = body.get("event") or {}
-        thread = assistant_thread(event, team_id=str(body.get("team_id") or self._team_id))
-        events, directory = self._events, self._directory
-        if thread is None or events is None or directory is None:
+        team_id = str(body.get("team_id") or self._team_id)
+        thread = assistant_thread(event, team_id=team_id)
+        events = self._events
+        if thread is None or events is None:
             return None
+        workspace = self._inbound_workspace(team_id, context)
+        directory = workspace.directory
         with self._handling():
             if event.get("type") == "assistant_thread_started":
-                await self._suggest_prompts(thread)
+                await self._suggest_prompts(thread, workspace.client)
             turn = context_turn(thread, event_ts=str(event.get("event_ts") or ""),
-                                team_id=self._team_id,
+                                team_id=team_id,
                                 channel_name=await self._channel_name(thread, directory))
             if turn is None:
                 return None
@@ -650,12 +819,12 @@ class SlackChannel(Channel):
         except TimeoutError:
             return None
 
-    async def _suggest_prompts(self, thread: AssistantThread) -> None:
+    async def _suggest_prompts(self, thread: AssistantThread, client: AsyncWebClient) -> None:
         """The configured prompts under a new assistant thread (a failure only loses them)."""
         if not self._assistant_prompts:
             return
         try:
-            await self._require_client().assistant_threads_setSuggestedPrompts(
+            await client.assistant_threads_setSuggestedPrompts(
                 channel_id=thread.channel_id, thread_ts=thread.thread_ts,
                 prompts=self._assistant_prompts)
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
@@ -665,12 +834,14 @@ class SlackChannel(Channel):
     async def _on_slash_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         """bolt's slash command listener: record the command turn, then ack (see the module
         docstring); the answer comes later through the command's response_url."""
-        await self._take_command(ack, slash_command_turn(command, team_id=self._team_id),
+        team_id = str(command.get("team_id") or self._team_id)
+        await self._take_command(ack, slash_command_turn(command, team_id=team_id),
                                  response_url=command.get("response_url"))
 
     async def _on_choice(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """A button of a command's answer was pressed: its command, sent by whoever pressed."""
-        await self._take_command(ack, choice_turn(body, team_id=self._team_id),
+        team_id = str((body.get("team") or {}).get("id") or self._team_id)
+        await self._take_command(ack, choice_turn(body, team_id=team_id),
                                  response_url=body.get("response_url"))
 
     async def _take_command(self, ack: AsyncAck, turn: StoredMessage | None, *,
@@ -699,14 +870,15 @@ class SlackChannel(Channel):
                 return
             await ack()
 
-    async def _deliver(self, change: SlackChange, *, event_id: str) -> BoltResponse | None:
-        events, directory = self._events, self._directory
-        if events is None or directory is None:
+    async def _deliver(self, change: SlackChange, *, event_id: str, workspace: SlackWorkspace
+                       ) -> BoltResponse | None:
+        events, directory = self._events, workspace.directory
+        if events is None:
             return BoltResponse(status=503, body="not started")
         bound = self._log.bind(conversation_id=change.conversation_id, event_id=event_id)
         if isinstance(change, SlackPost):
             try:
-                turn = await self._turn(change, directory, bound)
+                turn = await self._turn(change, workspace, bound)
             except Exception as error:  # an event we cannot read: acked and skipped
                 self.skip_event(event_id or change.stored_id, error)
                 return None
@@ -738,8 +910,10 @@ class SlackChannel(Channel):
             return BoltResponse(status=500, body="not applied; deliver again later")
         return None
 
-    async def _turn(self, post: SlackPost, directory: SlackDirectory, bound: Any) -> StoredMessage:
+    async def _turn(self, post: SlackPost, workspace: SlackWorkspace, bound: Any
+                    ) -> StoredMessage:
         """The normalized turn, with display names if they come within the lookup budget."""
+        directory = workspace.directory
         names: dict[str, str] = {}
         channel_name = None
         try:
@@ -751,10 +925,12 @@ class SlackChannel(Channel):
             bound.warning("slack_names_late", budget_seconds=_LOOKUP_BUDGET_SECONDS,
                           outcome="turn recorded with user ids instead of names")
         turn = to_stored_message(post, names=names, channel_name=channel_name)
-        return await take_in(turn, [self._incoming(f) for f in post.files], self.file_intake)
+        return await take_in(turn, [self._incoming(f, workspace.client) for f in post.files],
+                             self.file_intake)
 
-    def _incoming(self, shared: Mapping[str, Any]) -> IncomingFile:
-        """A shared file, fetched from its `url_private` with the bot token (Slack's rule)."""
+    def _incoming(self, shared: Mapping[str, Any], client: AsyncWebClient) -> IncomingFile:
+        """A shared file, fetched from its `url_private` with the workspace's bot token
+        (Slack's rule)."""
         url = str(shared.get("url_private_download") or shared.get("url_private") or "")
 
         async def fetch() -> bytes:
@@ -762,7 +938,7 @@ class SlackChannel(Channel):
                 raise ChannelError(f"Slack file {shared.get('id')!r} has no url_private")
             async with aiohttp.ClientSession(
                     timeout=aiohttp.ClientTimeout(total=60)) as session, session.get(
-                    url, headers={"Authorization": f"Bearer {self._bot_token}"}) as response:
+                    url, headers={"Authorization": f"Bearer {client.token}"}) as response:
                 response.raise_for_status()
                 return await response.read()
 

@@ -92,6 +92,13 @@ def conversation_id(*, team_id: str, channel_id: str, ts: str, thread_ts: str | 
     return channel
 
 
+def team_of_conversation(conversation_id: str) -> str | None:
+    """The workspace (team id) a Slack conversation id carries, or None for another id."""
+    platform, _, rest = conversation_id.partition(":")
+    team_id = rest.partition(":")[0]
+    return team_id if platform == "slack" and team_id else None
+
+
 def thread_conversation_id(channel_conversation_id: str, thread_ts: str) -> str:
     """The conversation of the thread under the post `thread_ts` in a channel's conversation."""
     return f"{channel_conversation_id}:{thread_ts}"

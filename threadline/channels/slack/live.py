@@ -14,6 +14,7 @@ be taken back: it is stopped and updated to the final text at the end.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -36,8 +37,11 @@ THINKING = "is thinking..."
 class SlackLiveReply(LiveReply):
     """One reply in one Slack conversation (see the module docstring)."""
 
-    def __init__(self, *, channel: SlackChannel, client: AsyncWebClient, inbound: StoredMessage,
+    def __init__(self, *, channel: SlackChannel,
+                 client: Callable[[], Awaitable[AsyncWebClient]], inbound: StoredMessage,
                  agent_name: str | None, gate: RateGate, log: Any) -> None:
+        """`client` gives the Web API client of the inbound's workspace, with a token valid
+        now (asked at each call: a rotating token may change while a reply is written)."""
         self._channel = channel
         self._client = client
         self._inbound = inbound
@@ -80,8 +84,9 @@ class SlackLiveReply(LiveReply):
     async def _status(self, status: str) -> None:
         if self._thread_ts is None or not self._channel.may_set_status(self._channel_id):
             return
+        api = await self._client()
         try:
-            await self._client.assistant_threads_setStatus(
+            await api.assistant_threads_setStatus(
                 channel_id=self._channel_id, thread_ts=self._thread_ts, status=status)
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
             self._channel.status_refused(self._channel_id, error)
@@ -91,32 +96,33 @@ class SlackLiveReply(LiveReply):
     # -- text ------------------------------------------------------------------------------
 
     async def _push(self, text: str) -> None:
+        api = await self._client()
         if self._ts is None:
-            await self._open(text)
+            await self._open(api, text)
         elif self._native:
             if self._diverged or not text.startswith(self._streamed):
                 self._diverged = True
                 return
-            await self._client.chat_appendStream(channel=self._channel_id, ts=self._ts,
-                                                 markdown_text=text[len(self._streamed):])
+            await api.chat_appendStream(channel=self._channel_id, ts=self._ts,
+                                        markdown_text=text[len(self._streamed):])
             self._streamed = text
         else:
-            await self._client.chat_update(channel=self._channel_id, ts=self._ts,
-                                           text=self._preview(text))
+            await api.chat_update(channel=self._channel_id, ts=self._ts,
+                                  text=self._preview(text))
 
-    async def _open(self, text: str) -> None:
+    async def _open(self, api: AsyncWebClient, text: str) -> None:
         if self._thread_ts is not None and self._channel.may_stream(self._channel_id):
             try:
-                started = await self._client.chat_startStream(
+                started = await api.chat_startStream(
                     channel=self._channel_id, thread_ts=self._thread_ts, markdown_text=text,
-                    recipient_team_id=self._channel.team_id or None,
+                    recipient_team_id=self._channel.team_of(self._inbound) or None,
                     recipient_user_id=self._inbound.participant.id, username=self._username)
             except SlackApiError as error:
                 self._channel.stream_refused(self._channel_id, error)
             else:
                 self._ts, self._native, self._streamed = str(started["ts"]), True, text
                 return
-        posted = await self._client.chat_postMessage(
+        posted = await api.chat_postMessage(
             channel=self._channel_id, text=self._preview(text), thread_ts=self._thread_ts,
             username=self._username)
         self._ts = str(posted["ts"])
@@ -129,19 +135,20 @@ class SlackLiveReply(LiveReply):
         stream; on a kept-up-to-date post, the first part updated and the others posted."""
         posted = [ts]
         parts = split_text(escape_outgoing(text), self._channel.max_message_chars)
+        api = await self._client()
         try:
             if self._native:
                 follows = not self._diverged and text.startswith(self._streamed)
                 rest = text[len(self._streamed):] if follows else ""
-                await self._client.chat_stopStream(channel=self._channel_id, ts=ts,
-                                                   markdown_text=rest or None)
+                await api.chat_stopStream(channel=self._channel_id, ts=ts,
+                                          markdown_text=rest or None)
                 if not follows:
-                    await self._client.chat_update(channel=self._channel_id, ts=ts,
-                                                   text=escape_outgoing(text))
+                    await api.chat_update(channel=self._channel_id, ts=ts,
+                                          text=escape_outgoing(text))
                 return posted
-            await self._client.chat_update(channel=self._channel_id, ts=ts, text=parts[0])
+            await api.chat_update(channel=self._channel_id, ts=ts, text=parts[0])
             for part in parts[1:]:
-                response = await self._client.chat_postMessage(
+                response = await api.chat_postMessage(
                     channel=self._channel_id, text=part, thread_ts=self._thread_ts,
                     username=self._username)
                 posted.append(str(response["ts"]))

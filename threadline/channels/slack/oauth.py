@@ -1,0 +1,202 @@
+"""A Slack app installed in many workspaces: bolt's OAuth flow, and each workspace's own token.
+
+Installing: `install_path` answers with a redirect to Slack's authorize page carrying a fresh
+`state` (kept in the database, so any replica may see the redirect back, and only once) and the
+same value in a cookie; Slack sends the installer to `redirect_path` with a code, which bolt's
+`AsyncOAuthFlow` exchanges (`oauth.v2.access`) for the workspace's tokens and saves through the
+encrypted installation store (`slack.installations`).
+
+Answering: one authorize (bolt's `AsyncInstallationStoreAuthorize`) finds a workspace's
+installation for every inbound request and every outbound reply, and refreshes a rotating token
+`rotate_minutes_before_expiry` before it expires, saving the new pair before it is used. A
+workspace without an installation (uninstalled, tokens revoked) is logged as
+`slack_workspace_not_installed`: its events are acknowledged and dropped by bolt, and a reply
+still owed there fails as a permanent channel error (logged by the delivery, never retried).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_bolt.authorization.authorize_result import AuthorizeResult
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.oauth.async_callback_options import (
+    AsyncCallbackOptions,
+    AsyncFailureArgs,
+    AsyncSuccessArgs,
+)
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_bolt.response import BoltResponse
+from slack_sdk.oauth.installation_store.models.installation import Installation
+from slack_sdk.web.async_client import AsyncWebClient
+
+from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.installations import (
+    EncryptedInstallationStore,
+    InstalledWorkspace,
+    SlackInstallationBook,
+    TokenCipher,
+)
+from threadline.errors import ChannelPermanentError, ConfigError
+
+log = structlog.get_logger("threadline.channels.slack")
+_bolt_log = logging.getLogger("threadline.channels.slack.bolt")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackOAuth:
+    """The OAuth settings of one Slack channel, with the backend's book and the token cipher."""
+
+    client_id: str
+    client_secret: str
+    cipher: TokenCipher
+    # None: the backend keeps no installations (the channel refuses to start, saying so).
+    book: SlackInstallationBook | None
+    scopes: tuple[str, ...]
+    user_scopes: tuple[str, ...] = ()
+    install_path: str = "/slack/install"
+    redirect_path: str = "/slack/oauth_redirect"
+    redirect_uri: str | None = None
+    state_expiration_seconds: int = 600
+    token_rotation: bool = True
+    rotate_minutes_before_expiry: int = 120
+    purge_on_uninstall: bool = False
+    authorize_url: str | None = None
+
+
+class _WorkspaceAuthorize(AsyncInstallationStoreAuthorize):
+    """bolt's authorize from the installation store, saying in our log when a workspace has
+    no installation, and leaving rotating tokens alone when rotation is off."""
+
+    def __init__(self, *, rotate: bool, channel: str, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._rotate = rotate
+        self._log = log.bind(channel=channel)
+
+    async def __call__(self, *, context: AsyncBoltContext, enterprise_id: str | None,
+                       team_id: str | None, user_id: str | None, **actor: Any
+                       ) -> AuthorizeResult | None:
+        found = await super().__call__(context=context, enterprise_id=enterprise_id,
+                                       team_id=team_id, user_id=user_id, **actor)
+        if found is None:
+            self._log.warning("slack_workspace_not_installed", team_id=team_id,
+                              outcome="not answered: the app was uninstalled there or its "
+                                      "tokens were revoked (install it again to answer)")
+        return found
+
+    async def _rotate_and_save_tokens_if_necessary(
+            self, installation: Installation | None) -> Installation | None:
+        if not self._rotate:
+            return None
+        refreshed: Installation | None = await super()._rotate_and_save_tokens_if_necessary(
+            installation)
+        if refreshed is not None:
+            self._log.info("slack_tokens_rotated", team_id=refreshed.team_id,
+                           expires_at=refreshed.bot_token_expires_at)
+        return refreshed
+
+
+@dataclass(slots=True)
+class SlackWorkspace:
+    """One installed workspace as this process talks to it: a client holding its current
+    token, and its directory of names (cached per workspace)."""
+
+    team_id: str
+    client: AsyncWebClient
+    directory: SlackDirectory
+
+
+class SlackWorkspaces:
+    """The installed workspaces of one channel: the OAuth flow, the authorize, a client each."""
+
+    def __init__(self, oauth: SlackOAuth, *, client: AsyncWebClient,
+                 new_client: Callable[[], AsyncWebClient], channel: str,
+                 on_installed: Callable[[Installation], None]) -> None:
+        if oauth.book is None:
+            raise ConfigError(
+                f"Slack channel {channel!r}: oauth keeps each workspace's installation in the "
+                "database, and this store keeps none; use the sql backend (store.url "
+                "sqlite:///PATH or postgresql+asyncpg://USER@HOST/DB)")
+        self.oauth = oauth
+        self.book: SlackInstallationBook = oauth.book
+        self._client = client  # without a token: oauth.v2.access, auth.test with a token
+        self._new_client = new_client
+        self._channel = channel
+        self._on_installed = on_installed
+        self.store = EncryptedInstallationStore(self.book.installation_store(oauth.client_id),
+                                                oauth.cipher)
+        self.authorize = _WorkspaceAuthorize(
+            rotate=oauth.token_rotation, channel=channel, logger=_bolt_log,
+            installation_store=self.store, client_id=oauth.client_id,
+            client_secret=oauth.client_secret,
+            token_rotation_expiration_minutes=oauth.rotate_minutes_before_expiry,
+            cache_enabled=True, client=client)
+        settings = AsyncOAuthSettings(
+            client_id=oauth.client_id, client_secret=oauth.client_secret,
+            scopes=list(oauth.scopes), user_scopes=list(oauth.user_scopes),
+            redirect_uri=oauth.redirect_uri, install_path=oauth.install_path,
+            install_page_rendering_enabled=False, redirect_uri_path=oauth.redirect_path,
+            authorization_url=oauth.authorize_url, installation_store=self.store,
+            state_store=self.book.state_store(oauth.state_expiration_seconds),
+            state_expiration_seconds=oauth.state_expiration_seconds,
+            callback_options=AsyncCallbackOptions(success=self._installed,
+                                                  failure=self._refused),
+            logger=_bolt_log)
+        settings.authorize = self.authorize  # the one with our client and our log
+        self.flow = AsyncOAuthFlow(client=client, settings=settings, logger=_bolt_log)
+        self._by_team: dict[str, SlackWorkspace] = {}
+        self._log = log.bind(channel=channel)
+
+    def workspace(self, team_id: str, token: str) -> SlackWorkspace:
+        """The workspace's client, now holding `token` (rotation changes it in place)."""
+        found = self._by_team.get(team_id)
+        if found is None:
+            client = self._new_client()
+            found = self._by_team[team_id] = SlackWorkspace(team_id, client,
+                                                            SlackDirectory(client))
+        found.client.token = token
+        return found
+
+    async def authorized(self, team_id: str, *, conversation_id: str) -> SlackWorkspace:
+        """The workspace with a valid token (refreshed when due), or a permanent error when
+        it has no installation."""
+        found = await self.authorize(context=AsyncBoltContext(client=self._client),
+                                     enterprise_id=None, team_id=team_id, user_id=None)
+        if found is None or not found.bot_token:
+            raise ChannelPermanentError(
+                f"Slack channel {self._channel!r}: workspace {team_id} has no installation "
+                f"(uninstalled, or its tokens were revoked), so conversation "
+                f"{conversation_id!r} cannot be answered there; install the app again")
+        return self.workspace(team_id, found.bot_token)
+
+    def forget(self, team_id: str) -> None:
+        """Drop the workspace's client and every cached authorization (its tokens are gone)."""
+        self._by_team.pop(team_id, None)
+        self.authorize.authorize_result_cache.clear()
+
+    async def installed(self) -> list[InstalledWorkspace]:
+        """The installed workspaces, each one's bot token decrypted once to prove the key."""
+        workspaces = await self.book.workspaces(self.oauth.client_id)
+        for workspace in workspaces:
+            await self.store.async_find_bot(enterprise_id=None, team_id=workspace.team_id)
+        return workspaces
+
+    async def _installed(self, args: AsyncSuccessArgs) -> BoltResponse:
+        installation = args.installation
+        self._log.info("slack_workspace_installed", team_id=installation.team_id,
+                       team_name=installation.team_name, bot_user_id=installation.bot_user_id,
+                       rotating=installation.bot_refresh_token is not None)
+        self._on_installed(installation)
+        return await args.default.success(args)
+
+    async def _refused(self, args: AsyncFailureArgs) -> BoltResponse:
+        self._log.warning("slack_install_refused", reason=args.reason,
+                          error=str(args.error) if args.error else None,
+                          outcome="nothing stored; the installer sees the failure page")
+        return await args.default.failure(args)
