@@ -27,6 +27,14 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Assistant threads: `assistant_thread_event` builds `assistant_thread_started` /
   `assistant_thread_context_changed`; `assistant.threads.setSuggestedPrompts` is checked (at
   most 4 prompts, each with a title and a message) and recorded like every call.
+- OAuth (an app installed in many workspaces): `add_team` adds a workspace with its own bot;
+  `/oauth/v2/authorize` plays the person pressing Allow (in the workspace the URL's `team`
+  names) and redirects to the app with a code; `oauth.v2.access` exchanges the code (client id
+  and secret checked) for that workspace's bot token, with `refresh_token` and `expires_in`
+  when `token_lifetime` is set (token rotation), and refreshes with `grant_type=refresh_token`.
+  Each issued token answers `auth.test` as its workspace's bot; `revoke(team)` makes them
+  `token_revoked` and returns the `tokens_revoked` event. `install(...)` walks the whole flow
+  over HTTP, as a browser would. `deliver_event(..., team_id=...)` sends an event from a team.
 - Slash commands: `slash_command(...)` builds the payload, `deliver_command` POSTs it form-
   encoded and signed (HTTP mode), `send_socket_command` pushes a `slash_commands` envelope; the
   payload's `response_url` points here, and what the app posts to it is kept in `responses`.
@@ -35,6 +43,7 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import itertools
@@ -78,6 +87,27 @@ class Delivery:
     event_id: str
     status: int
     body: str
+
+
+@dataclass(slots=True)
+class FakeTeam:
+    """A workspace the app may be installed in, with the bot user it gets there."""
+
+    team_id: str
+    name: str
+    bot_user_id: str
+    bot_id: str
+    installer: str = "U0INSTALLER"
+
+
+@dataclass(slots=True)
+class IssuedToken:
+    """A token `oauth.v2.access` handed out: whose it is, until when, and its refresh token."""
+
+    team_id: str
+    refresh_token: str | None
+    expires_at: float | None
+    revoked: bool = False
 
 
 @dataclass(slots=True)
@@ -135,6 +165,14 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._sockets: list[_Socket] = []
+        self.client_id = "1111.2222"
+        self.client_secret = "fake-client-secret"
+        self.teams: dict[str, FakeTeam] = {}
+        self.tokens: dict[str, IssuedToken] = {}  # every token oauth.v2.access issued
+        self.token_lifetime: int | None = None  # seconds: issue rotating tokens
+        self.redirect_url: str | None = None  # the app's configured Redirect URL
+        self._codes: dict[str, tuple[str, str | None]] = {}  # code -> (team, redirect_uri)
+        self._refresh_tokens: dict[str, str] = {}  # live refresh token -> team
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self._port = 0
@@ -149,6 +187,7 @@ class FakeSlack:
         app.router.add_post("/upload/v1/{file_id}", self._receive_upload)
         app.router.add_get("/socket", self._socket_endpoint)
         app.router.add_post("/commands/{trigger}", self._command_response)
+        app.router.add_get("/oauth/v2/authorize", self._authorize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -181,6 +220,110 @@ class FakeSlack:
         else:
             settings.update(app_token=self.app_token)
         return settings
+
+    @property
+    def authorize_url(self) -> str:
+        """Slack's authorize page, here (`oauth.authorize_url`)."""
+        return f"http://127.0.0.1:{self._port}/oauth/v2/authorize"
+
+    # -- OAuth: an app installed in many workspaces -----------------------------------------
+
+    def add_team(self, team_id: str, *, name: str, bot_user_id: str, bot_id: str) -> FakeTeam:
+        self.teams[team_id] = team = FakeTeam(team_id, name, bot_user_id, bot_id)
+        self.add_user(bot_user_id, display_name=f"threadline-{team_id.lower()}", is_bot=True)
+        return team
+
+    def tokens_of(self, team_id: str) -> list[str]:
+        """The tokens issued for a workspace, oldest first."""
+        return [t for t, issued in self.tokens.items() if issued.team_id == team_id]
+
+    def revoke(self, team_id: str) -> dict[str, Any]:
+        """Revoke every token of the workspace; the `tokens_revoked` event Slack then sends."""
+        for token in self.tokens_of(team_id):
+            self.tokens[token].revoked = True
+        team = self.teams[team_id]
+        return {"type": "tokens_revoked", "event_ts": self.next_ts(),
+                "tokens": {"oauth": [], "bot": [team.bot_user_id]}}
+
+    async def install(self, install_url: str, *, team_id: str) -> tuple[int, str]:
+        """A person installs the app in `team_id`: the install URL (a redirect to the authorize
+        page, with the state cookie), Allow, and the redirect back with the code, each over
+        HTTP. Returns what the app answered the redirect with (status, body)."""
+        assert self._session is not None, "use FakeSlack as `async with`"
+        separator = "&" if "?" in install_url else "?"
+        async with self._session.get(f"{install_url}{separator}team={team_id}",
+                                     allow_redirects=False) as started:
+            assert started.status == 302, (started.status, await started.text())
+            authorize = started.headers["Location"]
+            cookie = started.headers.get("Set-Cookie", "").split(";")[0]
+        async with self._session.get(authorize, allow_redirects=False) as allowed:
+            assert allowed.status == 302, (allowed.status, await allowed.text())
+            redirect = allowed.headers["Location"]
+        # The browser sends the cookie back (aiohttp's jar keeps Secure cookies to https).
+        async with self._session.get(redirect, headers={"Cookie": cookie},
+                                     allow_redirects=False) as finished:
+            return finished.status, await finished.text()
+
+    async def _authorize(self, request: web.Request) -> web.Response:
+        """Slack's authorize page with Allow pressed: back to the app with a code."""
+        query = request.query
+        team_id = query.get("team") or next(iter(self.teams), "")
+        if query.get("client_id") != self.client_id or team_id not in self.teams:
+            return web.Response(status=400, text="invalid_client_id or unknown team")
+        redirect_uri = query.get("redirect_uri") or self.redirect_url
+        if not redirect_uri:
+            return web.Response(status=400, text="no redirect_uri and none configured")
+        code = f"code-{next(self._ids)}"
+        self._codes[code] = (team_id, query.get("redirect_uri"))
+        back = urllib.parse.urlencode({"code": code, "state": query.get("state", "")})
+        return web.Response(status=302, headers={"Location": f"{redirect_uri}?{back}"})
+
+    def _oauth_access(self, params: dict[str, Any], basic: tuple[str, str] | None
+                      ) -> dict[str, Any]:
+        client_id, secret = basic or (params.get("client_id"), params.get("client_secret"))
+        if client_id != self.client_id or secret != self.client_secret:
+            return {"ok": False, "error": "invalid_client_id"}
+        if params.get("grant_type") == "refresh_token":
+            team_id = self._refresh_tokens.pop(str(params.get("refresh_token")), "")
+            if not team_id:
+                return {"ok": False, "error": "invalid_refresh_token"}
+        else:
+            team_id, redirect_uri = self._codes.pop(str(params.get("code")), ("", None))
+            if not team_id:
+                return {"ok": False, "error": "invalid_code"}
+            if redirect_uri is not None and params.get("redirect_uri") != redirect_uri:
+                return {"ok": False, "error": "bad_redirect_uri"}
+        team = self.teams[team_id]
+        rotating = self.token_lifetime is not None
+        token = f"{'xoxe.' if rotating else ''}xoxb-{team_id}-{next(self._ids)}"
+        refresh = f"xoxe-1-{team_id}-{next(self._ids)}" if rotating else None
+        self.tokens[token] = IssuedToken(
+            team_id, refresh, time.time() + self.token_lifetime if self.token_lifetime else None)
+        answer: dict[str, Any] = {
+            "ok": True, "app_id": "A0FAKE", "token_type": "bot", "access_token": token,
+            "scope": ",".join(self.scopes), "bot_user_id": team.bot_user_id,
+            "team": {"id": team_id, "name": team.name}, "enterprise": None,
+            "is_enterprise_install": False,
+            "authed_user": {"id": team.installer}}
+        if refresh is not None:
+            self._refresh_tokens[refresh] = team_id
+            answer.update(refresh_token=refresh, expires_in=self.token_lifetime)
+        return answer
+
+    def _token_problem(self, method: str, token: str | None) -> str | None:
+        """Why a call with `token` is refused (None: it is accepted)."""
+        if method == "apps.connections.open":
+            return None if token == self.app_token else "invalid_auth"
+        if token == self.bot_token:
+            return None
+        issued = self.tokens.get(token or "")
+        if issued is None:
+            return "invalid_auth"
+        if issued.revoked:
+            return "token_revoked"
+        if issued.expires_at is not None and issued.expires_at < time.time():
+            return "token_expired"
+        return None
 
     # -- the workspace ---------------------------------------------------------------------
 
@@ -324,14 +467,17 @@ class FakeSlack:
                 "ts": ts, "event_ts": ts, "deleted_ts": original["ts"],
                 "previous_message": {k: v for k, v in original.items() if k != "channel"}}
 
-    def event_callback(self, event: Mapping[str, Any],
-                       event_id: str | None = None) -> dict[str, Any]:
-        """The envelope Slack wraps every event in (HTTP body or Socket Mode payload)."""
+    def event_callback(self, event: Mapping[str, Any], event_id: str | None = None,
+                       team_id: str | None = None) -> dict[str, Any]:
+        """The envelope Slack wraps every event in (HTTP body or Socket Mode payload), from
+        this workspace or the added team `team_id`."""
+        team = self.teams.get(team_id or "")
+        bot_user_id = team.bot_user_id if team else self.bot_user_id
         return {
-            "token": "legacy-verification-token", "team_id": self.team_id,
+            "token": "legacy-verification-token", "team_id": team_id or self.team_id,
             "api_app_id": "A0FAKE", "event": dict(event), "type": "event_callback",
             "event_id": event_id or f"Ev{next(self._ids):08d}", "event_time": int(time.time()),
-            "authorizations": [{"team_id": self.team_id, "user_id": self.bot_user_id,
+            "authorizations": [{"team_id": team_id or self.team_id, "user_id": bot_user_id,
                                 "is_bot": True, "is_enterprise_install": False}],
         }
 
@@ -339,9 +485,10 @@ class FakeSlack:
         self, target_url: str, event: Mapping[str, Any], *, event_id: str | None = None,
         retry_num: int | None = None, retry_reason: str = "http_timeout",
         signing_secret: str | None = None, timestamp: int | None = None,
+        team_id: str | None = None,
     ) -> Delivery:
         """POST one signed event to the app; a different `signing_secret` forges it."""
-        body = self.event_callback(event, event_id)
+        body = self.event_callback(event, event_id, team_id)
         headers = {}
         if retry_num is not None:
             headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason}
@@ -509,6 +656,10 @@ class FakeSlack:
         elif request.can_read_body:
             params.update(await request.post())
         authorization = request.headers.get("Authorization", "")
+        basic = None
+        if authorization.startswith("Basic "):
+            user, _, password = base64.b64decode(authorization[6:]).decode().partition(":")
+            basic, authorization = (user, password), ""
         token = authorization.removeprefix("Bearer ") or params.pop("token", None)
         async with self._changed:
             self.calls.append(ApiCall(method=method, params=params, token=token,
@@ -523,9 +674,13 @@ class FakeSlack:
                 headers["Retry-After"] = str(failure.retry_after)
             return web.json_response({"ok": False, "error": failure.error},
                                      status=failure.status, headers=headers)
-        expected = self.app_token if method == "apps.connections.open" else self.bot_token
-        if token != expected:
-            return web.json_response({"ok": False, "error": "invalid_auth"}, headers=headers)
+        if method == "oauth.v2.access":
+            return web.json_response(self._oauth_access(params, basic))
+        problem = self._token_problem(method, token)
+        if problem is not None:
+            return web.json_response({"ok": False, "error": problem}, headers=headers)
+        if method == "auth.test":
+            return web.json_response(self._auth_test_for(token), headers=headers)
         handler = {
             "auth.test": self._auth_test, "chat.postMessage": self._post_message,
             "chat.update": self._update, "chat.startStream": self._start_stream,
@@ -549,6 +704,17 @@ class FakeSlack:
         if failure.remaining <= 0:
             queue.pop(0)
         return failure
+
+    def _auth_test_for(self, token: str | None) -> dict[str, Any]:
+        """`auth.test` as the bot of the workspace the token belongs to."""
+        issued = self.tokens.get(token or "")
+        if issued is None:
+            return self._auth_test({})
+        team = self.teams[issued.team_id]
+        return {"ok": True, "url": f"http://127.0.0.1:{self._port}/", "team": team.name,
+                "user": f"threadline-{team.team_id.lower()}", "team_id": team.team_id,
+                "user_id": team.bot_user_id, "bot_id": team.bot_id,
+                "is_enterprise_install": False}
 
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"http://127.0.0.1:{self._port}/", "team": "Fake Team",

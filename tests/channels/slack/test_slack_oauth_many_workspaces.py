@@ -1,0 +1,274 @@
+"""A Slack app installed in many workspaces: each installed by OAuth over real HTTP, each answered
+with its own token, cut off when its tokens are revoked, its tokens unreadable in the database
+without the key, and a rotating token refreshed before it expires."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from structlog.testing import capture_logs
+
+from tests.channels.recording import RecordingEvents
+from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
+from tests.fakes.slack import FakeSlack
+from threadline.backends.parts import parts_of
+from threadline.backends.sql import SqlConversationStore
+from threadline.channels.platform import ChannelContext
+from threadline.channels.slack import SlackChannel
+from threadline.channels.slack.platform import PLATFORM, SlackSettings
+from threadline.errors import ChannelPermanentError, ConfigError
+
+KEY = Fernet.generate_key().decode()
+ALPHA, BETA = "T0ALPHA", "T0BETA"
+
+
+@dataclass
+class Rig:
+    fake: FakeSlack
+    channel: SlackChannel
+    events: RecordingEvents
+    store: SqlConversationStore
+
+    @property
+    def base_url(self) -> str:
+        return self.channel.events_url.removesuffix("/slack/events")
+
+    async def install(self, team_id: str) -> None:
+        status, body = await self.fake.install(f"{self.base_url}/slack/install",
+                                               team_id=team_id)
+        assert status == 200, body
+
+    async def say(self, team_id: str, text: str, *, channel: str = "C0GENERAL") -> int:
+        delivery = await self.fake.deliver_event(
+            self.channel.events_url, self.fake.message_event(text, channel=channel),
+            team_id=team_id)
+        return delivery.status
+
+    def posts_by_team(self) -> dict[str, list[str]]:
+        """The text of each chat.postMessage, by the workspace of the token it came with."""
+        found: dict[str, list[str]] = {}
+        for call in self.fake.calls_to("chat.postMessage"):
+            team = self.fake.tokens[call.token or ""].team_id
+            found.setdefault(team, []).append(str(call.params["text"]))
+        return found
+
+
+def oauth_channel(fake: FakeSlack, store: SqlConversationStore, *, key: str = KEY,
+                  **oauth: Any) -> SlackChannel:
+    """A Slack channel with oauth, built from its settings as `threadline run` builds it."""
+    settings = SlackSettings.model_validate({
+        "type": "slack", "mode": "http", "signing_secret": fake.signing_secret,
+        "api_base_url": fake.url, "host": "127.0.0.1", "port": 0, "streaming": False,
+        "oauth": {"client_id": fake.client_id, "client_secret": fake.client_secret,
+                  "token_key": key, "authorize_url": fake.authorize_url, **oauth}})
+    context = ChannelContext(platform_part=parts_of(store).platform_parts.get("slack"))
+    channel = PLATFORM.build("slack", settings, context)
+    assert isinstance(channel, SlackChannel)
+    return channel
+
+
+@asynccontextmanager
+async def oauth_rig(url: str, **oauth: Any) -> AsyncIterator[Rig]:
+    async with FakeSlack() as fake, SqlConversationStore(url) as store:
+        fake.add_team(ALPHA, name="Alpha", bot_user_id="U0ALPHABOT", bot_id="B0ALPHA")
+        fake.add_team(BETA, name="Beta", bot_user_id="U0BETABOT", bot_id="B0BETA")
+        fake.add_user("U0ALICE", display_name="Alice")
+        fake.add_channel("C0GENERAL", name="general")
+        channel = oauth_channel(fake, store, **oauth)
+        events = RecordingEvents(store)
+        await channel.start(events)
+        fake.redirect_url = channel.events_url.replace("/slack/events", "/slack/oauth_redirect")
+        try:
+            yield Rig(fake, channel, events, store)
+        finally:
+            await channel.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def database(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield sqlite_url
+        return
+    url = await fresh_pg_schema(pg_url_or_skip())
+    try:
+        yield url
+    finally:
+        await drop_pg_schema(url)
+
+
+async def raw_rows(url: str, table: str, columns: str = "*") -> list[tuple[Any, ...]]:
+    """`columns` of every row of `table` as the database driver returns them."""
+    if url.startswith("sqlite"):
+        path = url.split(":///", 1)[1]
+        with sqlite3.connect(path) as connection:
+            return list(connection.execute(f"SELECT {columns} FROM {table}"))
+    import asyncpg
+
+    base, _, options = url.partition("?")
+    schema = options.rsplit("search_path=", 1)[-1]
+    connection = await asyncpg.connect(base.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        return [tuple(r) for r in await connection.fetch(
+            f"SELECT {columns} FROM {schema}.{table}")]
+    finally:
+        await connection.close()
+
+
+async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(
+        database: str) -> None:
+    async with oauth_rig(database) as rig:
+        await rig.install(ALPHA)
+        await rig.install(BETA)
+
+        assert await rig.say(ALPHA, "hello from alpha") == 200
+        assert await rig.say(BETA, "hello from beta") == 200
+        await rig.fake.wait_for_calls("chat.postMessage", 2)
+
+        assert rig.posts_by_team() == {ALPHA: ["echo: hello from alpha"],
+                                       BETA: ["echo: hello from beta"]}
+        # The same channel id in two workspaces is two conversations: history stays apart.
+        alpha = await rig.store.get(f"slack:{ALPHA}:C0GENERAL")
+        beta = await rig.store.get(f"slack:{BETA}:C0GENERAL")
+        assert [m.content for m in alpha] == ["hello from alpha"]
+        assert [m.content for m in beta] == ["hello from beta"]
+        # Each workspace's bot is known as ours (a mention of it addresses the first agent).
+        assert rig.channel.identity is not None
+        assert {"U0ALPHABOT", "U0BETABOT"} <= set(rig.channel.identity.aliases)
+
+
+async def test_tokens_revoked_removes_that_workspace_and_its_turns_are_not_answered(
+        sqlite_url: str) -> None:
+    async with oauth_rig(sqlite_url) as rig:
+        await rig.install(ALPHA)
+        await rig.install(BETA)
+        assert await rig.say(ALPHA, "before") == 200
+        owed = await rig.events.next_inbound()
+        await rig.fake.wait_for_calls("chat.postMessage", 1)
+
+        revoked = rig.fake.revoke(ALPHA)
+        with capture_logs() as logs:
+            delivery = await rig.fake.deliver_event(rig.channel.events_url, revoked,
+                                                    team_id=ALPHA)
+            assert delivery.status == 200
+            assert await rig.say(ALPHA, "after the revocation") == 200
+            assert await rig.say(BETA, "beta still here") == 200
+            await rig.fake.wait_for_calls("chat.postMessage", 2)
+            with pytest.raises(ChannelPermanentError, match=f"workspace {ALPHA} has no "
+                                                            "installation"):
+                await rig.channel.send_reply(owed, "a reply still owed to alpha")
+
+        assert rig.posts_by_team() == {ALPHA: ["echo: before"], BETA: ["echo: beta still here"]}
+        assert [m.content for m in await rig.store.get(f"slack:{ALPHA}:C0GENERAL")] == ["before"]
+        assert await raw_rows(sqlite_url, "threadline_slack_bots", "team_id") == [(BETA,)]
+        said = [entry["event"] for entry in logs]
+        assert "slack_tokens_revoked" in said and "slack_workspace_not_installed" in said
+
+
+async def test_tokens_are_not_readable_in_the_database_without_the_key(database: str) -> None:
+    async with oauth_rig(database) as rig:
+        rig.fake.token_lifetime = 43_200  # rotating tokens: refresh tokens are kept too
+        await rig.install(ALPHA)
+        await rig.install(BETA)
+        secrets = [*rig.fake.tokens, *(t.refresh_token for t in rig.fake.tokens.values()
+                                       if t.refresh_token)]
+        assert len(secrets) == 4
+
+        rows = [*await raw_rows(database, "threadline_slack_installations"),
+                *await raw_rows(database, "threadline_slack_bots")]
+        stored = " ".join(str(value) for row in rows for value in row)
+        assert rows and all(secret not in stored for secret in secrets)
+        assert "xoxb-" not in stored and "xoxe" not in stored
+        # With the key the ciphertext opens to the tokens: they are there, only sealed.
+        opened = {Fernet(KEY.encode()).decrypt(value.encode()).decode()
+                  for row in rows for value in row
+                  if isinstance(value, str) and value.startswith("gAAAA")}
+        assert set(secrets) <= opened
+
+    async with FakeSlack() as fake, SqlConversationStore(database) as store:
+        channel = oauth_channel(fake, store, key=Fernet.generate_key().decode())
+        with pytest.raises(ConfigError, match="does not decrypt the stored workspace tokens"):
+            await channel.start(RecordingEvents(store))
+
+
+async def test_an_expiring_token_is_refreshed_before_use_and_the_new_one_kept(
+        database: str) -> None:
+    async with oauth_rig(database) as rig:
+        rig.fake.token_lifetime = 60  # expires well within rotate_minutes_before_expiry
+        await rig.install(ALPHA)
+        [first] = rig.fake.tokens_of(ALPHA)
+        rig.fake.token_lifetime = 43_200
+
+        assert await rig.say(ALPHA, "rotate please") == 200
+        [post] = await rig.fake.wait_for_calls("chat.postMessage", 1)
+
+        refreshes = [c for c in rig.fake.calls_to("oauth.v2.access")
+                     if c.params.get("grant_type") == "refresh_token"]
+        assert len(refreshes) == 1
+        assert refreshes[0].params["refresh_token"] == rig.fake.tokens[first].refresh_token
+        [_, second] = rig.fake.tokens_of(ALPHA)
+        assert post.token == second
+        await rig.channel.stop()
+
+        # A restarted process finds the new token (and refresh token) in the database.
+        restarted = oauth_channel(rig.fake, rig.store)
+        events = RecordingEvents(rig.store)
+        await restarted.start(events)
+        try:
+            delivery = await rig.fake.deliver_event(
+                restarted.events_url, rig.fake.message_event("still there?"), team_id=ALPHA)
+            assert delivery.status == 200
+            calls = await rig.fake.wait_for_calls("chat.postMessage", 2)
+            assert calls[1].token == second
+            assert len([c for c in rig.fake.calls_to("oauth.v2.access")
+                        if c.params.get("grant_type") == "refresh_token"]) == 1
+        finally:
+            await restarted.stop()
+
+
+@pytest.mark.parametrize("on_uninstall", ["keep", "purge"])
+async def test_uninstalling_deletes_the_tokens_and_keeps_or_purges_the_history_as_set(
+        sqlite_url: str, on_uninstall: str) -> None:
+    async with oauth_rig(sqlite_url, on_uninstall=on_uninstall) as rig:
+        await rig.install(ALPHA)
+        await rig.install(BETA)
+        await rig.say(ALPHA, "alpha's words")
+        await rig.say(BETA, "beta's words")
+        await rig.fake.wait_for_calls("chat.postMessage", 2)
+
+        delivery = await rig.fake.deliver_event(
+            rig.channel.events_url, {"type": "app_uninstalled", "event_ts": "1.0"},
+            team_id=ALPHA)
+        assert delivery.status == 200
+
+        kept = [m.content for m in await rig.store.get(f"slack:{ALPHA}:C0GENERAL")]
+        assert kept == (["alpha's words"] if on_uninstall == "keep" else [])
+        assert [m.content for m in await rig.store.get(f"slack:{BETA}:C0GENERAL")] == [
+            "beta's words"]
+        for table in ("threadline_slack_bots", "threadline_slack_installations"):
+            assert await raw_rows(sqlite_url, table, "team_id") == [(BETA,)]
+
+
+async def test_an_install_redirect_is_accepted_once(sqlite_url: str) -> None:
+    async with oauth_rig(sqlite_url) as rig:
+        session = rig.fake._session
+        assert session is not None
+        async with session.get(f"{rig.base_url}/slack/install?team={ALPHA}",
+                               allow_redirects=False) as started:
+            authorize = started.headers["Location"]
+            cookie = started.headers["Set-Cookie"].split(";")[0]
+        async with session.get(authorize, allow_redirects=False) as allowed:
+            redirect = allowed.headers["Location"]
+        statuses = []
+        for _ in range(2):
+            async with session.get(redirect, headers={"Cookie": cookie},
+                                   allow_redirects=False) as answered:
+                statuses.append(answered.status)
+
+        assert statuses == [200, 401]  # the state was consumed by the first redirect
+        assert len(rig.fake.tokens_of(ALPHA)) == 1
