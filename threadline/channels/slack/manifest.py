@@ -27,6 +27,8 @@ BOT_SCOPES = ("channels:history", "groups:history", "im:history", "mpim:history"
               "users:read", "commands", "assistant:write")
 BOT_EVENTS = ("message.channels", "message.groups", "message.im", "message.mpim",
               "assistant_thread_started", "assistant_thread_context_changed")
+# With oauth: a workspace uninstalling the app or revoking its tokens (its tokens are deleted).
+OAUTH_EVENTS = ("app_uninstalled", "tokens_revoked")
 # Where HTTP mode's requests arrive from outside: replaced by the operator (see the header).
 PUBLIC_URL = "https://bots.example.com"
 FILE_NAME = "slack-app-manifest.yaml"
@@ -46,14 +48,18 @@ def manifest(settings: SlackSettings, commands: Iterable[Command], *,
     socket = settings.mode == "socket"
     request_url = f"{public_url.rstrip('/')}{settings.path}"
     urls: dict[str, str] = {} if socket else {"url": request_url}
-    scopes = list(BOT_SCOPES)
+    oauth = settings.oauth
+    scopes = list(oauth.scopes if oauth else BOT_SCOPES)
     if settings.agent_name_as_username:
         scopes.append("chat:write.customize")
     assistant: dict[str, Any] = {"assistant_description":
                                  "Agents that remember the conversation; address one by name."}
     if settings.assistant_prompts:
         assistant["suggested_prompts"] = [p.model_dump() for p in settings.assistant_prompts]
-    events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
+    events: dict[str, Any] = {"bot_events": [*BOT_EVENTS, *(OAUTH_EVENTS if oauth else ())]}
+    oauth_config: dict[str, Any] = {"scopes": {"bot": scopes}}
+    if oauth is not None:  # installed in many workspaces: Slack sends installers back here
+        oauth_config["redirect_urls"] = [f"{public_url.rstrip('/')}{oauth.redirect_path}"]
     interactivity: dict[str, Any] = {"is_enabled": True}
     if not socket:
         events = {"request_url": request_url, **events}
@@ -73,13 +79,13 @@ def manifest(settings: SlackSettings, commands: Iterable[Command], *,
                 for command in commands],
             "assistant_view": assistant,
         },
-        "oauth_config": {"scopes": {"bot": scopes}},
+        "oauth_config": oauth_config,
         "settings": {
             "event_subscriptions": events,
             "interactivity": interactivity,
             "org_deploy_enabled": False,
             "socket_mode_enabled": socket,
-            "token_rotation_enabled": False,
+            "token_rotation_enabled": bool(oauth and oauth.token_rotation),
         },
     }
 
