@@ -272,7 +272,7 @@ class Runtime:
                 continue
             context = ChannelContext(agents=tuple(a.name for a, _ in joined),
                                      interactive=interactive, request_stop=stop_requested.set,
-                                     platform_part=backend.platform_parts.get(
+                                     platform_part=backend.platform_part(
                                          channel_settings.type))
             channel = platform_for(channel_settings.type).build(name, channel_settings, context)
             channel.file_intake = own_intake.get(name)

@@ -80,14 +80,21 @@ class Backend:
     # One vector per turn for meaning-based recall; None: recall is lexical only.
     vectors: VectorIndex | None = None
     lock: ConversationLock | None = None
-    # What the backend keeps for one platform, by its name: a Slack app's installations in
-    # many workspaces under "slack" (`threadline.channels.slack.installations`). A platform
-    # that needs its part and finds none says so when the channel is built.
-    platform_parts: Mapping[str, object] = field(default_factory=dict)
+    # How to make what the backend keeps for one platform, by its name: a Slack app's
+    # installations in many workspaces under "slack" (`threadline.channels.slack.
+    # installations`). Made when a channel of that platform is built, so a backend never
+    # imports a platform's SDK that no channel uses; a platform that needs its part and finds
+    # none says so.
+    platform_parts: Mapping[str, Callable[[], object]] = field(default_factory=dict)
     outbox_path: Path | None = None
     owner_file: Path | None = None
     notifies_across_processes: bool = False
     notices: tuple[str, ...] = field(default=())
+
+    def platform_part(self, platform: str) -> object | None:
+        """What the backend keeps for `platform` (None: nothing)."""
+        make = self.platform_parts.get(platform)
+        return make() if make is not None else None
 
     def missing(self) -> list[str]:
         """One plain line per part this backend does not keep, and what is off because of it."""

@@ -83,7 +83,7 @@ async def check_channel(name: str, settings: ChannelSettings, app: Settings) -> 
     options = BackendOptions(busy_timeout=app.store.busy_timeout)
     async with open_backend(app.store.url, options) as backend:
         return await _checked(name, settings, ChannelContext(
-            interactive=False, platform_part=backend.platform_parts.get(settings.type)))
+            interactive=False, platform_part=backend.platform_part(settings.type)))
 
 
 async def _checked(name: str, settings: ChannelSettings, context: ChannelContext) -> Report:

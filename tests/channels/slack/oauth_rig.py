@@ -61,7 +61,7 @@ def oauth_channel(fake: FakeSlack, store: SqlConversationStore, *, key: str = KE
         "api_base_url": fake.url, "host": "127.0.0.1", "port": 0, "streaming": False,
         "oauth": {"client_id": fake.client_id, "client_secret": fake.client_secret,
                   "token_key": key, "authorize_url": fake.authorize_url, **oauth}})
-    context = ChannelContext(platform_part=parts_of(store).platform_parts.get("slack"))
+    context = ChannelContext(platform_part=parts_of(store).platform_part("slack"))
     channel = PLATFORM.build("slack", settings, context)
     assert isinstance(channel, SlackChannel)
     return channel

@@ -10,6 +10,7 @@ cannot take wait in an outbox file beside it.
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
@@ -36,13 +37,11 @@ def _outbox_path(store: SqlConversationStore) -> Path:
     return Path.cwd() / f"threadline-{hashlib.sha256(url.encode()).hexdigest()[:12]}.outbox.jsonl"
 
 
-def _platform_parts(store: SqlConversationStore) -> dict[str, object]:
-    """The Slack installation book, when the slack extra is installed."""
-    try:
-        from threadline.backends.sql.slack_installations import SqlSlackInstallations
-    except ImportError:  # no slack_sdk: no Slack channel can ask for it
-        return {}
-    return {"slack": SqlSlackInstallations(store)}
+def _slack_installations(store: SqlConversationStore) -> object:
+    """The Slack installation book (imported here: it needs the slack extra)."""
+    from threadline.backends.sql.slack_installations import SqlSlackInstallations
+
+    return SqlSlackInstallations(store)
 
 
 def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: str | None
@@ -60,7 +59,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
-                   lock=lock, platform_parts=_platform_parts(store),
+                   lock=lock, platform_parts={"slack": partial(_slack_installations, store)},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 
