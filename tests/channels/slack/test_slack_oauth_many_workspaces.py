@@ -184,8 +184,8 @@ async def test_uninstalling_deletes_the_tokens_and_keeps_or_purges_the_history_a
             assert await raw_rows(sqlite_url, table, "team_id") == [(BETA,)]
 
 
-async def test_an_install_redirect_is_accepted_once(sqlite_url: str) -> None:
-    async with oauth_rig(sqlite_url) as rig:
+async def test_an_install_redirect_is_accepted_once(database: str) -> None:
+    async with oauth_rig(database) as rig:
         session = rig.fake._session
         assert session is not None
         async with session.get(f"{rig.base_url}/slack/install?team={ALPHA}",
