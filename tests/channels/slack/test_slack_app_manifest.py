@@ -117,3 +117,18 @@ def test_the_required_fields_check_can_fail() -> None:
     doc["display_information"]["name"] = "x" * 36
     assert schema_problems(doc) == ["display_information.name",
                                     "settings.event_subscriptions.request_url"]
+
+
+def test_an_oauth_app_lists_its_redirect_url_and_hears_uninstalls_and_revocations() -> None:
+    settings = SlackSettings(type="slack", signing_secret="-", oauth={
+        "client_id": "1.2", "client_secret": "-", "token_key": "A" * 43 + "=",
+        "scopes": ["chat:write", "im:history"], "token_rotation": True})
+    doc = manifest(settings, default_commands(), public_url="https://bots.example.org/")
+
+    assert schema_problems(doc) == []
+    assert doc["oauth_config"]["redirect_urls"] == [
+        "https://bots.example.org/slack/oauth_redirect"]
+    assert doc["oauth_config"]["scopes"]["bot"] == ["chat:write", "im:history"]
+    events = doc["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_uninstalled", "tokens_revoked", "message.im"} <= set(events)
+    assert doc["settings"]["token_rotation_enabled"] is True
