@@ -4,6 +4,7 @@ without the key, and a rotating token refreshed before it expires."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
@@ -202,3 +203,33 @@ async def test_an_install_redirect_is_accepted_once(database: str) -> None:
 
         assert statuses == [200, 401]  # the state was consumed by the first redirect
         assert len(rig.fake.tokens_of(ALPHA)) == 1
+
+
+async def test_two_replicas_refreshing_one_token_at_once_both_answer_with_the_winners_token(
+        database: str) -> None:
+    async with oauth_rig(database) as rig:
+        rig.fake.token_lifetime = 60  # due at once
+        await rig.install(ALPHA)
+        rig.fake.token_lifetime = 43_200
+        async with SqlConversationStore(database) as other_store:
+            other = oauth_channel(rig.fake, other_store)  # a second replica, same database
+            other_events = RecordingEvents(other_store)
+            await other.start(other_events)
+            try:
+                held = rig.fake.hold("oauth.v2.access")  # both refreshes reach Slack first
+                first = asyncio.create_task(rig.fake.deliver_event(
+                    rig.channel.events_url, rig.fake.message_event("one", channel="C01"),
+                    team_id=ALPHA))
+                second = asyncio.create_task(rig.fake.deliver_event(
+                    other.events_url, rig.fake.message_event("two", channel="C02"),
+                    team_id=ALPHA))
+                await rig.fake.wait_for_calls("oauth.v2.access", 3)  # the install, 2 refreshes
+                held.set()
+                assert [d.status for d in await asyncio.gather(first, second)] == [200, 200]
+                posts = await rig.fake.wait_for_calls("chat.postMessage", 2)
+            finally:
+                await other.stop()
+
+        [_, winner] = rig.fake.tokens_of(ALPHA)  # Slack refreshed once: one new token
+        assert {p.token for p in posts} == {winner}
+        assert sorted(str(p.params["text"]) for p in posts) == ["echo: one", "echo: two"]

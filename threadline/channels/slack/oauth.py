@@ -8,7 +8,8 @@ encrypted installation store (`slack.installations`).
 
 Answering: one authorize (bolt's `AsyncInstallationStoreAuthorize`) finds a workspace's
 installation for every inbound request and every outbound reply, and refreshes a rotating token
-`rotate_minutes_before_expiry` before it expires, saving the new pair before it is used. A
+`rotate_minutes_before_expiry` before it expires, saving the new pair before it is used (one
+refresh per workspace at a time; a replica that lost the race uses the winner's tokens). A
 workspace without an installation (uninstalled, tokens revoked) is logged as
 `slack_workspace_not_installed`: its events are acknowledged and dropped by bolt, and a reply
 still owed there fails as a permanent channel error (logged by the delivery, never retried).
@@ -16,7 +17,9 @@ still owed there fails as a permanent channel error (logged by the delivery, nev
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +36,7 @@ from slack_bolt.oauth.async_callback_options import (
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackTokenRotationError
 from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -47,6 +51,10 @@ from threadline.errors import ChannelPermanentError, ConfigError
 
 log = structlog.get_logger("threadline.channels.slack")
 _bolt_log = logging.getLogger("threadline.channels.slack.bolt")
+# A replica whose token refresh lost the race looks this often for the winner's tokens (well
+# within Slack's 3 seconds for the event it is authorizing).
+_RACE_LOOKS = 10
+_RACE_PAUSE_SECONDS = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +85,7 @@ class _WorkspaceAuthorize(AsyncInstallationStoreAuthorize):
     def __init__(self, *, rotate: bool, channel: str, **settings: Any) -> None:
         super().__init__(**settings)
         self._rotate = rotate
+        self._rotating: dict[str, asyncio.Lock] = {}  # one refresh per workspace at a time
         self._log = log.bind(channel=channel)
 
     async def __call__(self, *, context: AsyncBoltContext, enterprise_id: str | None,
@@ -92,14 +101,54 @@ class _WorkspaceAuthorize(AsyncInstallationStoreAuthorize):
 
     async def _rotate_and_save_tokens_if_necessary(
             self, installation: Installation | None) -> Installation | None:
-        if not self._rotate:
+        """Refresh the tokens when due, once: requests of one workspace wait for each other
+        here, and a refresh that another replica won (Slack takes a refresh token once) is
+        answered with the tokens that replica saved."""
+        if not self._rotate or installation is None or not self._due(installation):
             return None
-        refreshed: Installation | None = await super()._rotate_and_save_tokens_if_necessary(
-            installation)
+        async with self._rotating.setdefault(str(installation.team_id), asyncio.Lock()):
+            newer = await self._rotated_since(installation)
+            if newer is not None:
+                return newer
+            try:
+                refreshed: Installation | None = (
+                    await super()._rotate_and_save_tokens_if_necessary(installation))
+            except SlackTokenRotationError:
+                newer = await self._saved_by_the_winner(installation)
+                if newer is None:
+                    raise
+                self._log.info("slack_tokens_rotated_elsewhere", team_id=newer.team_id)
+                return newer
         if refreshed is not None:
             self._log.info("slack_tokens_rotated", team_id=refreshed.team_id,
                            expires_at=refreshed.bot_token_expires_at)
         return refreshed
+
+    def _due(self, installation: Installation) -> bool:
+        """Whether a token expires within the rotation margin (the rotator's own test)."""
+        horizon = time.time() + self.token_rotation_expiration_minutes * 60
+        return any(expires is not None and expires <= horizon
+                   for expires in (installation.bot_token_expires_at,
+                                   installation.user_token_expires_at))
+
+    async def _saved_by_the_winner(self, installation: Installation) -> Installation | None:
+        """After a refresh Slack refused: the tokens another replica got and is saving (it
+        may not have written them yet), looked for a short while."""
+        for _ in range(_RACE_LOOKS):
+            newer = await self._rotated_since(installation)
+            if newer is not None:
+                return newer
+            await asyncio.sleep(_RACE_PAUSE_SECONDS)
+        return None
+
+    async def _rotated_since(self, installation: Installation) -> Installation | None:
+        """The workspace's installation as stored now, when its tokens changed since."""
+        stored = await self.installation_store.async_find_installation(
+            enterprise_id=installation.enterprise_id, team_id=installation.team_id,
+            user_id=None)
+        if stored is None or stored.bot_token == installation.bot_token:
+            return None
+        return stored
 
 
 @dataclass(slots=True)
