@@ -33,6 +33,13 @@ given then and on every `assistant_thread_context_changed`, is recorded as a sys
 that thread's conversation (`on_context`), before the ack. Messages in the thread are ordinary
 `message` events of that thread, so the agent's conversation is the assistant thread itself.
 
+Many workspaces (`oauth`, HTTP mode): the same app installed by OAuth in several workspaces
+(`slack.oauth`). Each event is authorized with its workspace's installation, and everything
+said back (replies, streams, statuses, files, name look-ups) uses the token of the workspace
+the conversation belongs to, which its id carries (`slack:TEAM:CHANNEL`). The channel also
+serves the install and redirect routes, and deletes a workspace's tokens on `tokens_revoked`
+and `app_uninstalled` (purging its history too when so configured).
+
 In HTTP mode `slack.requests` checks each request before bolt sees it: unsigned, forged or
 stale requests get a 401 before any parsing, signed but unreadable ones a 400.
 
@@ -58,12 +65,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import aiohttp
 import structlog
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
-from slack_bolt.listener.async_builtins import AsyncTokenRevocationListeners
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -147,7 +153,8 @@ _NEEDED_SCOPES = {
 
 
 class SlackChannel(Channel):
-    """One Slack app (bot token) in one workspace, over the Events API or Socket Mode."""
+    """One Slack app over the Events API or Socket Mode: in one workspace with its bot token,
+    or installed by OAuth in many, each answered with its own token."""
 
     channel_type = CHANNEL_TYPE
     max_message_chars = 3900
@@ -232,7 +239,6 @@ class SlackChannel(Channel):
         self._events: ChannelEvents | None = None
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
-        self._directory: SlackDirectory | None = None
         self._runner: web.AppRunner | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._team_id = ""
@@ -261,11 +267,11 @@ class SlackChannel(Channel):
         self._closing = False
         self._session = aiohttp.ClientSession()
         self._client = self._new_client(self._bot_token or None)
-        self._directory = SlackDirectory(self._client)
         try:
             if self._oauth is None:
-                await self._learn_identity(self._client, self._directory)
-                self._home = SlackWorkspace(self._team_id, self._client, self._directory)
+                directory = SlackDirectory(self._client)
+                await self._learn_identity(self._client, directory)
+                self._home = SlackWorkspace(self._team_id, self._client, directory)
             else:
                 self._workspaces = await self._open_workspaces(self._oauth, self._client)
             app = self._build_app(self._client)
@@ -291,7 +297,7 @@ class SlackChannel(Channel):
             await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
         await self._session.close()
-        self._session = self._client = self._directory = None
+        self._session = self._client = None
         self._home = self._workspaces = None
 
     def _new_client(self, token: str | None) -> AsyncWebClient:
@@ -451,10 +457,6 @@ class SlackChannel(Channel):
         return SlackLiveReply(channel=self, client=client, inbound=inbound,
                               agent_name=agent_name, gate=self._gate, log=self._log)
 
-    @property
-    def team_id(self) -> str:
-        return self._team_id
-
     def may_set_status(self, channel_id: str) -> bool:
         return channel_id not in self._no_status
 
@@ -570,11 +572,6 @@ class SlackChannel(Channel):
                                "workspaces); call start() first")
         return self._home
 
-    def _require_client(self) -> AsyncWebClient:
-        if self._client is None:
-            raise ChannelError(f"Slack channel {self.name!r} is not started; call start() first")
-        return self._client
-
     async def _learn_identity(self, client: AsyncWebClient, directory: SlackDirectory
                               ) -> AsyncSlackResponse:
         """Who the bot is (`auth.test`, then its display name); returns the auth answer."""
@@ -634,8 +631,8 @@ class SlackChannel(Channel):
                        name=f"threadline-{self.name}", authorize=authorize,
                        oauth_flow=workspaces.flow if workspaces else None)
         if workspaces is not None:
-            app.event("app_uninstalled")(self._on_uninstalled)
-            app.event("tokens_revoked")(self._on_tokens_revoked)
+            app.event("app_uninstalled")(workspaces.on_uninstalled)
+            app.event("tokens_revoked")(workspaces.on_tokens_revoked)
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._drop_app_mention)
         app.command(re.compile(r"^/"))(self._on_slash_command)
@@ -660,57 +657,11 @@ class SlackChannel(Channel):
         server = web.Application()
         server.router.add_post(self._path, receive)
         if self._workspaces is not None:
-            self._serve_installs(server, self._workspaces)
+            self._workspaces.serve_installs(server)
         self._runner = web.AppRunner(server, access_log=None)
         await self._runner.setup()
         await serve(self._runner, self.listeners()[0])
         self._log.info("slack.listening", url=self.events_url)  # the port bound, for port 0
-
-    def _serve_installs(self, server: web.Application, workspaces: SlackWorkspaces) -> None:
-        """The install and redirect routes of bolt's OAuth flow (a person's browser, not
-        Slack, calls them: nothing to verify but the state, which the flow checks)."""
-        flow = workspaces.flow
-
-        async def install(request: web.Request) -> web.Response:
-            return await to_aiohttp_response(
-                await flow.handle_installation(await to_bolt_request(request)))
-
-        async def redirected(request: web.Request) -> web.Response:
-            return await to_aiohttp_response(
-                await flow.handle_callback(await to_bolt_request(request)))
-
-        server.router.add_get(workspaces.oauth.install_path, install)
-        server.router.add_get(workspaces.oauth.redirect_path, redirected)
-
-    async def _on_uninstalled(self, context: AsyncBoltContext) -> None:
-        """The app was uninstalled from a workspace: its tokens go, its history as set."""
-        workspaces, team_id = self._workspaces, str(context.team_id or "")
-        if workspaces is None or not team_id:
-            return
-        await workspaces.store.async_delete_all(enterprise_id=context.enterprise_id,
-                                                team_id=team_id)
-        workspaces.forget(team_id)
-        history = "kept"
-        if workspaces.oauth.purge_on_uninstall:
-            history = f"purged ({await workspaces.book.purge_workspace(team_id)} turns)"
-        self._log.warning("slack_app_uninstalled", team_id=team_id, tokens="deleted",
-                          history=history)
-
-    async def _on_tokens_revoked(self, event: dict[str, Any], context: AsyncBoltContext
-                                 ) -> None:
-        """A workspace revoked the app's tokens: they are deleted (bolt's own listener), so
-        the workspace is no longer answered until the app is installed again."""
-        workspaces, team_id = self._workspaces, str(context.team_id or "")
-        if workspaces is None or not team_id:
-            return
-        await AsyncTokenRevocationListeners(workspaces.store).handle_tokens_revoked_events(
-            event, context)
-        workspaces.forget(team_id)
-        tokens = event.get("tokens") or {}
-        self._log.warning("slack_tokens_revoked", team_id=team_id,
-                          bot=bool(tokens.get("bot")), users=len(tokens.get("oauth") or ()),
-                          outcome="tokens deleted; the workspace is not answered until the "
-                                  "app is installed again")
 
     async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         # Ask for the WebSocket URL ourselves: the SDK's connect() retries a rejected app

@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
 from slack_bolt.authorization.authorize_result import AuthorizeResult
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.listener.async_builtins import AsyncTokenRevocationListeners
 from slack_bolt.oauth.async_callback_options import (
     AsyncCallbackOptions,
     AsyncFailureArgs,
@@ -235,6 +238,51 @@ class SlackWorkspaces:
         for workspace in workspaces:
             await self.store.async_find_bot(enterprise_id=None, team_id=workspace.team_id)
         return workspaces
+
+    def serve_installs(self, server: web.Application) -> None:
+        """The install and redirect routes of bolt's OAuth flow (a person's browser, not
+        Slack, calls them: nothing to verify but the state, which the flow checks)."""
+        flow = self.flow
+
+        async def install(request: web.Request) -> web.Response:
+            return await to_aiohttp_response(
+                await flow.handle_installation(await to_bolt_request(request)))
+
+        async def redirected(request: web.Request) -> web.Response:
+            return await to_aiohttp_response(
+                await flow.handle_callback(await to_bolt_request(request)))
+
+        server.router.add_get(self.oauth.install_path, install)
+        server.router.add_get(self.oauth.redirect_path, redirected)
+
+    async def on_uninstalled(self, context: AsyncBoltContext) -> None:
+        """bolt's `app_uninstalled` listener: the workspace's tokens go, its history as set."""
+        team_id = str(context.team_id or "")
+        if not team_id:
+            return
+        await self.store.async_delete_all(enterprise_id=context.enterprise_id, team_id=team_id)
+        self.forget(team_id)
+        history = "kept"
+        if self.oauth.purge_on_uninstall:
+            history = f"purged ({await self.book.purge_workspace(team_id)} turns)"
+        self._log.warning("slack_app_uninstalled", team_id=team_id, tokens="deleted",
+                          history=history)
+
+    async def on_tokens_revoked(self, event: dict[str, Any], context: AsyncBoltContext
+                                ) -> None:
+        """bolt's `tokens_revoked` listener: the tokens are deleted (bolt's own handler), so
+        the workspace is not answered until the app is installed again."""
+        team_id = str(context.team_id or "")
+        if not team_id:
+            return
+        await AsyncTokenRevocationListeners(self.store).handle_tokens_revoked_events(
+            event, context)
+        self.forget(team_id)
+        tokens = event.get("tokens") or {}
+        self._log.warning("slack_tokens_revoked", team_id=team_id,
+                          bot=bool(tokens.get("bot")), users=len(tokens.get("oauth") or ()),
+                          outcome="tokens deleted; the workspace is not answered until the "
+                                  "app is installed again")
 
     async def _installed(self, args: AsyncSuccessArgs) -> BoltResponse:
         installation = args.installation
