@@ -7,9 +7,10 @@ same value in a cookie; Slack sends the installer to `redirect_path` with a code
 encrypted installation store (`slack.installations`).
 
 Answering: one authorize (bolt's `AsyncInstallationStoreAuthorize`) finds a workspace's
-installation for every inbound request and every outbound reply, and refreshes a rotating token
-`rotate_minutes_before_expiry` before it expires, saving the new pair before it is used (one
-refresh per workspace at a time; a replica that lost the race uses the winner's tokens). A
+installation for inbound requests and outbound replies (remembered for `_REMEMBER_SECONDS`),
+and refreshes a rotating token `rotate_minutes_before_expiry` before it expires, saving the
+new pair before it is used (one refresh per workspace at a time; a replica that lost the race
+uses the winner's tokens). A
 workspace without an installation (uninstalled, tokens revoked) is logged as
 `slack_workspace_not_installed`: its events are acknowledged and dropped by bolt, and a reply
 still owed there fails as a permanent channel error (logged by the delivery, never retried).
@@ -57,6 +58,11 @@ _bolt_log = logging.getLogger("threadline.channels.slack.bolt")
 # A replica whose token refresh lost the race looks this often for the winner's tokens (well
 # within Slack's 3 seconds for the event it is authorizing).
 _RACE_LOOKS = 10
+# A workspace's authorization is remembered this long: without it each event and each reply
+# reads the installation store two to four times. Another replica's revocation is seen within
+# it (until then a reply fails with Slack's token_revoked); far shorter than the rotation
+# margin (at least a minute), so a remembered token never expires in use.
+_REMEMBER_SECONDS = 30.0
 _RACE_PAUSE_SECONDS = 0.1
 
 
@@ -89,18 +95,30 @@ class _WorkspaceAuthorize(AsyncInstallationStoreAuthorize):
         super().__init__(**settings)
         self._rotate = rotate
         self._rotating: dict[str, asyncio.Lock] = {}  # one refresh per workspace at a time
+        # Workspaces authorized lately, until when (monotonic), as bolt answered.
+        self._recent: dict[str | None, tuple[float, AuthorizeResult]] = {}
         self._log = log.bind(channel=channel)
 
     async def __call__(self, *, context: AsyncBoltContext, enterprise_id: str | None,
                        team_id: str | None, user_id: str | None, **actor: Any
                        ) -> AuthorizeResult | None:
+        remembered = self._recent.get(team_id)
+        if remembered is not None and remembered[0] > time.monotonic():
+            return remembered[1]
         found = await super().__call__(context=context, enterprise_id=enterprise_id,
                                        team_id=team_id, user_id=user_id, **actor)
+        if found is not None and found.user_token is None:  # nobody's own token in it
+            self._recent[team_id] = (time.monotonic() + _REMEMBER_SECONDS, found)
         if found is None:
             self._log.warning("slack_workspace_not_installed", team_id=team_id,
                               outcome="not answered: the app was uninstalled there or its "
                                       "tokens were revoked (install it again to answer)")
         return found
+
+    def forget(self, team_id: str) -> None:
+        """Drop what is remembered of a workspace (its tokens were deleted)."""
+        self._recent.pop(team_id, None)
+        self.authorize_result_cache.clear()
 
     async def _rotate_and_save_tokens_if_necessary(
             self, installation: Installation | None) -> Installation | None:
@@ -228,9 +246,10 @@ class SlackWorkspaces:
         return self.workspace(team_id, found.bot_token)
 
     def forget(self, team_id: str) -> None:
-        """Drop the workspace's client and every cached authorization (its tokens are gone)."""
+        """Drop the workspace's client and every remembered authorization (its tokens are
+        gone)."""
         self._by_team.pop(team_id, None)
-        self.authorize.authorize_result_cache.clear()
+        self.authorize.forget(team_id)
 
     async def installed(self) -> list[InstalledWorkspace]:
         """The installed workspaces, each one's bot token decrypted once to prove the key."""
