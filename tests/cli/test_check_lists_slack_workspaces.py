@@ -52,9 +52,10 @@ async def test_check_lists_each_installed_workspace_and_refuses_a_wrong_key(
                                      env={**env, "THREADLINE_SLACK_TOKEN_KEY": KEY})
     assert listed.code == 0, listed.err
     [line] = [x for x in listed.out.splitlines() if x.startswith("ok    channel slack")]
-    assert "installed in 2 workspace(s)" in line
-    assert f"{ALPHA} (Alpha): bot U0ALPHABOT, installed " in line
-    assert f"{BETA} (Beta): bot U0BETABOT, installed " in line
+    # Newest first: Beta was installed after Alpha.
+    assert line.startswith(f"ok    channel slack (slack): installed in {BETA} (Beta): bot "
+                           f"U0BETABOT, installed 20")
+    assert f"; {ALPHA} (Alpha): bot U0ALPHABOT, installed 20" in line
 
     wrong = await run_process_async(
         "check", str(path), cwd=tmp_path,

@@ -91,8 +91,7 @@ async def _checked(name: str, settings: ChannelSettings, context: ChannelContext
     warnings = await channel.check()
     identity = channel.identity
     if channel.installations:
-        found = (f"installed in {len(channel.installations)} workspace(s): "
-                 + "; ".join(channel.installations))
+        found = "installed in " + "; ".join(channel.installations)
     else:
         found = "connected" if identity is None else (
             f"bot {identity.username or identity.display_name or identity.user_id} "

@@ -142,6 +142,8 @@ PERMANENT_ERRORS = frozenset({
 _MAX_PENDING_COMMANDS = 1000
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked",
                           "not_allowed_token_type"})
+# Installed workspaces `threadline check` names one by one (the rest are counted).
+_LISTED = 20
 # Scopes without which the bot is silent somewhere, and what the user would see.
 _NEEDED_SCOPES = {
     "chat:write": "cannot post any reply",
@@ -336,7 +338,9 @@ class SlackChannel(Channel):
         installed = await workspaces.installed()
         self.installations = tuple(
             f"{w.team_id} ({w.team_name or 'unnamed'}): bot {w.bot_user_id or 'none'}, "
-            f"installed {w.installed_at:%Y-%m-%d %H:%M} UTC" for w in installed)
+            f"installed {w.installed_at:%Y-%m-%d %H:%M} UTC" for w in installed[:_LISTED])
+        if len(installed) > _LISTED:
+            self.installations += (f"and {len(installed) - _LISTED} more",)
         if installed:
             return []
         return [f"Slack channel {self.name!r}: no workspace has installed the app yet; open "

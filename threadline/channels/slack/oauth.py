@@ -252,10 +252,11 @@ class SlackWorkspaces:
         self.authorize.forget(team_id)
 
     async def installed(self) -> list[InstalledWorkspace]:
-        """The installed workspaces, each one's bot token decrypted once to prove the key."""
+        """The installed workspaces, newest first; the newest one's token is decrypted to
+        prove the key (one key seals them all)."""
         workspaces = await self.book.workspaces(self.oauth.client_id)
-        for workspace in workspaces:
-            await self.store.async_find_bot(enterprise_id=None, team_id=workspace.team_id)
+        if workspaces:
+            await self.store.async_find_bot(enterprise_id=None, team_id=workspaces[0].team_id)
         return workspaces
 
     def serve_installs(self, server: web.Application) -> None:
