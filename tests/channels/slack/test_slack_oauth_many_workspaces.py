@@ -233,3 +233,20 @@ async def test_two_replicas_refreshing_one_token_at_once_both_answer_with_the_wi
         [_, winner] = rig.fake.tokens_of(ALPHA)  # Slack refreshed once: one new token
         assert {p.token for p in posts} == {winner}
         assert sorted(str(p.params["text"]) for p in posts) == ["echo: one", "echo: two"]
+
+
+async def test_revoking_only_a_persons_token_leaves_the_bot_answering(sqlite_url: str) -> None:
+    async with oauth_rig(sqlite_url) as rig:
+        await rig.install(ALPHA)
+        revoked = {"type": "tokens_revoked", "event_ts": rig.fake.next_ts(),
+                   "tokens": {"oauth": ["U0INSTALLER"], "bot": []}}
+        with capture_logs() as logs:
+            delivery = await rig.fake.deliver_event(rig.channel.events_url, revoked,
+                                                    team_id=ALPHA)
+        assert delivery.status == 200
+        [said] = [e for e in logs if e["event"] == "slack_tokens_revoked"]
+        assert said["bot"] is False and "the bot still answers" in said["outcome"]
+
+        assert await rig.say(ALPHA, "still there?") == 200
+        [post] = await rig.fake.wait_for_calls("chat.postMessage", 1)
+        assert rig.fake.tokens[post.token or ""].team_id == ALPHA

@@ -290,8 +290,8 @@ class SlackWorkspaces:
 
     async def on_tokens_revoked(self, event: dict[str, Any], context: AsyncBoltContext
                                 ) -> None:
-        """bolt's `tokens_revoked` listener: the tokens are deleted (bolt's own handler), so
-        the workspace is not answered until the app is installed again."""
+        """bolt's `tokens_revoked` listener: the tokens are deleted (bolt's own handler); with
+        the bot's among them the workspace is not answered until the app is installed again."""
         team_id = str(context.team_id or "")
         if not team_id:
             return
@@ -299,10 +299,12 @@ class SlackWorkspaces:
             event, context)
         self.forget(team_id)
         tokens = event.get("tokens") or {}
-        self._log.warning("slack_tokens_revoked", team_id=team_id,
-                          bot=bool(tokens.get("bot")), users=len(tokens.get("oauth") or ()),
+        bot = bool(tokens.get("bot"))
+        self._log.warning("slack_tokens_revoked", team_id=team_id, bot=bot,
+                          users=len(tokens.get("oauth") or ()),
                           outcome="tokens deleted; the workspace is not answered until the "
-                                  "app is installed again")
+                                  "app is installed again" if bot else
+                                  "the people's tokens deleted; the bot still answers")
 
     async def _installed(self, args: AsyncSuccessArgs) -> BoltResponse:
         installation = args.installation
