@@ -81,9 +81,15 @@ def upgrade() -> None:
         sa.Column("state", sa.String(64), primary_key=True),
         sa.Column("expires_us", sa.BigInteger, nullable=False),
     )
+    # Expired states are deleted at each install: by range, not by reading every state (the
+    # install page is public, so anyone may start many installs).
+    op.create_index("ix_threadline_slack_oauth_states_expires", "threadline_slack_oauth_states",
+                    ["expires_us"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_threadline_slack_oauth_states_expires",
+                  table_name="threadline_slack_oauth_states")
     op.drop_table("threadline_slack_oauth_states")
     op.drop_index("threadline_slack_bots_idx", table_name="threadline_slack_bots")
     op.drop_table("threadline_slack_bots")
