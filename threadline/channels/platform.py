@@ -18,6 +18,7 @@ from typing import ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
+from threadline.channels.shard_leases import ShardLeases
 from threadline.commands.registry import Command
 
 
@@ -64,12 +65,15 @@ class ChannelContext:
 
     `interactive` is False when this process may not read its terminal (`run --no-input`,
     `threadline check`); `request_stop` asks the runtime to shut down (a terminal room whose
-    input ended); `agents` are the agents that joined the channel, for a greeting.
+    input ended); `agents` are the agents that joined the channel, for a greeting;
+    `shard_leases` are the backend's, through which replicas share a gateway's shards (None:
+    the backend keeps none, or no backend is open, as in `threadline check`).
     """
 
     agents: tuple[str, ...] = ()
     interactive: bool = True
     request_stop: Callable[[], None] = _never_stop
+    shard_leases: ShardLeases | None = None
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)
