@@ -53,6 +53,8 @@ class ShardHolder:
         self._open_shard = open_shard
         self._close_shard = close_shard
         self._held: set[int] = set()
+        # Connections being opened: in the background, so rounds keep renewing meanwhile.
+        self._opening: dict[int, asyncio.Task[None]] = {}
         self._deadline = 0.0  # time.monotonic() until which the leases are surely ours
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(channel=channel, bot=bot, replica=replica,
@@ -68,9 +70,11 @@ class ShardHolder:
         return shard in self._held and time.monotonic() < self._deadline
 
     async def start(self) -> None:
-        """The first round (the shards it finds free are open on return), then the rounds
-        every `every` seconds in the background."""
+        """The first round (the shards it finds free are open, or gave up waiting, on
+        return), then the rounds every `every` seconds in the background."""
         await self._step()
+        if self._opening:
+            await asyncio.wait(list(self._opening.values()))
         self._task = asyncio.create_task(self._run(), name=f"shards {self.bot}")
 
     async def stop(self) -> None:
@@ -130,19 +134,23 @@ class ShardHolder:
                 self._log.info("shards.taken_over", shard=shard, from_replica=before)
             else:
                 self._log.info("shards.claimed", shard=shard)
-        self._held.update(starting)
-        results = await asyncio.gather(*(self._open_shard(s) for s in starting),
-                                       return_exceptions=True)
-        failed = tuple(s for s, r in zip(starting, results, strict=True)
-                       if isinstance(r, BaseException))
-        for shard, result in zip(starting, results, strict=True):
-            if isinstance(result, BaseException):
-                self._log.error("shards.open_failed", shard=shard, error=repr(result))
-        if failed:
-            await self._close(failed, event="shards.released", reason="could not connect")
+        for shard in starting:
+            self._held.add(shard)
+            self._opening[shard] = asyncio.create_task(self._open(shard),
+                                                       name=f"open shard {shard}")
         if starting or done.surplus:
             self._log.info("shards.holding", shards=self.held,
                            replicas=len(done.replicas))
+
+    async def _open(self, shard: int) -> None:
+        try:
+            await self._open_shard(shard)
+        except Exception as exc:
+            self._log.error("shards.open_failed", shard=shard, error=repr(exc))
+            await self._close((shard,), event="shards.released", reason="could not connect")
+        finally:
+            if self._opening.get(shard) is asyncio.current_task():
+                del self._opening[shard]
 
     async def _close(self, shards: tuple[int, ...], *, event: str, reason: str) -> None:
         """Close these shards' connections, then release their leases (best effort: a lease
@@ -151,6 +159,11 @@ class ShardHolder:
             return
         for shard in shards:
             self._held.discard(shard)
+            opening = self._opening.pop(shard, None)
+            if opening is not None and opening is not asyncio.current_task():
+                opening.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await opening
             try:
                 await self._close_shard(shard)
             except Exception as exc:  # closing is best effort; the socket is dropped anyway

@@ -88,7 +88,6 @@ class DiscordShards:
         guard_parsers(client, channel.skip_event)
         if channel.commands:  # invocations arrive on the shard of their server
             command_tree(client, channel.commands, self._on_command)
-        await client.login(self._token)
 
         async def drop_dead_gateway() -> None:
             ws = getattr(client, "ws", None)
@@ -98,7 +97,8 @@ class DiscordShards:
         listener = SupervisedListener(
             channel=f"{channel.name} shard {shard}",
             listen=lambda: client.connect(reconnect=True), before_restart=drop_dead_gateway)
-        self._shards[shard] = _Shard(client, listener)
+        self._shards[shard] = _Shard(client, listener)  # closed by `_close` even half-open
+        await client.login(self._token)
         listener.start()
         try:
             async with asyncio.timeout(self.start_timeout):
