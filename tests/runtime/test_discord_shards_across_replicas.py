@@ -10,13 +10,9 @@ their messages are answered again. At no moment are two sessions connected for o
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -24,13 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.discord_gateway import FakeDiscord, FakeUser, shard_for
-from tests.fakes.tcp_proxy import unused_port
+from tests.runtime.discord_replicas import Replica, settle, start_replica
 from tests.runtime.test_run_kill9_answers_everything import logged, until
 
 pytestmark = pytest.mark.postgres
@@ -53,21 +47,6 @@ def signed_by(replica: str) -> Callable[[dict[str, Any]], Reply]:
 
 
 @dataclass
-class Replica:
-    name: str
-    process: asyncio.subprocess.Process
-    log: Path
-    ops_port: int
-
-    async def holds(self) -> list[int]:
-        """The shards this replica's /readyz says it holds."""
-        async with aiohttp.ClientSession() as http, http.get(
-                f"http://127.0.0.1:{self.ops_port}/readyz") as response:
-            body = await response.json()
-        return list(body.get("holds", {}).get("channel:discord", {}).get("shards", []))
-
-
-@dataclass
 class Rig:
     discord: FakeDiscord
     ada: FakeUser
@@ -75,29 +54,9 @@ class Rig:
     dm: str
     replicas: dict[str, Replica]
 
-    async def holders(self) -> dict[int, str]:
-        """Which replica holds each shard, by their /readyz; fails on a shard held twice."""
-        held: dict[int, str] = {}
-        for name, replica in self.replicas.items():
-            if replica.process.returncode is not None:
-                continue
-            for shard in await replica.holds():
-                assert shard not in held, f"shard {shard}: {held[shard]} and {name}"
-                held[shard] = name
-        return held
-
     async def settle(self, *, spread: list[int], within: float) -> dict[int, str]:
-        """Wait until every shard is held and connected once, the replicas holding `spread`
-        shards each (fewest first); who holds each."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            held = await self.holders()
-            if (sorted(Counter(held.values()).values()) == spread and len(held) == SHARDS
-                    and self.discord.live_shards() == dict.fromkeys(range(SHARDS), 1)):
-                return held
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"not settled after {within} s: {await self.holders()}, "
-                             f"sessions {self.discord.live_shards()}\n{self.logs()}")
+        return await settle(self.discord, list(self.replicas.values()), shards=SHARDS,
+                            spread=spread, within=within)
 
     async def ask(self, room: str, tag: str) -> str:
         sent = await self.discord.deliver_message(
@@ -118,49 +77,6 @@ class Rig:
         return "\n".join(r.log.read_text()[-2500:] for r in self.replicas.values())
 
 
-async def start_replica(tmp_path: Path, name: str, store_url: str, discord: FakeDiscord,
-                        model: FakeAnthropic) -> Replica:
-    port = unused_port()
-    config = tmp_path / f"{name}.yaml"
-    config.write_text(f"""\
-store:
-  url: {store_url}
-model:
-  provider: anthropic
-  api_key: ${{ANTHROPIC_API_KEY}}
-  base_url: {model.url}
-log:
-  format: json
-ops:
-  port: {port}
-channels:
-  discord:
-    type: discord
-    token: ${{DISCORD_BOT_TOKEN}}
-    api_base_url: {discord.api_base_url}
-    gateway_url: {discord.gateway_url}
-    shards: auto
-    shard_lease_seconds: {LEASE_SECONDS}
-    streaming: false
-agents:
-  support:
-    system_prompt: You help.
-    channels: [discord]
-""", encoding="utf-8")
-    log = tmp_path / f"{name}.log"
-    sink = log.open("wb")  # noqa: ASYNC230 - a local file, opened once
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", str(config), "--no-input", cwd=tmp_path,
-        env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
-             "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-             "DISCORD_BOT_TOKEN": discord.token},
-        stdout=subprocess.DEVNULL, stderr=sink)
-    sink.close()
-    await until(lambda: logged(log, "runtime.started") or process.returncode is not None)
-    assert process.returncode is None, log.read_text()  # noqa: ASYNC240
-    return Replica(name, process, log, port)
-
-
 @pytest.fixture
 async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
     names = ("a", "b", "c")
@@ -178,19 +94,13 @@ async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
         made = Rig(discord, ada, rooms, discord.add_dm(ada), {})
         try:
             for name, model in zip(names, models, strict=True):
-                made.replicas[name] = await start_replica(tmp_path, name, pg_url, discord,
-                                                          model)
+                made.replicas[name] = await start_replica(
+                    tmp_path, name, store_url=pg_url, discord=discord, shards="auto",
+                    lease_seconds=LEASE_SECONDS, model_url=model.url)
             yield made
         finally:
             for replica in made.replicas.values():
-                if replica.process.returncode is None:
-                    replica.process.send_signal(signal.SIGTERM)
-                    try:
-                        async with asyncio.timeout(30):
-                            await replica.process.wait()
-                    except TimeoutError:
-                        replica.process.kill()
-                        await replica.process.wait()
+                await replica.stop()
             for model in models:
                 await model.__aexit__(None, None, None)
 

@@ -144,5 +144,6 @@ _MISSING_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("vectors",), "keeps no vectors: recall finds turns by their words only, not their "
                    "meaning"),
     (("spend",), "keeps no spend ledger: daily budgets cannot be enforced"),
-    (("shard_leases",), "keeps no shard leases: a channel with `shards:` set cannot start"),
+    (("shard_leases",), "keeps no shard leases: a channel with `shards:` holds every shard in "
+                        "this process, so run one replica"),
 )

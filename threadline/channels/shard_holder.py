@@ -73,9 +73,9 @@ class ShardHolder:
         """The first round (the shards it finds free are open, or gave up waiting, on
         return), then the rounds every `every` seconds in the background."""
         await self._step()
-        if self._opening:
-            await asyncio.wait(list(self._opening.values()))
         self._task = asyncio.create_task(self._run(), name=f"shards {self.bot}")
+        if self._opening:  # rounds go on meanwhile: opening may outlast a lease
+            await asyncio.wait(list(self._opening.values()))
 
     async def stop(self) -> None:
         """Close every connection, then give up the leases so others take them at once."""
