@@ -80,24 +80,27 @@ async def throughput(discord: FakeDiscord, rooms: list[tuple[str, FakeUser]], *,
 async def run(pg_url: str, *, messages: int, concurrency: int) -> None:
     print(f"{SHARDS} shards, {messages} messages, {concurrency} in flight, offline model, "
           f"PostgreSQL; lease {LEASE_SECONDS:g} s")
-    for count in (1, 2, 3):
+    for count in (0, 1, 2, 3):  # 0: one replica with one unsharded connection
         store_url = await fresh_pg_schema(pg_url)
         replicas: list[Replica] = []
         try:
             with tempfile.TemporaryDirectory() as folder:
                 async with FakeDiscord(recommended_shards=SHARDS) as discord:
                     rooms = world(discord, rooms_per_shard=4)
-                    for n in range(count):
+                    for n in range(max(count, 1)):
                         replicas.append(await start_replica(
                             Path(folder), f"r{n}", store_url=store_url, discord=discord,
-                            shards=SHARDS, lease_seconds=LEASE_SECONDS, model_url=None))
-                    await settle(discord, replicas, shards=SHARDS, spread=SPREADS[count],
-                                 within=60)
+                            shards=SHARDS if count else None, lease_seconds=LEASE_SECONDS,
+                            model_url=None))
+                    if count:
+                        await settle(discord, replicas, shards=SHARDS, spread=SPREADS[count],
+                                     within=60)
                     await throughput(discord, rooms, messages=min(40, messages),
                                      concurrency=concurrency)  # warm-up
                     rate = await throughput(discord, rooms, messages=messages,
                                             concurrency=concurrency)
-                    print(f"  {count} replica(s): {rate:7.1f} messages/s")
+                    shown = f"{count} replica(s)" if count else "1 replica, no shards"
+                    print(f"  {shown:>20}: {rate:7.1f} messages/s")
                     if count == 3:
                         await takeover(discord, replicas)
                     for replica in replicas:

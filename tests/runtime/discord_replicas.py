@@ -50,11 +50,14 @@ class Replica:
 
 
 async def start_replica(folder: Path, name: str, *, store_url: str, discord: FakeDiscord,
-                        shards: int | str, lease_seconds: float,
+                        shards: int | str | None, lease_seconds: float,
                         model_url: str | None) -> Replica:
-    """`threadline run` on a config whose Discord channel shares `shards`; the offline model
-    answers when `model_url` is None. Returns once the replica says it started."""
+    """`threadline run` on a config whose Discord channel shares `shards` (None: one
+    connection, no shards); the offline model answers when `model_url` is None. Returns once
+    the replica says it started."""
     port = unused_port()
+    sharding = (f"    shards: {shards}\n    shard_lease_seconds: {lease_seconds}\n"
+                if shards is not None else "")
     model = f"""\
 model:
   provider: anthropic
@@ -75,9 +78,7 @@ channels:
     token: ${{DISCORD_BOT_TOKEN}}
     api_base_url: {discord.api_base_url}
     gateway_url: {discord.gateway_url}
-    shards: {shards}
-    shard_lease_seconds: {lease_seconds}
-    streaming: false
+{sharding}    streaming: false
 agents:
   support:
     system_prompt: You help.
