@@ -105,8 +105,8 @@ class ShardHolder:
                 done = await self.leases.run_round(
                     bot=self.bot, replica=self.replica, shard_count=self.shard_count,
                     lease_seconds=self.lease_seconds)
-        except (StoreError, TimeoutError) as exc:
-            self._log.warning("shards.round_failed", error=str(exc) or "timed out",
+        except Exception as exc:  # whatever failed, the deadline below still holds
+            self._log.warning("shards.round_failed", error=str(exc) or repr(exc),
                               held=self.held)
             if self._held and time.monotonic() + self.every >= self._deadline:
                 await self._close(self.held, event="shards.lost",

@@ -51,6 +51,11 @@ def fair_share(shard_count: int, replicas: tuple[str, ...], replica: str) -> int
     return base + (1 if ordered.index(replica) < extra else 0)
 
 
+def surplus(held: set[int] | frozenset[int], share: int) -> tuple[int, ...]:
+    """The held shards beyond `share`, highest ids first: those a replica gives up."""
+    return tuple(sorted(held, reverse=True)[:max(0, len(held) - share)])
+
+
 class ShardLeases(Protocol):
     """Shard leases kept by the backend (its `shard_leases` part); see the module docstring.
 
@@ -115,8 +120,7 @@ class MemoryShardLeases:
                 claimed[shard] = lease.holder
                 lease.holder, lease.until, lease.shard_count = replica, until, shard_count
         held |= set(claimed)
-        surplus = tuple(sorted(held, reverse=True)[:max(0, len(held) - share)])
-        return ShardRound(held=frozenset(held), claimed=claimed, surplus=surplus,
+        return ShardRound(held=frozenset(held), claimed=claimed, surplus=surplus(held, share),
                           replicas=replicas, other_counts=others)
 
     async def release(self, *, bot: str, replica: str, shards: tuple[int, ...]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.store import SqlConversationStore
-from threadline.channels.shard_leases import ShardRound, fair_share
+from threadline.channels.shard_leases import ShardRound, fair_share, surplus
 
 _NOW = {
     "postgresql": "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
@@ -51,8 +51,7 @@ def _round(conn: SqlRunner, bot: str, replica: str, shard_count: int, lease_seco
     if claim and not others and len(renewed) < share:
         claimed = _claim(conn, key, shard_count, share - len(renewed))
     held = frozenset(renewed | set(claimed))
-    surplus = tuple(sorted(held, reverse=True)[:max(0, len(held) - share)])
-    return ShardRound(held=held, claimed=claimed, surplus=surplus, replicas=replicas,
+    return ShardRound(held=held, claimed=claimed, surplus=surplus(held, share), replicas=replicas,
                       other_counts=others)
 
 

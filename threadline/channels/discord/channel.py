@@ -21,6 +21,10 @@ Rate limits are waited out by discord.py's own per-route buckets; Forbidden, Not
 4xx answers become `ChannelPermanentError`. While an agent works the channel shows typing;
 with `streaming` on, replies are shown as they are written (`discord.live`).
 
+With `shards` set the channel's own client stays on REST and this replica connects only the
+shards it holds, one client each (`discord.shards`); an event of a shard it no longer surely
+holds is dropped, its new holder answers it.
+
 `api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
 `wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
 so two channels asking for different values are refused at start (see `discord.client`).
