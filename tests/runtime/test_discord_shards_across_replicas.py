@@ -10,6 +10,7 @@ their messages are answered again. At no moment are two sessions connected for o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -77,6 +78,10 @@ class Rig:
         return "\n".join(r.log.read_text()[-2500:] for r in self.replicas.values())
 
 
+async def held_by(replicas: list[Replica]) -> set[int]:
+    return {shard for replica in replicas for shard in await replica.holds()}
+
+
 @pytest.fixture
 async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
     names = ("a", "b", "c")
@@ -142,3 +147,33 @@ async def test_three_replicas_share_four_shards_and_a_killed_ones_are_taken_over
     # Never two sessions for one shard: not at start, not while rebalancing, not at takeover.
     assert rig.discord.most_sessions_per_shard == dict.fromkeys(range(SHARDS), 1)
     print(json.dumps({"takeover_seconds": round(took, 2)}))
+
+
+async def test_a_paused_replica_answers_nothing_of_the_shards_taken_from_it(rig: Rig) -> None:
+    """`kill -STOP` longer than a lease (a stopped VM, a long GC): its sockets stay open, so
+    Discord (and the fake) still sends it its shards' events, while another replica takes the
+    shards over. Woken, it finds its deadline passed: it drops what it read meanwhile, closes
+    those connections, and then takes its fair share again."""
+    holders = await rig.settle(spread=[1, 1, 2], within=30)
+    [paused_name] = [name for name, n in Counter(holders.values()).items() if n == 2]
+    taken = sorted(s for s, name in holders.items() if name == paused_name)
+    paused = rig.replicas[paused_name]
+    paused.process.send_signal(signal.SIGSTOP)
+    try:
+        others = [r for r in rig.replicas.values() if r is not paused]
+        async with asyncio.timeout(TAKEOVER_BOUND):
+            while not set(taken) <= await held_by(others):  # noqa: ASYNC110 - they claim it
+                await asyncio.sleep(0.1)
+        await until(lambda: all(rig.discord.live_shards()[s] == 2 for s in taken), within=15)
+        # Both sessions of each taken shard receive this; only the new holder may answer.
+        asked = {f"q{20 + s}": await rig.ask(rig.rooms[s], f"q{20 + s}") for s in taken}
+        await rig.answered(*asked)
+    finally:
+        paused.process.send_signal(signal.SIGCONT)
+    after = await rig.settle(spread=[1, 1, 2], within=TAKEOVER_BOUND + 10)
+    await asyncio.sleep(1.0)  # what the woken replica read while paused has been handled
+    for tag in asked:
+        [answer] = [a for a in rig.answers() if a.startswith(f"answer {tag} ")]
+        assert not answer.endswith(f"from {paused_name}"), answer
+    assert max(rig.answers().values()) == 1, rig.answers()
+    assert logged(paused.log, "shards.lost") and set(after.values()) == set(rig.replicas)
