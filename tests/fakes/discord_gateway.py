@@ -271,7 +271,7 @@ class FakeDiscord:
         guild_id = self.snowflake()
         if shard is not None:
             wanted, count = shard
-            moment = int(guild_id) >> 22
+            moment = int(guild_id) >> 22  # the timestamp part, moved up by less than `count` ms
             moment += (wanted - moment) % count
             guild_id = str((moment << 22) | (int(guild_id) & 0x3FFFFF))
             self._last_snowflake = max(self._last_snowflake, int(guild_id))

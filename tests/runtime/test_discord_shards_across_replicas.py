@@ -136,8 +136,10 @@ async def test_three_replicas_share_four_shards_and_a_killed_ones_are_taken_over
     after = await rig.settle(spread=[2, 2], within=TAKEOVER_BOUND)
     took = time.monotonic() - died
     assert busiest not in after.values()
+    # The survivors say whose shards they took; unless, on a loaded machine, the dead one had
+    # let them go itself just before (a round late: `shards.lost`), and they were free.
     assert any(logged(r.log, "shards.taken_over") for r in rig.replicas.values()
-               if r is not killed)
+               if r is not killed) or logged(killed.log, "shards.lost"), rig.logs()
 
     again = {f"q{10 + s}": await rig.ask(rig.rooms[s], f"q{10 + s}") for s in orphaned}
     await rig.answered(*again)
