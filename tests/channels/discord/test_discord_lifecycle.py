@@ -95,3 +95,14 @@ async def test_two_channels_cannot_point_discord_py_at_different_servers() -> No
         async with started_channel(elsewhere, events) as moved:
             assert moved.identity is not None
             assert moved.identity.user_id == elsewhere.bot.id
+
+
+async def test_shards_auto_says_what_to_do_when_discord_gives_no_count() -> None:
+    async with FakeDiscord() as fake:
+        DiscordWorld.build(fake)
+        fake.fail_next("GET", "/gateway/bot", status=403)
+        channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                 gateway_url=fake.gateway_url, shards="auto")
+        with pytest.raises(ChannelError, match="set `shards:` to a number"):
+            await channel.start(RecordingEvents(InMemoryConversationStore()))
+        assert channel.receiving() == "not connected" and fake.identified_sessions == 0

@@ -240,7 +240,14 @@ class DiscordChannel(Channel):
                             ) -> None:
         """Hold this replica's share of the shards; the channel's own client stays on REST."""
         self._connected()  # the log-in said who the bot is
-        count = wanted if wanted != "auto" else (await client.http.get_bot_gateway())[0]
+        try:
+            count = wanted if wanted != "auto" else (await client.http.get_bot_gateway())[0]
+        except discord.GatewayNotFound as exc:
+            await self._close_client()
+            raise ChannelError(
+                f"Discord channel '{self.name}': Discord did not say how many shards to use "
+                f"(GET /gateway/bot failed: {exc.__cause__ or exc}); try again, or set "
+                "`shards:` to a number.") from exc
         self._shards = DiscordShards(
             self, token=self._token, on_command=self._handle_command, leases=self._shard_leases,
             shard_count=count, lease_seconds=self._shard_lease_seconds,
