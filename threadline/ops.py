@@ -3,8 +3,9 @@
 Bound to loopback (the default), every endpoint answers only requests whose Host is a loopback
 name, like the console (no DNS rebinding). `/healthz` answers 200 while the process serves
 requests (a liveness probe). `/readyz` answers 200 only when the store is reachable and every
-channel is receiving (its listener alive), with a JSON body naming each check, and 503
-otherwise (a readiness probe: send no traffic yet). `/metrics` is the Prometheus text format
+channel is receiving (its listener alive), with a JSON body naming each check (and, under
+`holds`, the shards this replica holds of a channel the replicas split), and 503 otherwise (a
+readiness probe: send no traffic yet). `/metrics` is the Prometheus text format
 from the runtime's own registry, so two runtimes in one process (as in tests) do not share
 counters.
 """
@@ -113,9 +114,12 @@ class OpsServer:
     """Serves health, readiness and metrics on `host:port` (port 0 picks a free port)."""
 
     def __init__(self, *, metrics: Metrics, readiness: ReadinessCheck, host: str = "127.0.0.1",
-                 port: int = 9108, apps: Mapping[str, web.Application] | None = None) -> None:
+                 port: int = 9108, apps: Mapping[str, web.Application] | None = None,
+                 holding: Callable[[], Mapping[str, object]] | None = None) -> None:
         self.metrics = metrics
         self.readiness = readiness
+        # What part of a split platform this replica serves (shards), shown by /readyz.
+        self.holding = holding
         self.host = host
         self.port = port
         # More applications served beside the probes, by path prefix (the console).
@@ -168,7 +172,11 @@ class OpsServer:
     async def _readyz(self, request: web.Request) -> web.Response:
         checks = await self.readiness()
         ready = all(problem is None for problem in checks.values())
-        body = {"ready": ready, "checks": {k: v or "ok" for k, v in sorted(checks.items())}}
+        body: dict[str, object] = {
+            "ready": ready, "checks": {k: v or "ok" for k, v in sorted(checks.items())}}
+        held = self.holding() if self.holding is not None else {}
+        if held:
+            body["holds"] = dict(sorted(held.items()))
         return web.json_response(body, status=200 if ready else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:

@@ -273,7 +273,8 @@ class Runtime:
             context = ChannelContext(agents=tuple(a.name for a, _ in joined),
                                      interactive=interactive, request_stop=stop_requested.set,
                                      platform_part=backend.platform_part(
-                                         channel_settings.type))
+                                         channel_settings.type),
+                                     shard_leases=backend.shard_leases)
             channel = platform_for(channel_settings.type).build(name, channel_settings, context)
             channel.file_intake = own_intake.get(name)
             team.attach(channel, agents=[a for a, _ in joined],
@@ -309,7 +310,7 @@ class Runtime:
             apps = {CONSOLE_PREFIX: app} if app is not None else {}
             self.ops = OpsServer(metrics=self.metrics, readiness=self.readiness,
                                  host=self.settings.ops.host, port=self.settings.ops.port,
-                                 apps=apps)
+                                 apps=apps, holding=self.holding)
             await self.ops.start()
             if console:
                 log.info("console.listening", url=self.console_url)
@@ -343,6 +344,12 @@ class Runtime:
             checks[f"channel:{channel.name}"] = (
                 channel.receiving() if channel.name in self._started else "not connected")
         return checks
+
+    def holding(self) -> dict[str, dict[str, object]]:
+        """What part of each split platform this replica serves (a Discord channel's shards),
+        by channel; channels that serve all of theirs are left out."""
+        return {f"channel:{channel.name}": held for channel in self.channels
+                if channel.name in self._started and (held := channel.holding()) is not None}
 
     def install_signal_handlers(self) -> None:
         """SIGTERM and SIGINT ask for a clean stop instead of killing turns in flight."""

@@ -26,6 +26,13 @@ checks names and descriptions and kept in `app_commands`; `deliver_command` disp
 INTERACTION_CREATE for one invocation; the interaction callback and its follow-ups (webhook
 posts, refused before the callback as Discord does) are kept in `interaction_callbacks` and
 `followups`.
+
+Sharding: `GET /gateway/bot` recommends `recommended_shards`; a session that identifies with
+`shard: [id, count]` receives only the guilds and events of shard `(guild_id >> 22) % count`,
+and DMs only on shard 0. Like Discord, a second session identifying a shard already connected
+is accepted and receives the same events (Discord does not stop a bot from doing so): the fake
+counts it instead, in `identifies` and `most_sessions_per_shard`, so a test can assert "never
+two". `dispatched` records which session received each message (`Dispatch`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import json
 import re
 import time
 import zlib
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -108,11 +116,28 @@ class FakeGuild:
     members: dict[str, Json] = field(default_factory=dict)
 
 
-class _Session:
-    """One gateway connection: its socket, compression and sequence counter."""
+@dataclass(frozen=True)
+class Dispatch:
+    """One MESSAGE_CREATE sent on one gateway session (numbered in connection order)."""
 
-    def __init__(self, ws: web.WebSocketResponse, compression: str | None) -> None:
+    message_id: str
+    session: int
+    shard: int | None  # None: the session did not shard
+
+
+def shard_for(guild_id: str | None, count: int) -> int:
+    """Discord's routing: a guild's shard; DMs (no guild) go to shard 0."""
+    return 0 if guild_id is None else (int(guild_id) >> 22) % count
+
+
+class _Session:
+    """One gateway connection: its socket, compression, sequence counter and shard."""
+
+    def __init__(self, ws: web.WebSocketResponse, compression: str | None,
+                 number: int) -> None:
         self.ws = ws
+        self.number = number
+        self.shard: tuple[int, int] | None = None  # (id, count) from IDENTIFY
         self.sequence = 0
         self.identified = asyncio.Event()
         self.intents = 0
@@ -126,6 +151,10 @@ class _Session:
             zstd = zstandard.ZstdCompressor().compressobj()
             self._compress = lambda raw: zstd.compress(raw) + zstd.flush(
                 zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+
+    def receives(self, guild_id: str | None) -> bool:
+        """Whether this session gets a guild's events (None: a DM)."""
+        return self.shard is None or shard_for(guild_id, self.shard[1]) == self.shard[0]
 
     async def send(self, payload: Json) -> None:
         await self.send_raw(json.dumps(payload))
@@ -152,8 +181,13 @@ class FakeDiscord:
 
     def __init__(self, *, token: str = "fake-bot-token", bot_name: str = "threadline",
                  grant_message_content: bool = True, heartbeat_interval_ms: int = 41_250,
-                 echo_own_messages: bool = True) -> None:
+                 echo_own_messages: bool = True, recommended_shards: int = 1) -> None:
         self.token = token
+        self.recommended_shards = recommended_shards
+        self.identifies: Counter[int | None] = Counter()  # per shard id (None: unsharded)
+        self.most_sessions_per_shard: Counter[int] = Counter()  # the most live at once
+        self.dispatched: list[Dispatch] = []
+        self._session_numbers = itertools.count(1)
         self.grant_message_content = grant_message_content
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.echo_own_messages = echo_own_messages
@@ -231,8 +265,17 @@ class FakeDiscord:
                  bot: bool = False) -> FakeUser:
         return FakeUser(self.snowflake(), username, global_name, bot)
 
-    def add_guild(self, *, name: str = "Test server") -> FakeGuild:
-        guild = FakeGuild(self.snowflake(), name)
+    def add_guild(self, *, name: str = "Test server",
+                  shard: tuple[int, int] | None = None) -> FakeGuild:
+        """A guild; `shard` (id, count) picks an id Discord routes to that shard."""
+        guild_id = self.snowflake()
+        if shard is not None:
+            wanted, count = shard
+            moment = int(guild_id) >> 22  # the timestamp part, moved up by less than `count` ms
+            moment += (wanted - moment) % count
+            guild_id = str((moment << 22) | (int(guild_id) & 0x3FFFFF))
+            self._last_snowflake = max(self._last_snowflake, int(guild_id))
+        guild = FakeGuild(guild_id, name)
         guild.roles.append({"id": guild.id, "name": "@everyone", "permissions": "1024"})
         self.guilds[guild.id] = guild
         self.add_member(guild, self.bot)
@@ -409,8 +452,15 @@ class FakeDiscord:
         """Dispatch any event (again, for a duplicate delivery) to every identified session."""
         if event == "MESSAGE_CREATE":
             self.messages[data["id"]] = data
+        guild_id = data.get("guild_id")
         for session in list(self._sessions):
             await session.identified.wait()
+            if not session.receives(guild_id):
+                continue
+            if event == "MESSAGE_CREATE":
+                self.dispatched.append(Dispatch(
+                    data["id"], session.number,
+                    session.shard[0] if session.shard is not None else None))
             await session.dispatch(event, data)
 
     async def deliver_raw(self, event: str, data_json: str) -> None:
@@ -426,6 +476,11 @@ class FakeDiscord:
     def identified_sessions(self) -> int:
         """Gateway connections that identified (a reconnecting client makes a new one)."""
         return sum(1 for s in self._sessions if s.identified.is_set())
+
+    def live_shards(self) -> Counter[int]:
+        """Identified sessions open now, per shard id."""
+        return Counter(s.shard[0] for s in self._sessions
+                       if s.identified.is_set() and s.shard is not None)
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
         """Wait until `condition()` holds after some request; fails after 5 s, not hanging."""
@@ -463,7 +518,7 @@ class FakeDiscord:
     async def _gateway_socket(self, request: web.Request) -> web.StreamResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        session = _Session(ws, request.query.get("compress"))
+        session = _Session(ws, request.query.get("compress"), next(self._session_numbers))
         self._sessions.append(session)
         try:
             await session.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}})
@@ -489,18 +544,26 @@ class FakeDiscord:
             if session.intents & MESSAGE_CONTENT_INTENT and not self.grant_message_content:
                 await self._close(session, 4014)
                 return
+            if "shard" in data:
+                shard_id, count = data["shard"]
+                session.shard = (int(shard_id), int(count))
+            self.identifies[session.shard[0] if session.shard else None] += 1
+            guilds = [g for g in self.guilds.values() if session.receives(g.id)]
             ready: Json = {
                 "v": 10, "user": self.bot.payload(), "session_id": f"session-{self.snowflake()}",
                 "resume_gateway_url": self.gateway_url, "private_channels": [],
-                "guilds": [{"id": g, "unavailable": True} for g in self.guilds],
+                "guilds": [{"id": g.id, "unavailable": True} for g in guilds],
                 "application": {"id": self.application_id, "flags": self._application_flags()},
             }
             if "shard" in data:
                 ready["shard"] = data["shard"]
             await session.dispatch("READY", ready)
-            for guild in self.guilds.values():
+            for guild in guilds:
                 await session.dispatch("GUILD_CREATE", self._guild_create(guild))
             session.identified.set()
+            for shard, live in self.live_shards().items():
+                self.most_sessions_per_shard[shard] = max(
+                    self.most_sessions_per_shard[shard], live)
 
     async def _close(self, session: _Session, code: int) -> None:
         self.gateway_closes.append(code)
@@ -553,8 +616,9 @@ class FakeDiscord:
                           "flags": self._application_flags(),
                           "approximate_guild_count": len(self.guilds)})
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
-            return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": {
-                "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
+            return _json({"url": self.gateway_url, "shards": self.recommended_shards,
+                          "session_start_limit": {"total": 1000, "remaining": 999,
+                                                  "reset_after": 0, "max_concurrency": 1}})
         commands = re.fullmatch(r"/applications/(\d+)/commands", path)
         if commands and method == "PUT":
             return self._overwrite_commands(body)

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Self
 
 from threadline.agents.approvals import ApprovalBook
+from threadline.channels.shard_leases import ShardLeases
 from threadline.handoff.book import HandoffBook
 from threadline.history.file_store import DEFAULT_INLINE_MAX_BYTES, FileStore
 from threadline.history.inbox import TurnInbox
@@ -79,6 +80,8 @@ class Backend:
     files: FileStore | None = None
     # One vector per turn for meaning-based recall; None: recall is lexical only.
     vectors: VectorIndex | None = None
+    # Which replica holds which gateway shard (Discord); None: shards cannot be shared.
+    shard_leases: ShardLeases | None = None
     lock: ConversationLock | None = None
     # How to make what the backend keeps for one platform, by its name: a Slack app's
     # installations in many workspaces under "slack" (`threadline.channels.slack.
@@ -152,4 +155,6 @@ _MISSING_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("vectors",), "keeps no vectors: recall finds turns by their words only, not their "
                    "meaning"),
     (("spend",), "keeps no spend ledger: daily budgets cannot be enforced"),
+    (("shard_leases",), "keeps no shard leases: a channel with `shards:` holds every shard in "
+                        "this process, so run one replica"),
 )

@@ -1,14 +1,15 @@
 """The memory backend (`memory://`): everything in this process, for tests and trying things out.
 
-Its history, inbox, people directory, reply records and tool approvals live in process memory,
-and it says so at start: nothing survives a restart. It keeps no spend ledger, and notifies
-changes within this process only.
+Its history, inbox, people directory, reply records, tool approvals and shard leases live in
+process memory, and it says so at start: nothing survives a restart. It keeps no spend
+ledger, and notifies changes within this process only.
 """
 
 from __future__ import annotations
 
 from threadline.agents.approvals import MemoryApprovalBook
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
+from threadline.channels.shard_leases import MemoryShardLeases
 from threadline.errors import ConfigError
 from threadline.history.beside import add_adopter
 from threadline.history.memory import InMemoryConversationStore
@@ -25,6 +26,7 @@ def _parts(history: InMemoryConversationStore) -> Backend:
                    people=MemoryPeopleDirectory(history), link_requests=MemoryLinkRequests(),
                    speakers=history,
                    records=InMemoryReplyRecords(), approvals=MemoryApprovalBook(),
+                   shard_leases=MemoryShardLeases(),
                    notices=(NOTICE,))
 
 

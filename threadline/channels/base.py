@@ -303,6 +303,11 @@ class Channel(ABC):
         whose listener can end on its own says so (see `channels.supervise`)."""
         return None if self.identity is not None else "not connected"
 
+    def holding(self) -> dict[str, object] | None:
+        """The part of the platform this replica serves when replicas split it (a Discord
+        channel's shards, for `/readyz`); None: all of it."""
+        return None
+
     def skip_event(self, event_id: object, error: BaseException | str) -> None:
         """A platform event that cannot be read or handled: logged with its platform id,
         counted (`threadline_skipped_events_total`), and left behind so the channel goes on

@@ -18,6 +18,7 @@ from typing import ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
+from threadline.channels.shard_leases import ShardLeases
 from threadline.commands.registry import Command
 
 
@@ -71,7 +72,9 @@ class ChannelContext:
     `interactive` is False when this process may not read its terminal (`run --no-input`,
     `threadline check`); `request_stop` asks the runtime to shut down (a terminal room whose
     input ended); `agents` are the agents that joined the channel, for a greeting;
-    `platform_part` is what the backend keeps for the platform.
+    `platform_part` is what the backend keeps for the platform; `shard_leases` are the
+    backend's, through which replicas share a gateway's shards (None: the backend keeps none,
+    or no backend is open, as in `threadline check`).
     """
 
     agents: tuple[str, ...] = ()
@@ -80,6 +83,7 @@ class ChannelContext:
     # What the backend keeps for this platform (`Backend.platform_parts[type]`), for example
     # a Slack app's installations in many workspaces; None: the backend keeps nothing for it.
     platform_part: object | None = None
+    shard_leases: ShardLeases | None = None
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from unittest.mock import ANY
 
 import pytest
 
@@ -51,17 +52,33 @@ async def test_stop_lets_a_message_being_recorded_finish(sqlite_url: str) -> Non
             await channel.send_reply(inbound, "too late")
 
 
-async def test_sharded_client_asks_discord_for_the_shard_count(sqlite_url: str) -> None:
-    async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
-        world = DiscordWorld.build(fake)
+async def test_shards_auto_opens_the_recommended_shards_each_with_its_own_guilds(
+        sqlite_url: str) -> None:
+    async with FakeDiscord(recommended_shards=2) as fake, \
+            SqlConversationStore(sqlite_url) as store:
+        ada = fake.add_user("ada")
+        guilds = [fake.add_guild(name=f"shard {n}", shard=(n, 2)) for n in (0, 1)]
+        rooms = [fake.add_text_channel(guild, name="general") for guild in guilds]
+        for guild in guilds:
+            fake.add_member(guild, ada)
+        dm = fake.add_dm(ada)
         events = RecordingEvents(store)
-        async with started_channel(fake, events, sharded=True):
-            await fake.deliver_message(world.general, author=world.ada, content="sharded hi")
-            await events.next_inbound()
-            await fake.wait_for_posts(1)
+        async with started_channel(fake, events, shards="auto") as channel:
+            assert channel.holding() == {"replica": ANY, "shards": [0, 1], "shard_count": 2}
+            sent = [await fake.deliver_message(room, author=ada, content=f"hi {n}")
+                    for n, room in enumerate(rooms)]
+            sent.append(await fake.deliver_message(dm, author=ada, content="hi dm"))
+            for _ in sent:
+                await events.next_inbound()
+            await fake.wait_for_posts(3)
+            assert channel.receiving() is None
 
     assert [c.status for c in fake.calls_to("GET", "/gateway/bot")] == [200]
-    assert [p["content"] for p in fake.posts] == ["echo: sharded hi"]
+    assert fake.identifies == {0: 1, 1: 1}  # one session per shard, none unsharded
+    shards = {d.message_id: d.shard for d in fake.dispatched}
+    assert [shards[m["id"]] for m in sent] == [0, 1, 0]  # a DM arrives on shard 0
+    assert sorted(p["content"] for p in fake.posts) == ["echo: hi 0", "echo: hi 1",
+                                                        "echo: hi dm"]
 
 
 async def test_two_channels_cannot_point_discord_py_at_different_servers() -> None:
@@ -78,3 +95,14 @@ async def test_two_channels_cannot_point_discord_py_at_different_servers() -> No
         async with started_channel(elsewhere, events) as moved:
             assert moved.identity is not None
             assert moved.identity.user_id == elsewhere.bot.id
+
+
+async def test_shards_auto_says_what_to_do_when_discord_gives_no_count() -> None:
+    async with FakeDiscord() as fake:
+        DiscordWorld.build(fake)
+        fake.fail_next("GET", "/gateway/bot", status=403)
+        channel = DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                 gateway_url=fake.gateway_url, shards="auto")
+        with pytest.raises(ChannelError, match="set `shards:` to a number"):
+            await channel.start(RecordingEvents(InMemoryConversationStore()))
+        assert channel.receiving() == "not connected" and fake.identified_sessions == 0

@@ -2,9 +2,9 @@
 
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
-records, tool approvals, the bytes of turns' files, a Slack app's installations; on PostgreSQL
-a conversation lock (advisory locks) owns a conversation across processes. Turns the database
-cannot take wait in an outbox file beside it.
+records, tool approvals, the bytes of turns' files, gateway shard leases, a Slack app's
+installations; on PostgreSQL a conversation lock (advisory locks) owns a conversation across
+processes. Turns the database cannot take wait in an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.schedules import SqlScheduleBook
+from threadline.backends.sql.shard_leases import SqlShardLeases
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.beside import add_adopter
@@ -59,7 +60,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
-                   lock=lock, platform_parts={"slack": partial(_slack_installations, store)},
+                   shard_leases=SqlShardLeases(store), lock=lock,
+                   platform_parts={"slack": partial(_slack_installations, store)},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 

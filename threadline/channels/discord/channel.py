@@ -21,6 +21,10 @@ Rate limits are waited out by discord.py's own per-route buckets; Forbidden, Not
 4xx answers become `ChannelPermanentError`. While an agent works the channel shows typing;
 with `streaming` on, replies are shown as they are written (`discord.live`).
 
+With `shards` set the channel's own client stays on REST and this replica connects only the
+shards it holds, one client each (`discord.shards`); an event of a shard it no longer surely
+holds is dropped, its new holder answers it.
+
 `api_base_url` (like `https://discord.com/api/v10`) and `gateway_url` (like
 `wss://gateway.discord.gg/`) exist for proxies and tests. discord.py keeps both process-wide,
 so two channels asking for different values are refused at start (see `discord.client`).
@@ -33,7 +37,7 @@ import contextlib
 import io
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import discord
 import structlog
@@ -62,9 +66,11 @@ from threadline.channels.discord.normalize import (
     stored_id,
     to_stored_message,
 )
+from threadline.channels.discord.shards import DiscordShards
 from threadline.channels.files import take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
+from threadline.channels.shard_leases import ShardLeases
 from threadline.channels.supervise import SupervisedListener
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import unreachable
@@ -111,16 +117,19 @@ class DiscordChannel(Channel):
         allow_bots: bool = False,
         api_base_url: str | None = None,
         gateway_url: str | None = None,
-        sharded: bool = False,
-        shard_count: int | None = None,
+        shards: int | Literal["auto"] | None = None,
+        shard_leases: ShardLeases | None = None,
+        shard_lease_seconds: float = 15.0,
         guild_ready_timeout: float = 2.0,
         start_timeout: float = 60.0,
         dedup_size: int = 10_000,
         streaming: bool = True,
         stream_interval: float = 1.0,
     ) -> None:
-        """`sharded` uses discord.py's AutoShardedClient (Discord requires shards from 2,500
-        servers); `shard_count` None asks Discord for its recommendation.
+        """`shards` splits the gateway into that many shards ("auto": as many as Discord
+        recommends; Discord requires shards from 2,500 servers), this replica holding its
+        share of them through `shard_leases` (the backend's; None: this process holds them
+        all) for `shard_lease_seconds` at a time (see `discord.shards`).
         `guild_ready_timeout` is how long start waits for more servers to arrive after the last;
         `start_timeout` how long it waits for the gateway in all. `streaming` shows replies as
         they are written, editing at most once per `stream_interval` seconds per channel
@@ -139,8 +148,13 @@ class DiscordChannel(Channel):
         self._gate = RateGate(stream_interval)
         self._api_base_url = api_base_url
         self._gateway_url = gateway_url
-        self._sharded = sharded
-        self._shard_count = shard_count
+        if isinstance(shards, int) and shards < 1:
+            raise ConfigError(f"Discord channel '{name}': shards must be 1 or more (or auto), "
+                              f"got {shards}")
+        self._shards_wanted = shards
+        self._shard_leases = shard_leases
+        self._shard_lease_seconds = shard_lease_seconds
+        self._shards: DiscordShards | None = None
         self._guild_ready_timeout = guild_ready_timeout
         self._start_timeout = start_timeout
         self._applied_changes = RecentKeys(dedup_size)  # edits and deletions seen
@@ -164,8 +178,7 @@ class DiscordChannel(Channel):
             return self._client
         ENDPOINTS.claim(api_base_url=self._api_base_url, gateway_url=self._gateway_url,
                         name=self.name)
-        client = build_client(self, sharded=self._sharded, shard_count=self._shard_count,
-                              guild_ready_timeout=self._guild_ready_timeout)
+        client = build_client(self, shard=None, guild_ready_timeout=self._guild_ready_timeout)
         self._client = client
         guard_parsers(client, self.skip_event)
         if self.commands:
@@ -198,11 +211,14 @@ class DiscordChannel(Channel):
 
     async def start(self, events: ChannelEvents) -> None:
         """Log in, open the gateway and return once Discord has sent the bot's servers."""
-        if self._listener is not None:
+        if self._listener is not None or self._shards is not None:
             raise ChannelError(f"Discord channel '{self.name}' is already started")
         client = await self._logged_in_client()
         self._events = events
         self._closing = False
+        if self._shards_wanted is not None:
+            await self._start_shards(client, self._shards_wanted)
+            return
         # The gateway task is supervised: an exception discord.py does not reconnect on
         # (a frame it cannot decode) ends it, and it is started again with backoff.
         self._listener = SupervisedListener(
@@ -220,6 +236,34 @@ class DiscordChannel(Channel):
         await self._register_commands()
         self._log.info("discord.started", user_id=self._bot_user_id, guilds=len(client.guilds))
 
+    async def _start_shards(self, client: discord.Client, wanted: int | Literal["auto"]
+                            ) -> None:
+        """Hold this replica's share of the shards; the channel's own client stays on REST."""
+        self._connected()  # the log-in said who the bot is
+        try:
+            count = wanted if wanted != "auto" else (await client.http.get_bot_gateway())[0]
+        except discord.GatewayNotFound as exc:
+            await self._close_client()
+            raise ChannelError(
+                f"Discord channel '{self.name}': Discord did not say how many shards to use "
+                f"(GET /gateway/bot failed: {exc.__cause__ or exc}); try again, or set "
+                "`shards:` to a number.") from exc
+        self._shards = DiscordShards(
+            self, token=self._token, on_command=self._handle_command, leases=self._shard_leases,
+            shard_count=count, lease_seconds=self._shard_lease_seconds,
+            guild_ready_timeout=self._guild_ready_timeout, start_timeout=self._start_timeout)
+        await self._shards.holder.start()
+        await self._register_commands()
+        self._log.info("discord.started", user_id=self._bot_user_id, shard_count=count,
+                       shards=self._shards.holder.held, replica=self._shards.holder.replica)
+
+    def holding(self) -> dict[str, object] | None:
+        return self._shards.holding() if self._shards is not None else None
+
+    def _ours(self, guild_id: int | None) -> bool:
+        """Whether this replica handles the server's events (always, unsharded)."""
+        return self._shards is None or self._shards.ours(guild_id)
+
     async def _drop_dead_gateway(self) -> None:
         """Close the websocket a dead gateway run left open (its heartbeat thread with it)."""
         client = self._client
@@ -228,6 +272,8 @@ class DiscordChannel(Channel):
             await ws.close(code=4000)
 
     def receiving(self) -> str | None:
+        if self._shards is not None:
+            return self._shards.problem()
         if self._listener is None or self._client is None or self._client.is_closed():
             return "not connected"
         return self._listener.problem()
@@ -284,6 +330,9 @@ class DiscordChannel(Channel):
         pending = [task for task in self._in_flight if task is not current]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        shards, self._shards = self._shards, None
+        if shards is not None:
+            await shards.holder.stop()
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.halt()
@@ -378,6 +427,7 @@ class DiscordChannel(Channel):
     async def _handle_message(self, message: discord.Message) -> None:
         with self._handling("message", message_id=message.id) as context:
             if (not self._taking_events() or message.type not in _ACCEPTED_TYPES
+                    or not self._ours(message.guild.id if message.guild else None)
                     or not self._from_someone_we_hear(message.author)):
                 return
             location = await self._locate(
@@ -409,6 +459,8 @@ class DiscordChannel(Channel):
                               text: str) -> None:
         """An application command: deferred at once, recorded, answered by the pipeline."""
         with self._handling("command", interaction_id=interaction.id) as context:
+            if not self._ours(interaction.guild_id):
+                return  # a replica whose lease ran out: the shard's next holder answers
             if not self._taking_events():
                 await interaction.response.send_message(
                     "Threadline is restarting; please run the command again in a moment.",
@@ -438,7 +490,7 @@ class DiscordChannel(Channel):
             message = payload.message
             edited = message.edited_at
             # No edit time: Discord added an embed or link preview, which is not a user edit.
-            if (not self._taking_events() or edited is None
+            if (not self._taking_events() or edited is None or not self._ours(payload.guild_id)
                     or not self._from_someone_we_hear(message.author)
                     or not self._applied_changes.first_sighting(("edit", message.id, edited))):
                 return
@@ -453,7 +505,7 @@ class DiscordChannel(Channel):
     async def _handle_deletes(self, guild_id: int | None, channel_id: int,
                               message_ids: list[int]) -> None:
         with self._handling("delete", message_ids=message_ids) as context:
-            if not self._taking_events() or self._client is None:
+            if not self._taking_events() or self._client is None or not self._ours(guild_id):
                 return
             fresh = [m for m in message_ids
                      if self._applied_changes.first_sighting(("delete", m))]
@@ -482,7 +534,7 @@ class DiscordChannel(Channel):
                      ) -> tuple[discord.PartialMessageable, discord.MessageReference | None]:
         """Where a reply to `inbound` goes, and the message it replies to."""
         client = self._client
-        if client is None or self._listener is None:
+        if client is None or (self._listener is None and self._shards is None):
             raise ChannelError(f"Discord channel '{self.name}' is not started; call start first")
         metadata = inbound.metadata
         target_id = int(metadata.thread_id or self.delivered_here(inbound))

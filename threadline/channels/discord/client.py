@@ -95,12 +95,6 @@ class _Client(_Listener, discord.Client):
         self.channel = channel
 
 
-class _ShardedClient(_Listener, discord.AutoShardedClient):
-    def __init__(self, channel: DiscordChannel, **options: Any) -> None:
-        super().__init__(**options)
-        self.channel = channel
-
-
 class _Endpoints:
     """discord.py's process-wide API and gateway addresses, shared by the channels using them.
 
@@ -174,13 +168,20 @@ def _guarded(event: str, parse: Callable[[Any], None],
     return guarded
 
 
-def build_client(channel: DiscordChannel, *, sharded: bool, shard_count: int | None,
+def shard_of(guild_id: int | None, shard_count: int) -> int:
+    """The shard whose connection receives a server's events (Discord's formula); direct
+    messages arrive on shard 0."""
+    return 0 if guild_id is None else (guild_id >> 22) % shard_count
+
+
+def build_client(channel: DiscordChannel, *, shard: tuple[int, int] | None,
                  guild_ready_timeout: float) -> discord.Client:
-    """A discord.py client that reports to `channel`; AutoSharded for bots that need shards."""
+    """A discord.py client that reports to `channel`; `shard` (id, count) makes it one shard's
+    connection (it identifies as that shard and receives that shard's events only)."""
     options: dict[str, Any] = {
         "intents": INTENTS, "allowed_mentions": ALLOWED_MENTIONS,
         "guild_ready_timeout": guild_ready_timeout, "chunk_guilds_at_startup": False,
     }
-    if sharded:
-        return _ShardedClient(channel, shard_count=shard_count, **options)
+    if shard is not None:
+        options["shard_id"], options["shard_count"] = shard
     return _Client(channel, **options)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field, PositiveInt
+
 from threadline.channels.discord.channel import DiscordChannel
 from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
 
@@ -21,17 +23,21 @@ class DiscordSettings(LiveReplySettings):
     """The REST API root, for a proxy or a local server (default: Discord's)."""
     gateway_url: str | None = None
     """The gateway WebSocket address, for a proxy or a local server (default: Discord's)."""
-    sharded: bool = False
-    """Use discord.py's automatic sharding (needed from 2,500 servers)."""
-    shard_count: int | None = None
-    """How many shards when sharded (default: the number Discord recommends)."""
+    shards: Literal["auto"] | PositiveInt | None = None
+    """Split the gateway into shards shared by the replicas on one database (Discord requires
+    shards from 2,500 servers): a number, or auto for as many as Discord recommends. Each
+    replica then holds about shards / replicas of them (default: one connection, no shards)."""
+    shard_lease_seconds: float = Field(default=15.0, ge=1.0)
+    """How long a replica's claim on a shard lasts unless renewed (every fifth of it): a dead
+    replica's shards are taken over within about 1.2 x this plus one gateway connect."""
 
 
 def build(name: str, settings: DiscordSettings, context: ChannelContext) -> DiscordChannel:
     return DiscordChannel(
         name=name, token=settings.token, api_base_url=settings.api_base_url,
-        gateway_url=settings.gateway_url, sharded=settings.sharded,
-        shard_count=settings.shard_count, allow_bots=settings.allow_bots,
+        gateway_url=settings.gateway_url, shards=settings.shards,
+        shard_leases=context.shard_leases, shard_lease_seconds=settings.shard_lease_seconds,
+        allow_bots=settings.allow_bots,
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
 
@@ -39,7 +45,9 @@ STARTER = """\
   discord:
     # Set-up, step by step: docs/platforms/discord.md (`threadline check` prints the invite URL)
     type: discord
-    # One gateway connection per bot token (or per shard): one replica per token.
+    # One gateway connection per bot token; with `shards:` set, the replicas on one
+    # database share the shards (docs/platforms/discord.md, "Sharding and replicas").
+    # shards: auto
     # Enable "Message Content Intent" for the bot in the Developer Portal.
     token: ${DISCORD_BOT_TOKEN}
     # A proxy or a local server for the REST API and the gateway:
