@@ -53,6 +53,7 @@ from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.team import Team, default_commands
+from threadline.tracing import Tracing, start_tracing
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -167,6 +168,7 @@ class Runtime:
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
+        self.tracing: Tracing | None = None  # exporting spans between start and stop
 
     @classmethod
     def build(cls, settings: Settings, *, provider: ModelProvider | None = None,
@@ -291,6 +293,7 @@ class Runtime:
         for line in self.backend.missing():
             log.warning(line, backend=self.backend.name)
         await self.backend.__aenter__()
+        self.tracing = start_tracing(self.settings.tracing.options())
         await publish_today(self.settings, self.backend, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
@@ -377,4 +380,7 @@ class Runtime:
                 await self.backend.close()
             if self._guard is not None:
                 self._guard.release()
+            if self.tracing is not None:
+                # Last: every turn has ended, so every span has; the flush waits in a thread.
+                await asyncio.to_thread(self.tracing.stop)
         log.info("runtime.stopped")

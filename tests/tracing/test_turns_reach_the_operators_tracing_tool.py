@@ -1,0 +1,188 @@
+"""A turn through `threadline run` (fake Telegram, fake Anthropic) arrives at an OTLP receiver
+on loopback as one trace an operator's tool can read: the turn, the agent, each model call with
+its `gen_ai.*` attributes, the tool call, the delivery; message content only when opted in.
+
+The model is overloaded once (a 529 the SDK retries), then asks for the search tool, then
+answers. The reply record keeps the trace's id. Configured by the YAML in one scenario and by
+the `OTEL_*` variables alone in another; `threadline demo` exports too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import run_process_async
+from tests.fakes.anthropic import FakeAnthropic, error, text, tool_use
+from tests.fakes.otlp import FakeOtlp, ReceivedSpan
+from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
+from tests.inspector.helpers import threadline_run
+from threadline.backends.sql.records import SqlReplyRecords
+from threadline.backends.sql.store import SqlConversationStore
+
+PERSON = TgUser(2002, "Ravi", username="ravi")
+SECRET_WORDS = "my locker code is OTTER-5512"
+QUESTION = "which locker code did I give you?"
+
+
+def config(tmp_path: Path, anthropic: FakeAnthropic, telegram: FakeTelegram,
+           tracing: str) -> Path:
+    path = tmp_path / "threadline.yaml"
+    path.write_text(f"""\
+store:
+  url: sqlite:///{tmp_path / 'threadline.db'}
+model:
+  provider: anthropic
+  api_key: ${{ANTHROPIC_API_KEY}}
+  base_url: {anthropic.url}
+log:
+  format: json
+ops:
+  port: 0
+{tracing}
+channels:
+  telegram:
+    type: telegram
+    token: ${{TELEGRAM_BOT_TOKEN}}
+    base_url: {telegram.api_url}
+    base_file_url: {telegram.file_url}
+agents:
+  support:
+    system_prompt: You keep track of lockers.
+    channels: [telegram]
+""", encoding="utf-8")
+    return path
+
+
+async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: FakeOtlp
+                    ) -> tuple[list[ReceivedSpan], str]:
+    """Two private messages through `threadline run`; the spans of the second turn's trace
+    and the newest reply record's trace id."""
+    async with FakeTelegram() as telegram, FakeAnthropic() as anthropic:
+        anthropic.script(text("Noted."),
+                         error(529, "overloaded_error", "Overloaded", retry_after=0.05),
+                         tool_use("conversation_search", {"query": "locker code"}),
+                         text("You gave me OTTER-5512."))
+        path = config(tmp_path, anthropic, telegram, tracing)
+        env = {"ANTHROPIC_API_KEY": "test-key", "TELEGRAM_BOT_TOKEN": telegram.token, **env}
+        async with threadline_run(path, env):
+            for number, words in enumerate((SECRET_WORDS, QUESTION), start=1):
+                await telegram.deliver(telegram.message(private_chat(PERSON), PERSON, words))
+                await telegram.wait_for_calls("sendMessage", number)
+        # Stopped by SIGTERM: a clean stop sends every span, so nothing is waited for here.
+    async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
+        [newest, _] = await SqlReplyRecords(store).recent(f"telegram:{PERSON.id}")
+    assert newest.trace_id is not None and len(newest.trace_id) == 32
+    return [s for s in otlp.spans if s.trace_id == newest.trace_id], newest.trace_id
+
+
+def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
+    found = [s for s in spans if s.name.startswith(prefix)]
+    assert len(found) == 1, [s.name for s in spans]
+    return found[0]
+
+
+async def test_a_turn_is_one_trace_with_the_genai_spans_and_no_content(tmp_path: Path) -> None:
+    async with FakeOtlp() as otlp:
+        trace, trace_id = await two_turns(tmp_path, f"""\
+tracing:
+  enabled: true
+  endpoint: {otlp.url}
+  service_name: lockers-bot
+  trace_url: https://tempo.example/trace/{{trace_id}}""", {}, otlp)
+        turns = otlp.named("threadline.turn")
+
+    # Each turn is its own trace; the second one holds every step, parented as it ran.
+    assert len(turns) == 2 and len({t.trace_id for t in turns}) == 2
+    turn = only(trace, "threadline.turn")
+    agent = only(trace, "invoke_agent support")
+    tool = only(trace, "execute_tool conversation_search")
+    deliver = only(trace, "threadline.deliver")
+    chats = [s for s in trace if s.name.startswith("chat ")]
+    assert turn.parent_span_id == "" and turn.resource["service.name"] == "lockers-bot"
+    assert agent.parent_span_id == turn.span_id
+    assert {tool.parent_span_id, deliver.parent_span_id} == {agent.span_id}
+    assert [c.parent_span_id for c in chats] == [agent.span_id] * 2
+
+    conversation = f"telegram:{PERSON.id}"
+    assert turn.attributes["gen_ai.conversation.id"] == conversation
+    assert turn.attributes["threadline.platform"] == "telegram"
+    assert turn.attributes["threadline.outcome"] == "answered"
+    [(event, routed)] = turn.events
+    assert event == "threadline.routed" and routed == {
+        "gen_ai.agent.name": ["support"], "threadline.addressed_because": ["dm"]}
+
+    # Why the prompt is what it is: the assembler's account, on the agent's span.
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["threadline.addressed_because"] == "dm"
+    assert agent.attributes["threadline.prompt.turns_included"] >= 2
+    assert agent.attributes["threadline.prompt.summary_used"] is False
+    assert agent.attributes["threadline.stop_reason"] == "end_turn"
+    assert agent.attributes["threadline.tool_calls"] == ["conversation_search"]
+
+    # The model calls, by the GenAI conventions.
+    first, second = chats
+    for chat in chats:
+        assert chat.kind == 3  # CLIENT
+        assert chat.attributes["gen_ai.operation.name"] == "chat"
+        assert chat.attributes["gen_ai.provider.name"] == "anthropic"
+        assert chat.attributes["gen_ai.request.model"] == chat.attributes[
+            "gen_ai.response.model"]
+        assert chat.attributes["gen_ai.response.id"].startswith("msg_")
+        assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+        assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+        assert "gen_ai.usage.cache_read.input_tokens" in chat.attributes
+    assert first.attributes["gen_ai.response.finish_reasons"] == ["tool_use"]
+    assert second.attributes["gen_ai.response.finish_reasons"] == ["end_turn"]
+    assert agent.attributes["gen_ai.usage.output_tokens"] == sum(
+        c.attributes["gen_ai.usage.output_tokens"] for c in chats)
+
+    # The 529 the SDK retried shows under the first call, in the SDK's own span.
+    [sdk_call] = [s for s in trace if s.parent_span_id == first.span_id]
+    assert sdk_call.attributes["http.request.resend_count"] == 1
+
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool.attributes["gen_ai.tool.call.id"].startswith("toolu_")
+    assert deliver.attributes["threadline.delivered_ids"]
+
+    # No message content anywhere without the opt-in.
+    for span in otlp.spans:
+        assert span.content_attributes == {}, span.name
+        flat = json.dumps(span.attributes)
+        assert "OTTER-5512" not in flat and "locker code" not in flat, span.name
+    assert trace_id == turn.trace_id
+
+
+async def test_the_otel_variables_alone_turn_tracing_and_content_on(tmp_path: Path) -> None:
+    async with FakeOtlp() as otlp:
+        trace, _ = await two_turns(tmp_path, "", {
+            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url,
+            "OTEL_SERVICE_NAME": "from-the-env",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, otlp)
+    turn = only(trace, "threadline.turn")
+    assert turn.resource["service.name"] == "from-the-env"
+    first, second = [s for s in trace if s.name.startswith("chat ")]
+    said = json.loads(first.attributes["gen_ai.input.messages"])
+    assert said[-1]["role"] == "user" and QUESTION in said[-1]["parts"][0]["content"]
+    assert json.loads(first.attributes["gen_ai.system_instructions"])[0]["content"].startswith(
+        "You keep track of lockers.")
+    [output] = json.loads(second.attributes["gen_ai.output.messages"])
+    assert output["parts"] == [{"type": "text", "content": "You gave me OTTER-5512."}]
+    tool = only(trace, "execute_tool conversation_search")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"query": "locker code"}
+    assert "gen_ai.tool.call.result" in tool.attributes
+
+
+async def test_the_demo_exports_its_turns(tmp_path: Path) -> None:
+    (tmp_path / "lines.txt").write_text("@support my order is 4417-B\n", encoding="utf-8")
+    async with FakeOtlp() as otlp:
+        outcome = await run_process_async(
+            "demo", "--script", "lines.txt", "--db", str(tmp_path / "demo.db"), cwd=tmp_path,
+            env={"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url})
+        assert outcome.code == 0, outcome.err
+        [turn] = otlp.named("threadline.turn")
+        [agent] = otlp.named("invoke_agent support")
+        [chat] = otlp.named("chat ")
+    assert turn.resource["service.name"] == "threadline"
+    assert agent.trace_id == chat.trace_id == turn.trace_id
+    assert chat.attributes["gen_ai.provider.name"] == "offline"
