@@ -21,8 +21,10 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     return {**keep, **extra}
 
 
-async def wait_for_log(stream: asyncio.StreamReader, event: str) -> dict[str, object]:
-    """The first JSON log line with this event (fails if the process exits first)."""
+async def wait_for_log(stream: asyncio.StreamReader, event: str,
+                       seen: dict[str, dict[str, object]] | None = None) -> dict[str, object]:
+    """The first JSON log line with this event (fails if the process exits first); `seen`
+    keeps the lines read on the way, by event."""
     async with asyncio.timeout(60):
         while True:
             line = await stream.readline()
@@ -32,20 +34,24 @@ async def wait_for_log(stream: asyncio.StreamReader, event: str) -> dict[str, ob
                 entry = json.loads(line)
             except ValueError:
                 continue
+            if seen is not None:
+                seen[str(entry.get("event"))] = dict(entry)
             if entry.get("event") == event:
                 return dict(entry)
 
 
 @asynccontextmanager
-async def threadline_run(config: Path, env: Mapping[str, str]) -> AsyncIterator[
+async def threadline_run(config: Path, env: Mapping[str, str], *,
+                         logged: dict[str, dict[str, object]] | None = None) -> AsyncIterator[
         asyncio.subprocess.Process]:
-    """`threadline run CONFIG`, started (logged runtime.started) and stopped by SIGTERM."""
+    """`threadline run CONFIG`, started (logged runtime.started) and stopped by SIGTERM;
+    `logged` gets the start-up's log lines by event (`console.listening` has the console)."""
     process = await asyncio.create_subprocess_exec(
         str(THREADLINE), "run", str(config), cwd=config.parent, env=child_environment(env),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:
-        await wait_for_log(process.stderr, "runtime.started")
+        await wait_for_log(process.stderr, "runtime.started", logged)
         yield process
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(60):

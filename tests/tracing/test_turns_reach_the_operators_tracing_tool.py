@@ -9,11 +9,15 @@ the `OTEL_*` variables alone in another; `threadline demo` exports too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from tests.cli.helpers import run_process_async
-from tests.fakes.anthropic import FakeAnthropic, error, text, tool_use
+from tests.fakes.anthropic import FakeAnthropic, Reply, error, text, tool_use
 from tests.fakes.otlp import FakeOtlp, ReceivedSpan
 from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
 from tests.inspector.helpers import threadline_run
@@ -21,12 +25,13 @@ from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.store import SqlConversationStore
 
 PERSON = TgUser(2002, "Ravi", username="ravi")
+PRIMARY, FALLBACK = "claude-sonnet-5-5", "claude-haiku-5-5"
 SECRET_WORDS = "my locker code is OTTER-5512"
 QUESTION = "which locker code did I give you?"
 
 
 def config(tmp_path: Path, anthropic: FakeAnthropic, telegram: FakeTelegram,
-           tracing: str) -> Path:
+           tracing: str, *, agent: str = "") -> Path:
     path = tmp_path / "threadline.yaml"
     path.write_text(f"""\
 store:
@@ -35,6 +40,7 @@ model:
   provider: anthropic
   api_key: ${{ANTHROPIC_API_KEY}}
   base_url: {anthropic.url}
+  max_retries: 1
 log:
   format: json
 ops:
@@ -50,14 +56,14 @@ agents:
   support:
     system_prompt: You keep track of lockers.
     channels: [telegram]
-""", encoding="utf-8")
+{agent}""", encoding="utf-8")
     return path
 
 
 async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: FakeOtlp
-                    ) -> tuple[list[ReceivedSpan], str]:
-    """Two private messages through `threadline run`; the spans of the second turn's trace
-    and the newest reply record's trace id."""
+                    ) -> tuple[list[ReceivedSpan], str, str]:
+    """Two private messages through `threadline run`; the spans of the second turn's trace,
+    the newest reply record's trace id and its page on the console."""
     async with FakeTelegram() as telegram, FakeAnthropic() as anthropic:
         anthropic.script(text("Noted."),
                          error(529, "overloaded_error", "Overloaded", retry_after=0.05),
@@ -65,15 +71,35 @@ async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: Fak
                          text("You gave me OTTER-5512."))
         path = config(tmp_path, anthropic, telegram, tracing)
         env = {"ANTHROPIC_API_KEY": "test-key", "TELEGRAM_BOT_TOKEN": telegram.token, **env}
-        async with threadline_run(path, env):
+        logged: dict[str, dict[str, object]] = {}
+        async with threadline_run(path, env, logged=logged):
             for number, words in enumerate((SECRET_WORDS, QUESTION), start=1):
                 await telegram.deliver(telegram.message(private_chat(PERSON), PERSON, words))
                 await telegram.wait_for_calls("sendMessage", number)
+            page = await record_page(str(logged["console.listening"]["url"]))
         # Stopped by SIGTERM: a clean stop sends every span, so nothing is waited for here.
     async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
         [newest, _] = await SqlReplyRecords(store).recent(f"telegram:{PERSON.id}")
     assert newest.trace_id is not None and len(newest.trace_id) == 32
-    return [s for s in otlp.spans if s.trace_id == newest.trace_id], newest.trace_id
+    assert newest.trace_id in page
+    return [s for s in otlp.spans if s.trace_id == newest.trace_id], newest.trace_id, page
+
+
+async def record_page(console: str) -> str:
+    """The console's page of the newest reply record, once both replies are recorded."""
+    base = console.rstrip("/")
+    conversation = f"telegram:{PERSON.id}"
+    async with aiohttp.ClientSession() as session, asyncio.timeout(30):
+        while True:  # records are written in the background, just after the reply
+            async with session.get(f"{base}/api/conversation",
+                                   params={"id": conversation}) as response:
+                records = (await response.json())["records"]
+            if len(records) == 2:
+                break
+            await asyncio.sleep(0.05)
+        async with session.get(f"{base}/records/{records[0]['id']}") as response:
+            assert response.status == 200
+            return await response.text()
 
 
 def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
@@ -84,7 +110,7 @@ def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
 
 async def test_a_turn_is_one_trace_with_the_genai_spans_and_no_content(tmp_path: Path) -> None:
     async with FakeOtlp() as otlp:
-        trace, trace_id = await two_turns(tmp_path, f"""\
+        trace, trace_id, page = await two_turns(tmp_path, f"""\
 tracing:
   enabled: true
   endpoint: {otlp.url}
@@ -151,16 +177,18 @@ tracing:
         flat = json.dumps(span.attributes)
         assert "OTTER-5512" not in flat and "locker code" not in flat, span.name
     assert trace_id == turn.trace_id
+    assert f'href="https://tempo.example/trace/{trace_id}"' in page
 
 
 async def test_the_otel_variables_alone_turn_tracing_and_content_on(tmp_path: Path) -> None:
     async with FakeOtlp() as otlp:
-        trace, _ = await two_turns(tmp_path, "", {
+        trace, trace_id, page = await two_turns(tmp_path, "", {
             "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url,
             "OTEL_SERVICE_NAME": "from-the-env",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, otlp)
     turn = only(trace, "threadline.turn")
     assert turn.resource["service.name"] == "from-the-env"
+    assert "set tracing.trace_url to link it" in page and "tempo" not in page
     first, second = [s for s in trace if s.name.startswith("chat ")]
     said = json.loads(first.attributes["gen_ai.input.messages"])
     assert said[-1]["role"] == "user" and QUESTION in said[-1]["parts"][0]["content"]
@@ -186,3 +214,41 @@ async def test_the_demo_exports_its_turns(tmp_path: Path) -> None:
     assert turn.resource["service.name"] == "threadline"
     assert agent.trace_id == chat.trace_id == turn.trace_id
     assert chat.attributes["gen_ai.provider.name"] == "offline"
+
+
+def overloaded_primary(body: dict[str, Any]) -> Reply:
+    if body["model"] == PRIMARY:
+        return error(529, "overloaded_error", "Overloaded", retry_after=0)
+    return text("Locker 12 is yours.")
+
+
+async def test_a_model_passed_over_and_the_thinking_show_on_the_spans(tmp_path: Path) -> None:
+    async with FakeOtlp() as otlp, FakeTelegram() as telegram, FakeAnthropic() as anthropic:
+        anthropic.responder = overloaded_primary
+        path = config(tmp_path, anthropic, telegram,
+                      f"tracing:\n  enabled: true\n  endpoint: {otlp.url}",
+                      agent=f"    model: [{PRIMARY}, {FALLBACK}]\n    thinking: 2048\n")
+        env = {"ANTHROPIC_API_KEY": "test-key", "TELEGRAM_BOT_TOKEN": telegram.token}
+        async with threadline_run(path, env):
+            await telegram.deliver(telegram.message(private_chat(PERSON), PERSON,
+                                                    "which locker is mine?"))
+            await telegram.wait_for_calls("sendMessage", 1)
+
+    passed, answered = otlp.named("chat ")
+    [agent] = otlp.named("invoke_agent")
+    # The first model stayed overloaded past its one retry: its call ends in error, says it
+    # was passed over, and the SDK's span under it counts the retry.
+    assert passed.attributes["gen_ai.request.model"] == PRIMARY
+    assert passed.attributes["threadline.model.passed_over"] is True
+    assert passed.attributes["error.type"] == "ModelUnavailableError"
+    assert passed.status_code == 2  # ERROR
+    [retried] = [s for s in otlp.spans if s.parent_span_id == passed.span_id]
+    assert retried.attributes["http.request.resend_count"] == 1
+    assert retried.attributes["http.response.status_code"] == 529
+    # The fallback answered, thinking within its budget.
+    assert answered.attributes["gen_ai.response.model"] == FALLBACK
+    assert answered.status_code != 2 and "threadline.model.passed_over" not in answered.attributes
+    assert answered.attributes["threadline.thinking"] == "budget"
+    assert answered.attributes["threadline.thinking.budget_tokens"] == 2048
+    assert answered.attributes["threadline.response.reasoning_blocks"] == 1
+    assert agent.status_code != 2 and agent.attributes["threadline.stop_reason"] == "end_turn"
