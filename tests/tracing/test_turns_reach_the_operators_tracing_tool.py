@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,12 @@ async def record_page(console: str) -> str:
             return await response.text()
 
 
+def newest_record_id(page: str) -> str:
+    found = re.search(r"record <code>([0-9a-f]+)</code>", page)
+    assert found is not None, page
+    return found.group(1)
+
+
 def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
     found = [s for s in spans if s.name.startswith(prefix)]
     assert len(found) == 1, [s.name for s in spans]
@@ -178,6 +185,11 @@ tracing:
         assert "OTTER-5512" not in flat and "locker code" not in flat, span.name
     assert trace_id == turn.trace_id
     assert f'href="https://tempo.example/trace/{trace_id}"' in page
+    shown = await run_process_async("inspect", "show", "--url",
+                                    f"sqlite:///{tmp_path / 'threadline.db'}", "--json",
+                                    newest_record_id(page), cwd=tmp_path)
+    assert shown.code == 0, shown.err
+    assert json.loads(shown.out)["trace_id"] == trace_id
 
 
 async def test_the_otel_variables_alone_turn_tracing_and_content_on(tmp_path: Path) -> None:
