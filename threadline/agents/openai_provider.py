@@ -36,6 +36,7 @@ from openai import (
     APIStatusError,
     AsyncOpenAI,
     AuthenticationError,
+    DefaultAsyncHttpxClient,
     OpenAIError,
     PermissionDeniedError,
 )
@@ -50,6 +51,7 @@ from threadline.agents.providers import (
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import Reasoning, ToolCall
+from threadline.tracing import spans as tracing
 
 log = structlog.get_logger(__name__)
 
@@ -95,7 +97,11 @@ class OpenAIProvider:
             try:
                 client = AsyncOpenAI(
                     api_key=api_key, base_url=base_url, timeout=timeout,
-                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries)
+                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+                    # The SDK traces nothing itself: each attempt (a retried 429) is an event
+                    # on the call's span when tracing is on.
+                    http_client=DefaultAsyncHttpxClient(
+                        event_hooks={"response": [tracing.http_attempt]}))
             except OpenAIError as exc:
                 raise ConfigError(
                     f"the OpenAI client could not start ({exc}). Set OPENAI_API_KEY (or the "

@@ -193,6 +193,14 @@ def current_span() -> NoSpan:
     return live
 
 
+async def http_attempt(response: Any) -> None:
+    """An HTTP client's response hook: each attempt of a model call as an event on its span
+    (a retried 429 or 5xx is one event per attempt), for an SDK that traces nothing itself."""
+    span = current_span()
+    if span.recording:
+        span.event("http.attempt", {"http.response.status_code": response.status_code})
+
+
 def current_trace_id() -> str | None:
     """The id of the trace this task is in (32 hex digits), None when off: a reply record
     keeps it so the console can link to the operator's tracing tool."""
@@ -232,8 +240,9 @@ def agent_span(agent_name: str, conversation_id: str, *, reason: str | None,
         "threadline.addressed_because": reason or "none"})
 
 
-def model_span(request: ModelRequest, provider: object) -> NoSpan:
-    """One model call (`chat` in the GenAI conventions)."""
+def model_span(request: ModelRequest, provider: object, *, purpose: str = "reply") -> NoSpan:
+    """One model call (`chat` in the GenAI conventions); `purpose` says what it is for: the
+    reply, or the rolling summary written while the prompt is assembled."""
     if _TRACING.tracer is None:
         return NO_SPAN
     # A provider plug names itself; another provider is named by its class.
@@ -242,6 +251,7 @@ def model_span(request: ModelRequest, provider: object) -> NoSpan:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider_name,
         "gen_ai.request.model": request.model, "gen_ai.request.max_tokens": request.max_tokens,
+        "threadline.model.purpose": purpose,
         "threadline.thinking": thinking if isinstance(thinking, str) else "budget",
         "threadline.request.tools": [t.name for t in request.tools]}
     if isinstance(thinking, int):
