@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +267,39 @@ async def test_a_model_passed_over_and_the_thinking_show_on_the_spans(tmp_path: 
     assert answered.attributes["threadline.thinking.budget_tokens"] == 2048
     assert answered.attributes["threadline.response.reasoning_blocks"] == 1
     assert agent.status_code != 2 and agent.attributes["threadline.stop_reason"] == "end_turn"
+
+
+async def test_check_tries_the_trace_receiver(tmp_path: Path) -> None:
+    async with FakeOtlp() as otlp, FakeTelegram() as telegram, FakeAnthropic() as anthropic:
+        path = config(tmp_path, anthropic, telegram, "")
+        env = {"ANTHROPIC_API_KEY": "test-key", "TELEGRAM_BOT_TOKEN": telegram.token,
+               "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url}
+        checked = await run_process_async("check", str(path), cwd=tmp_path, env=env)
+        assert checked.code == 0, checked.err
+        assert (f"ok    tracing: OTLP/HTTP to {otlp.url}/v1/traces (service threadline; "
+                "message content off)") in checked.out
+        assert otlp.requests == 1 and otlp.spans == []
+    # The receiver is gone: the check fails and names where it tried.
+    gone = await run_process_async("check", str(path), cwd=tmp_path, env=env)
+    assert gone.code == 1
+    [line] = [line for line in gone.err.splitlines() if line.startswith("FAIL  tracing: ")]
+    assert f"the trace receiver at {otlp.url}/v1/traces could not be reached" in line
+
+
+async def test_with_tracing_off_a_turn_loads_no_tracing_sdk(tmp_path: Path) -> None:
+    """Off costs nothing: the OpenTelemetry SDK and its exporter are never imported (the
+    Anthropic SDK imports the OpenTelemetry API for its own spans, tracing or not)."""
+    (tmp_path / "lines.txt").write_text("@support my order is 4417-B\n", encoding="utf-8")
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, "-X", "importtime", "-m", "threadline", "demo", "--script", "lines.txt",
+        "--db", str(tmp_path / "demo.db"), cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")})
+    out, err = await done.communicate()
+    assert done.returncode == 0, err.decode()[-2000:]
+    assert "support> " in out.decode()  # the turn was answered
+    imported = {line.rsplit("|", 1)[1].strip() for line in err.decode().splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "threadline.tracing.spans" in imported  # the trace is real
+    assert sorted(m for m in imported if m.startswith(
+        ("opentelemetry.sdk", "opentelemetry.exporter", "opentelemetry.proto"))) == []

@@ -5,6 +5,8 @@ the standard `OTEL_*` variables, and its clean stop.
     ...
     tracing.stop()                                        # every span ended so far is sent
 
+`threadline check` posts an empty export to the same receiver (`probe_receiver`).
+
 Tracing is on when `tracing.enabled` is true, or when it is unset and `OTEL_TRACES_EXPORTER`
 names `otlp` (and `OTEL_SDK_DISABLED` is not true). What the YAML leaves unset comes from the
 variables the OpenTelemetry SDK reads itself: `OTEL_EXPORTER_OTLP_ENDPOINT` (or
@@ -23,14 +25,16 @@ SDK's background thread; `stop` flushes them and shuts the exporter down.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import aiohttp
 import structlog
 
-from threadline.errors import ConfigError
+from threadline.errors import ConfigError, ThreadlineError
 from threadline.tracing import spans
 
 if TYPE_CHECKING:
@@ -128,6 +132,37 @@ def start_tracing(options: TracingOptions, *, set_global: bool = True) -> Tracin
              capture_message_content=capture)
     return Tracing(provider=provider, endpoint=endpoint, service_name=service,
                    capture_message_content=capture)
+
+
+async def probe_receiver(options: TracingOptions) -> str:
+    """What `threadline check` says of tracing: an empty export posted to the receiver, as
+    the exporter would post spans (with `OTEL_EXPORTER_OTLP_HEADERS`). Raises `ConfigError`
+    when the extra is missing, `ThreadlineError` when the receiver refuses."""
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise ConfigError("tracing is on but OpenTelemetry is not installed; install the "
+                          "extra: pip install 'threadline[tracing]', or turn tracing off")
+    from opentelemetry.util.re import parse_env_headers
+
+    env = os.environ
+    endpoint = traces_endpoint(options.endpoint, env)
+    headers = {**parse_env_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+                                   or env.get("OTEL_EXPORTER_OTLP_HEADERS", ""), liberal=True),
+               "Content-Type": "application/x-protobuf"}
+    where = "check tracing.endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)"
+    try:
+        # An ExportTraceServiceRequest without spans is zero bytes of protobuf.
+        async with aiohttp.ClientSession() as session, session.post(
+                endpoint, data=b"", headers=headers) as response:
+            if response.status >= 300:
+                raise ThreadlineError(
+                    f"the trace receiver at {endpoint} answered {response.status} "
+                    f"{response.reason}; {where} and the headers (OTEL_EXPORTER_OTLP_HEADERS)")
+    except aiohttp.ClientError as exc:
+        raise ThreadlineError(f"the trace receiver at {endpoint} could not be reached ({exc}); "
+                              f"is it running? {where}") from exc
+    service = options.service_name or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
+    content = "on" if captures_content(options, env) else "off"
+    return f"OTLP/HTTP to {endpoint} (service {service}; message content {content})"
 
 
 def traces_endpoint(configured: str | None, env: Mapping[str, str]) -> str:

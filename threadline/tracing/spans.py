@@ -18,7 +18,7 @@ global tracer provider `threadline.tracing.export` installs) adds its HTTP-level
 `chat`, with `http.request.resend_count` when a 429 or 529 was retried.
 
 Off (the default, or without the `tracing` extra) every function here returns `NO_SPAN` after
-one comparison: nothing is built, nothing of OpenTelemetry is imported.
+one comparison: nothing is built, and nothing of OpenTelemetry is imported here.
 """
 
 from __future__ import annotations
