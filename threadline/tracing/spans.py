@@ -15,7 +15,8 @@ Message content (`gen_ai.input.messages`, `gen_ai.system_instructions`,
 `gen_ai.output.messages`, tool arguments and results) is recorded only when the operator opts
 in, as the convention asks. An SDK that traces its own calls (the Anthropic SDK, through the
 global tracer provider `threadline.tracing.export` installs) adds its HTTP-level span under
-`chat`, with `http.request.resend_count` when a 429 or 529 was retried.
+`chat`, with `http.request.resend_count` when a 429 or 529 was retried; for one that does not
+(the OpenAI SDK), each HTTP attempt is an `http.attempt` event on `chat` (`http_attempt`).
 
 Off (the default, or without the `tracing` extra) every function here returns `NO_SPAN` after
 one comparison: nothing is built, and nothing of OpenTelemetry is imported here.
@@ -117,6 +118,13 @@ class LiveSpan(NoSpan):
         self._token: object = None
         self.span: Span | None = None
 
+    @classmethod
+    def around(cls, span: Span) -> LiveSpan:
+        """A span already open (the current one), to add to; not for a `with` block."""
+        live = cls("", {})
+        live.span = span
+        return live
+
     def __enter__(self) -> LiveSpan:
         from opentelemetry import context, trace
 
@@ -161,8 +169,10 @@ class LiveSpan(NoSpan):
         if is_error:
             from opentelemetry.trace import Status, StatusCode
 
+            # What a tool says may quote what people wrote: content, so only when opted in.
             self.span.set_attribute("error.type", "tool_error")
-            self.span.set_status(Status(StatusCode.ERROR, content[:200]))
+            self.span.set_status(Status(StatusCode.ERROR, content[:200] if
+                                        _TRACING.capture_content else "the tool failed"))
         if _TRACING.capture_content:
             self.span.set_attribute("gen_ai.tool.call.result", content)
 
@@ -186,11 +196,7 @@ def current_span() -> NoSpan:
     from opentelemetry import trace
 
     span = trace.get_current_span()
-    if not span.is_recording():
-        return NO_SPAN
-    live = LiveSpan("", {})
-    live.span = span
-    return live
+    return LiveSpan.around(span) if span.is_recording() else NO_SPAN
 
 
 async def http_attempt(response: Any) -> None:
