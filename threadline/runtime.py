@@ -286,14 +286,16 @@ class Runtime:
                    stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()))
 
     async def start(self) -> None:
-        """Open the store (migrating it), start the ops server, then connect every channel."""
+        """Start tracing (when configured), open the store (migrating it), start the ops
+        server, then connect every channel."""
+        # First: a tracing setting that cannot work stops the start before anything opens.
+        self.tracing = start_tracing(self.settings.tracing.options())
         if self.backend.owner_file is not None:
             self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here
         for line in self.backend.missing():
             log.warning(line, backend=self.backend.name)
         await self.backend.__aenter__()
-        self.tracing = start_tracing(self.settings.tracing.options())
         await publish_today(self.settings, self.backend, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:

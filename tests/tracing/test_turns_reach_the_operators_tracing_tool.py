@@ -303,3 +303,38 @@ async def test_with_tracing_off_a_turn_loads_no_tracing_sdk(tmp_path: Path) -> N
     assert "threadline.tracing.spans" in imported  # the trace is real
     assert sorted(m for m in imported if m.startswith(
         ("opentelemetry.sdk", "opentelemetry.exporter", "opentelemetry.proto"))) == []
+
+
+BLOCK_THE_SDK = '''\
+import importlib.abc
+import sys
+
+
+class Missing(importlib.abc.MetaPathFinder):
+    """As if the tracing extra were not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(("opentelemetry.sdk", "opentelemetry.exporter")):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Missing())
+'''
+
+
+async def test_tracing_on_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCK_THE_SDK, encoding="utf-8")
+    async with FakeOtlp() as otlp, FakeTelegram() as telegram, FakeAnthropic() as anthropic:
+        path = config(tmp_path, anthropic, telegram,
+                      f"tracing:\n  enabled: true\n  endpoint: {otlp.url}")
+        ran = await run_process_async(
+            "run", str(path), "--no-input", cwd=tmp_path,
+            env={"ANTHROPIC_API_KEY": "test-key", "TELEGRAM_BOT_TOKEN": telegram.token,
+                 "PYTHONPATH": str(site)})
+        assert otlp.requests == 0
+    assert ran.code == 2, ran.err
+    assert "pip install 'threadline[tracing]'" in ran.err
+    assert "Traceback" not in ran.err
