@@ -112,7 +112,7 @@ def off_path_microseconds(repeat: int = 100_000) -> float:
     started = time.perf_counter()
     for _ in range(repeat):
         with spans.turn_span(turn, 1) as outer:
-            spans.current_span().event("threadline.routed", {"gen_ai.agent.name": ["a"]})
+            spans.routed([("a", "mention")])
             with spans.agent_span("a", "c", reason=None, model="m") as agent:
                 spans.current_trace_id()
                 for _round in range(2):

@@ -403,9 +403,7 @@ class TurnPipeline:
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
                        answer_bots=self.answer_bots)
-        tracing.current_span().event("threadline.routed", {
-            "gen_ai.agent.name": [name for name, _ in routes],
-            "threadline.addressed_because": [reason for _, reason in routes]})
+        tracing.routed(routes)
         if not routes:
             return []
         message = await self._in_reply_thread(message, attachment.channel)

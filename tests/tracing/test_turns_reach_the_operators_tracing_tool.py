@@ -144,6 +144,7 @@ tracing:
     assert turn.attributes["gen_ai.conversation.id"] == conversation
     assert turn.attributes["threadline.platform"] == "telegram"
     assert turn.attributes["threadline.outcome"] == "answered"
+    assert turn.attributes["threadline.agents"] == ["support"]
     [(event, routed)] = turn.events
     assert event == "threadline.routed" and routed == {
         "gen_ai.agent.name": ["support"], "threadline.addressed_because": ["dm"]}

@@ -15,6 +15,7 @@ from threadline.tracing.spans import (
     deliver_span,
     explain_prompt,
     model_span,
+    routed,
     tool_span,
     turn_span,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "deliver_span",
     "explain_prompt",
     "model_span",
+    "routed",
     "start_tracing",
     "tool_span",
     "turn_span",

@@ -291,6 +291,18 @@ def deliver_span(agent_name: str) -> NoSpan:
     return LiveSpan("threadline.deliver", {"gen_ai.agent.name": agent_name})
 
 
+def routed(routes: Sequence[tuple[str, str]]) -> None:
+    """Who answers the turn and why (`history.addressing.route`'s decision), on its span: an
+    event when it was decided, and the agents as an attribute a trace search can find."""
+    span = current_span()
+    if not span.recording:
+        return
+    agents = [name for name, _ in routes]
+    span.event("threadline.routed", {"gen_ai.agent.name": agents,
+                                     "threadline.addressed_because": [r for _, r in routes]})
+    span.set({"threadline.agents": agents})
+
+
 def explain_prompt(prompt: AssembledPrompt) -> None:
     """Why the prompt is what it is, on the agent's span: the assembler's own account
     (`AssembledPrompt`, which the reply record keeps too), counted as `PromptFigures` counts
