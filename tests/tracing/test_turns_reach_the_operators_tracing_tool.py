@@ -90,7 +90,8 @@ async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: Fak
 
 
 async def record_page(console: str) -> str:
-    """The console's page of the newest reply record, once both replies are recorded."""
+    """The console's conversation page and that of the newest reply record, once both
+    replies are recorded."""
     base = console.rstrip("/")
     conversation = f"telegram:{PERSON.id}"
     async with aiohttp.ClientSession() as session, asyncio.timeout(30):
@@ -101,9 +102,13 @@ async def record_page(console: str) -> str:
             if len(records) == 2:
                 break
             await asyncio.sleep(0.05)
+        async with session.get(f"{base}/conversation", params={"id": conversation}) as listed:
+            assert listed.status == 200
+            listing = await listed.text()
         async with session.get(f"{base}/records/{records[0]['id']}") as response:
             assert response.status == 200
-            return await response.text()
+            # Both pages, so a test can look for the links on either.
+            return listing + await response.text()
 
 
 def newest_record_id(page: str) -> str:
@@ -189,6 +194,7 @@ tracing:
         assert "OTTER-5512" not in flat and "locker code" not in flat, span.name
     assert trace_id == turn.trace_id
     assert f'href="https://tempo.example/trace/{trace_id}"' in page
+    assert page.count('class="trace-link"') == 2  # each reply of the listing links its trace
     shown = await run_process_async("inspect", "show", "--url",
                                     f"sqlite:///{tmp_path / 'threadline.db'}", "--json",
                                     newest_record_id(page), cwd=tmp_path)

@@ -88,6 +88,7 @@ class Console:
         self.replayer = replayer
         self.prefix = prefix
         self.templates = _environment(redactor)
+        self.templates.globals["trace_link"] = self.trace_link
         self.throttle = LoginThrottle()
 
     # -- plumbing ----------------------------------------------------------------------
@@ -187,8 +188,7 @@ class Console:
         if request.path.startswith(f"{self.prefix}/api/"):
             return web.json_response(record.as_dict())
         return self._page("record.html", record=record, detail=record.detail or {},
-                          replay=self.replayer is not None, modes=MODES,
-                          trace_link=self.trace_link(record))
+                          replay=self.replayer is not None, modes=MODES)
 
     def trace_link(self, record: ReplyRecord) -> str | None:
         """Where the record's trace is in the operator's tracing tool (`tracing.trace_url`)."""
