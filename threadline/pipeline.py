@@ -25,6 +25,9 @@
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
 
+With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
+the routing decision, each agent's answer and each delivery.
+
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
 it (logged, not reposted blindly); a reply the process was still streaming when it died was

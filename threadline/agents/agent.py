@@ -8,7 +8,8 @@ One turn, top to bottom: the recording step (always first) -> the agent's own in
 -> `assemble_prompt` from the store -> model call (its text shown as it is written, where the
 provider streams and the turn has a `deliver`) -> the tools it asked for (the status names
 them) -> model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run,
-or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores.
+or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores. With
+tracing on (`threadline.tracing`) the turn, each model call and each tool call are spans.
 
 Embedded without channels, `invoke` records through capture (`CaptureInterceptor`): the inbound
 turn before the run, the reply after it, through the agent's writer; nothing is posted. With
@@ -470,17 +471,17 @@ class Agent:
             choice = models[index]
             attempt = replace(request, model=choice.model)
             called = time.perf_counter()
+            last = index + 1 == len(models)
             try:
                 with tracing.model_span(attempt, choice.provider) as span:
                     try:
                         response = await self._call(context, choice.provider, attempt)
                     except ModelUnavailableError:
-                        if index + 1 < len(models):
+                        if not last:
                             span.passed_over()
                         raise
                     span.answered(response)
             except ModelUnavailableError as exc:
-                last = index + 1 == len(models)
                 run.trace.model_called(attempt, None, latency=time.perf_counter() - called,
                                        error=exc, passed_over=not last)
                 if last:

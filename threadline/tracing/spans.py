@@ -67,10 +67,6 @@ def deactivate() -> None:
     _TRACING.capture_content = False
 
 
-def active() -> bool:
-    return _TRACING.tracer is not None
-
-
 class NoSpan:
     """What every function returns while tracing is off: each method does nothing."""
 
