@@ -363,7 +363,7 @@ class TurnPipeline:
     async def _attempt(self, turn: InboxTurn, attempt: int) -> TurnState:
         """One attempt at a turn, to its end: answered, given up, or left for another try."""
         bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
-                         channel=turn.channel, attempt=attempt)
+                         channel=turn.channel, attempt=attempt, **tracing.log_fields())
         if attempt > self.max_attempts:
             error = (f"not answered after {self.max_attempts} attempts (the process answering "
                      f"it stopped or failed each time; last error: {turn.error or 'none'})")

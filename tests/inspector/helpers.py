@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -45,7 +46,8 @@ async def threadline_run(config: Path, env: Mapping[str, str], *,
                          logged: dict[str, dict[str, object]] | None = None) -> AsyncIterator[
         asyncio.subprocess.Process]:
     """`threadline run CONFIG`, started (logged runtime.started) and stopped by SIGTERM;
-    `logged` gets the start-up's log lines by event (`console.listening` has the console)."""
+    `logged` gets its JSON log lines by event (the last of each): the start-up's as soon as
+    it has started (`console.listening` has the console), the rest once it has stopped."""
     process = await asyncio.create_subprocess_exec(
         str(THREADLINE), "run", str(config), cwd=config.parent, env=child_environment(env),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -57,6 +59,10 @@ async def threadline_run(config: Path, env: Mapping[str, str], *,
         async with asyncio.timeout(60):
             _, rest = await process.communicate()
         assert process.returncode == 0, rest.decode()
+        for line in rest.decode().splitlines() if logged is not None else ():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                logged[str(entry.get("event"))] = dict(entry)
     finally:
         if process.returncode is None:
             process.kill()

@@ -82,6 +82,8 @@ async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: Fak
                 await telegram.wait_for_calls("sendMessage", number)
             page = await record_page(str(logged["console.listening"]["url"]))
         # Stopped by SIGTERM: a clean stop sends every span, so nothing is waited for here.
+        # The turn's log line names its trace, to be found beside it.
+        assert logged["turn.done"]["trace_id"] in {s.trace_id for s in otlp.spans}
     async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
         [newest, _] = await SqlReplyRecords(store).recent(f"telegram:{PERSON.id}")
     assert newest.trace_id is not None and len(newest.trace_id) == 32

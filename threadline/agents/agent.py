@@ -297,7 +297,8 @@ class Agent:
         chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         with tracing.agent_span(self.name, message.conversation_id, reason=reason,
                                 model=self.model) as span:
-            # Begun inside the span: a reply record keeps the id of the trace it is in.
+            # Inside the span: the turn's log lines and its reply record name its trace.
+            context.log = context.log.bind(**tracing.log_fields())
             trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
             try:
                 result = await run_chain(chain, context, lambda c: self._turn(c, trace))

@@ -209,6 +209,13 @@ def current_trace_id() -> str | None:
     return current_span().trace_id
 
 
+def log_fields() -> dict[str, str]:
+    """What a log line of this task binds to be found beside its trace: the trace id, or
+    nothing when off."""
+    trace_id = current_span().trace_id
+    return {} if trace_id is None else {"trace_id": trace_id}
+
+
 # -- the spans ------------------------------------------------------------------------------
 
 def turn_span(turn: InboxTurn, attempt: int) -> NoSpan:
