@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
 from tests.inspector.helpers import threadline_run
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.store import SqlConversationStore
+from threadline.inspector.record import ReplyRecord
 
 PERSON = TgUser(2002, "Ravi", username="ravi")
 PRIMARY, FALLBACK = "claude-sonnet-5-5", "claude-haiku-5-5"
@@ -65,9 +65,9 @@ agents:
 
 
 async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: FakeOtlp
-                    ) -> tuple[list[ReceivedSpan], str, str]:
+                    ) -> tuple[list[ReceivedSpan], ReplyRecord, str]:
     """Two private messages through `threadline run`; the spans of the second turn's trace,
-    the newest reply record's trace id and its page on the console."""
+    the newest reply record and its pages on the console."""
     async with FakeTelegram() as telegram, FakeAnthropic() as anthropic:
         anthropic.script(text("Noted."),
                          error(529, "overloaded_error", "Overloaded", retry_after=0.05),
@@ -82,13 +82,13 @@ async def two_turns(tmp_path: Path, tracing: str, env: dict[str, str], otlp: Fak
                 await telegram.wait_for_calls("sendMessage", number)
             page = await record_page(str(logged["console.listening"]["url"]))
         # Stopped by SIGTERM: a clean stop sends every span, so nothing is waited for here.
-        # The turn's log line names its trace, to be found beside it.
-        assert logged["turn.done"]["trace_id"] in {s.trace_id for s in otlp.spans}
     async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
         [newest, _] = await SqlReplyRecords(store).recent(f"telegram:{PERSON.id}")
     assert newest.trace_id is not None and len(newest.trace_id) == 32
     assert newest.trace_id in page
-    return [s for s in otlp.spans if s.trace_id == newest.trace_id], newest.trace_id, page
+    # The turn's log line names its trace too, to be found beside it.
+    assert logged["turn.done"]["trace_id"] == newest.trace_id
+    return [s for s in otlp.spans if s.trace_id == newest.trace_id], newest, page
 
 
 async def record_page(console: str) -> str:
@@ -113,12 +113,6 @@ async def record_page(console: str) -> str:
             return listing + await response.text()
 
 
-def newest_record_id(page: str) -> str:
-    found = re.search(r"record <code>([0-9a-f]+)</code>", page)
-    assert found is not None, page
-    return found.group(1)
-
-
 def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
     found = [s for s in spans if s.name.startswith(prefix)]
     assert len(found) == 1, [s.name for s in spans]
@@ -127,7 +121,7 @@ def only(spans: list[ReceivedSpan], prefix: str) -> ReceivedSpan:
 
 async def test_a_turn_is_one_trace_with_the_genai_spans_and_no_content(tmp_path: Path) -> None:
     async with FakeOtlp() as otlp:
-        trace, trace_id, page = await two_turns(tmp_path, f"""\
+        trace, newest, page = await two_turns(tmp_path, f"""\
 tracing:
   enabled: true
   endpoint: {otlp.url}
@@ -194,19 +188,19 @@ tracing:
         assert span.content_attributes == {}, span.name
         flat = json.dumps(span.attributes)
         assert "OTTER-5512" not in flat and "locker code" not in flat, span.name
-    assert trace_id == turn.trace_id
-    assert f'href="https://tempo.example/trace/{trace_id}"' in page
+    assert newest.trace_id == turn.trace_id
+    assert f'href="https://tempo.example/trace/{turn.trace_id}"' in page
     assert page.count('class="trace-link"') == 2  # each reply of the listing links its trace
     shown = await run_process_async("inspect", "show", "--url",
                                     f"sqlite:///{tmp_path / 'threadline.db'}", "--json",
-                                    newest_record_id(page), cwd=tmp_path)
+                                    newest.id, cwd=tmp_path)
     assert shown.code == 0, shown.err
-    assert json.loads(shown.out)["trace_id"] == trace_id
+    assert json.loads(shown.out)["trace_id"] == turn.trace_id
 
 
 async def test_the_otel_variables_alone_turn_tracing_and_content_on(tmp_path: Path) -> None:
     async with FakeOtlp() as otlp:
-        trace, trace_id, page = await two_turns(tmp_path, "", {
+        trace, _, page = await two_turns(tmp_path, "", {
             "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url,
             "OTEL_SERVICE_NAME": "from-the-env",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, otlp)
