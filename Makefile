@@ -37,7 +37,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	for script in store assembler memory recall agent channels; do \
+	for script in store assembler memory recall agent tracing channels; do \
 		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:

@@ -2,11 +2,11 @@
 
 Reading one message's path top to bottom needs the layers to run one way: the command line and
 the runtime on top, then the app (the team and its turn pipeline), then what the app wires
-(inspector, spend, config), provider set-up, the agents, people, the channels (the platforms),
-the commands they offer, the interceptors around an agent turn, the turn's own data, the history,
-and the errors everything shares at the bottom. A module may import its own layer and those
-below; an import that climbs, or a circle of imports (even through a function-local import),
-fails here with the line to fix.
+(inspector, spend, config), provider set-up, the agents and their traces, people, the channels
+(the platforms), the commands they offer, the interceptors around an agent turn, the turn's own
+data, the history, and the errors everything shares at the bottom. A module may import its own
+layer and those below; an import that climbs, or a circle of imports (even through a
+function-local import), fails here with the line to fix.
 
 Imports under `if TYPE_CHECKING:` are held to the same order: a type is a dependency too. The
 exceptions are listed in `ALLOWED_UPWARD`, each with the reason it is needed. Within one
@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.commands",),
     ("threadline.channels",),
     ("threadline.people",),
-    ("threadline.agents",),
+    ("threadline.agents", "threadline.tracing"),
     ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book"),
     ("threadline.config", "threadline.ops", "threadline.spend",
      "threadline.inspector", "threadline.backends"),

@@ -57,6 +57,7 @@ from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
+from threadline.tracing.export import TracingOptions
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_PASSWORD = re.compile(r"^[\w+]+://[^/@:]*:([^@/]+)@")
@@ -212,6 +213,44 @@ class InspectorSettings(_Section):
     """Serve the web console at /console/ on the ops server."""
     token: str | None = None
     """The console's token, as ${VARIABLE}; required when ops.host is not a loopback address."""
+
+
+class TracingSettings(_Section):
+    """OpenTelemetry traces of every turn, exported over OTLP/HTTP to the operator's tracing
+    tool (the `tracing` extra; docs/tracing.md).
+
+    Each key left unset is taken from the standard variables: `OTEL_TRACES_EXPORTER=otlp` turns
+    tracing on, `OTEL_EXPORTER_OTLP_ENDPOINT` (and `OTEL_EXPORTER_OTLP_HEADERS` for a key, which
+    stays out of this file), `OTEL_SERVICE_NAME`,
+    `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`.
+    """
+
+    enabled: bool | None = None
+    """Export traces (null: only when OTEL_TRACES_EXPORTER names otlp)."""
+    endpoint: str | None = None
+    """The OTLP/HTTP base URL, such as http://127.0.0.1:4318 (/v1/traces is added; null:
+    OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)."""
+    service_name: str | None = None
+    """The service.name traces carry (null: OTEL_SERVICE_NAME, else threadline)."""
+    capture_message_content: bool | None = None
+    """Put message content (prompts, replies, tool arguments and results) on the spans; off
+    unless set here or by OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true."""
+    trace_url: str | None = None
+    """The console's link to a reply's trace in your tracing tool, with {trace_id} where the
+    id goes, such as https://tempo.example/trace/{trace_id} (null: no link)."""
+
+    @field_validator("trace_url")
+    @classmethod
+    def _has_placeholder(cls, value: str | None) -> str | None:
+        if value is not None and "{trace_id}" not in value:
+            raise ValueError("write {trace_id} where the trace's id goes, such as "
+                             "https://tempo.example/trace/{trace_id}")
+        return value
+
+    def options(self) -> TracingOptions:
+        return TracingOptions(enabled=self.enabled, endpoint=self.endpoint,
+                              service_name=self.service_name,
+                              capture_message_content=self.capture_message_content)
 
 
 _ASSEMBLER = AssemblerOptions()
@@ -558,6 +597,8 @@ class Settings(_Section):
     """The health, metrics and console HTTP server."""
     inspector: InspectorSettings = Field(default_factory=InspectorSettings)
     """Reply records and the web console."""
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    """OpenTelemetry traces for the operator's tracing tool."""
     people: PeopleSettings = Field(default_factory=PeopleSettings)
     """People's identities across platforms and person memory."""
     history: HistorySettings = Field(default_factory=HistorySettings)

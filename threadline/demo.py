@@ -43,6 +43,7 @@ from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext
 from threadline.log import configure_logging
 from threadline.team import Team
+from threadline.tracing import TracingOptions, start_tracing
 from threadline.turn import AgentResult, TurnContext
 
 ROOM = "demo"
@@ -207,6 +208,8 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
     async with open_backend(f"sqlite:///{db}") as backend:
         demo = Demo(backend, out, command=command)
+        # The demo has no config: the OTEL_* variables alone turn its traces on.
+        tracing = start_tracing(TracingOptions())
         await demo.team.start()
         console = await demo.serve_console()
         try:
@@ -223,6 +226,8 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
                 await agent.close()
             await demo.inspector.stop()
             await console.cleanup()
+            if tracing is not None:
+                await asyncio.to_thread(tracing.stop)
 
 
 def main(args: argparse.Namespace) -> int:

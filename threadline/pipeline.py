@@ -25,6 +25,9 @@
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`)
 
+With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
+the routing decision, each agent's answer and each delivery.
+
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
 it (logged, not reposted blindly); a reply the process was still streaming when it died was
@@ -73,6 +76,7 @@ from threadline.reply_delivery import (
 )
 from threadline.schedules.clock import Clock, SystemClock
 from threadline.schedules.turns import ScheduledTurn
+from threadline.tracing import spans as tracing
 from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.pipeline")
@@ -352,15 +356,21 @@ class TurnPipeline:
 
     async def _answer(self, turn: InboxTurn) -> None:
         attempt = await self.inbox.begin(turn.turn_id)
+        with tracing.turn_span(turn, attempt) as span:
+            state = await self._attempt(turn, attempt)
+            span.set({"threadline.outcome": state.value})
+
+    async def _attempt(self, turn: InboxTurn, attempt: int) -> TurnState:
+        """One attempt at a turn, to its end: answered, given up, or left for another try."""
         bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
-                         channel=turn.channel, attempt=attempt)
+                         channel=turn.channel, attempt=attempt, **tracing.log_fields())
         if attempt > self.max_attempts:
             error = (f"not answered after {self.max_attempts} attempts (the process answering "
                      f"it stopped or failed each time; last error: {turn.error or 'none'})")
             bound.error("pipeline.turn_given_up", error=error)
             await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
             self._resolve(turn.turn_id, [])
-            return
+            return TurnState.GIVEN_UP
         try:
             results = await self._answer_turn(turn.message, turn.channel, bound,
                                               retried=attempt > 1)
@@ -373,9 +383,10 @@ class TurnPipeline:
             if state is TurnState.RECEIVED:
                 raise  # leave the conversation; the scan takes the turn again
             self._resolve(turn.turn_id, [])
-            return
+            return state
         await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
         self._resolve(turn.turn_id, results)
+        return TurnState.ANSWERED
 
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
@@ -395,6 +406,7 @@ class TurnPipeline:
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
                        answer_bots=self.answer_bots)
+        tracing.routed(routes)
         if not routes:
             return []
         message = await self._in_reply_thread(message, attachment.channel)
@@ -573,10 +585,12 @@ class TurnPipeline:
         """Every reply's one path, a model's or a command's: posted once through the reply
         ledger (when there is a channel), then stored by capture's writer (durable even while
         the store is away, never fatal to the reply)."""
-        if deliver is not None:
-            result = await post_result(deliver, result)
-        if result.outbound is not None:
-            await self.writer.record(result.outbound)
+        with tracing.deliver_span(result.agent_name) as span:
+            if deliver is not None:
+                result = await post_result(deliver, result)
+            if result.outbound is not None:
+                await self.writer.record(result.outbound)
+            span.set({"threadline.delivered_ids": list(result.delivered_ids)})
         return result
 
     async def _post_answer(self, channel: Channel | None, inbound: StoredMessage,

@@ -53,6 +53,7 @@ from threadline.proactive import Proactive
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.team import Team, default_commands
+from threadline.tracing import Tracing, start_tracing
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -167,6 +168,7 @@ class Runtime:
         self._started: set[str] = set()
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
+        self.tracing: Tracing | None = None  # exporting spans between start and stop
 
     @classmethod
     def build(cls, settings: Settings, *, provider: ModelProvider | None = None,
@@ -287,7 +289,10 @@ class Runtime:
                    stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()))
 
     async def start(self) -> None:
-        """Open the store (migrating it), start the ops server, then connect every channel."""
+        """Start tracing (when configured), open the store (migrating it), start the ops
+        server, then connect every channel."""
+        # First: a tracing setting that cannot work stops the start before anything opens.
+        self.tracing = start_tracing(self.settings.tracing.options())
         if self.backend.owner_file is not None:
             self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here
@@ -386,4 +391,7 @@ class Runtime:
                 await self.backend.close()
             if self._guard is not None:
                 self._guard.release()
+            if self.tracing is not None:
+                # Last: every turn has ended, so every span has; the flush waits in a thread.
+                await asyncio.to_thread(self.tracing.stop)
         log.info("runtime.stopped")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 HEAVY = ("anthropic", "openai", "slack_bolt", "telegram", "discord", "sqlalchemy",
-         "threadline.cli.check", "threadline.runtime")
+         "opentelemetry", "threadline.cli.check", "threadline.runtime")
 
 
 def imported_by(*argv: str) -> set[str]:

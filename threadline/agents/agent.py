@@ -8,7 +8,8 @@ One turn, top to bottom: the recording step (always first) -> the agent's own in
 -> `assemble_prompt` from the store -> model call (its text shown as it is written, where the
 provider streams and the turn has a `deliver`) -> the tools it asked for (the status names
 them) -> model call ... until the model ends its turn, `max_tool_rounds` tool rounds have run,
-or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores.
+or `timeout` seconds have passed -> an `AgentResult`, which the recording step stores. With
+tracing on (`threadline.tracing`) the turn, each model call and each tool call are spans.
 
 Embedded without channels, `invoke` records through capture (`CaptureInterceptor`): the inbound
 turn before the run, the reply after it, through the agent's writer; nothing is posted. With
@@ -84,6 +85,7 @@ from threadline.interceptors.base import Interceptor, run_chain
 from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
 from threadline.people.memory import person_memory_for
 from threadline.schedules.turns import nothing_to_say
+from threadline.tracing import spans as tracing
 from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
 
 log = structlog.get_logger("threadline.agent")
@@ -293,13 +295,18 @@ class Agent:
             aliases=tuple(aliases), deliver=deliver, reason=reason, channel=channel,
         )
         chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
-        trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
-        try:
-            result = await run_chain(chain, context, lambda c: self._turn(c, trace))
-        except BaseException as exc:
-            trace.finished(None, exc)
-            raise
-        trace.finished(result)
+        with tracing.agent_span(self.name, message.conversation_id, reason=reason,
+                                model=self.model) as span:
+            # Inside the span: the turn's log lines and its reply record name its trace.
+            context.log = context.log.bind(**tracing.log_fields())
+            trace = self.observer.begin(self, context) if self.observer is not None else NO_TRACE
+            try:
+                result = await run_chain(chain, context, lambda c: self._turn(c, trace))
+            except BaseException as exc:
+                trace.finished(None, exc)
+                raise
+            trace.finished(result)
+            span.finished(result)
         return result
 
     @property
@@ -391,6 +398,7 @@ class Agent:
         run.shown_ids = tuple(prompt.shown_ids)
         run.forgotten_through = prompt.forgotten_through
         run.trace.prompt_assembled(prompt)
+        tracing.explain_prompt(prompt)
         if not self.sees_images:
             return prompt.messages
         messages, image_cost = await with_images(prompt.messages, context.inbound, self.files)
@@ -464,10 +472,17 @@ class Agent:
             choice = models[index]
             attempt = replace(request, model=choice.model)
             called = time.perf_counter()
+            last = index + 1 == len(models)
             try:
-                response = await self._call(context, choice.provider, attempt)
+                with tracing.model_span(attempt, choice.provider) as span:
+                    try:
+                        response = await self._call(context, choice.provider, attempt)
+                    except ModelUnavailableError:
+                        if not last:
+                            span.passed_over()
+                        raise
+                    span.answered(response)
             except ModelUnavailableError as exc:
-                last = index + 1 == len(models)
                 run.trace.model_called(attempt, None, latency=time.perf_counter() - called,
                                        error=exc, passed_over=not last)
                 if last:
@@ -510,6 +525,15 @@ class Agent:
         self, context: TurnContext, call: ToolCall, by_name: Mapping[str, Tool], run: _Run
     ) -> ToolExchange:
         tool = by_name.get(call.name)
+        with tracing.tool_span(call, tool.description if tool is not None else "") as span:
+            content, is_error = await self._tool_result(context, call, tool, by_name, run)
+            span.tool_result(content, is_error=is_error)
+        return ToolExchange(call=call, result=ToolResult(
+            tool_call_id=call.id, content=content, is_error=is_error))
+
+    async def _tool_result(self, context: TurnContext, call: ToolCall, tool: Tool | None,
+                           by_name: Mapping[str, Tool], run: _Run) -> tuple[str, bool]:
+        """What a tool call gives the model, and whether it is an error."""
         if tool is None:
             content = (f"Error: there is no tool named {call.name!r}; available tools: "
                        f"{', '.join(sorted(by_name))}.")
@@ -533,8 +557,7 @@ class Agent:
                 context.log.warning("agent.tool_failed", tool=call.name, error=repr(exc))
                 content = f"Error: the tool {call.name} failed: {type(exc).__name__}: {exc}"
                 is_error = True
-        return ToolExchange(call=call, result=ToolResult(
-            tool_call_id=call.id, content=str(content), is_error=is_error))
+        return str(content), is_error
 
     async def _keep_file(self, made: ToolFile, run: _Run) -> str:
         """Keep a file a tool made and send it with the reply; what the model reads of it."""

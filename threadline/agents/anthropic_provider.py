@@ -73,6 +73,8 @@ class AnthropicProvider:
     then reports no text before the reply is whole).
     """
 
+    provider_name = "anthropic"  # `gen_ai.provider.name` on its traces
+
     def __init__(
         self,
         client: AsyncAnthropic | None = None,
@@ -272,6 +274,7 @@ def _response(message: Any) -> ModelResponse:
         ),
         model=message.model,
         reasoning=tuple(reasoning),
+        id=message.id or "",
     )
 
 

@@ -56,6 +56,7 @@ class ModelResponse:
 
     `reasoning` is all the reasoning the reply carried, in order (for the inspector); each tool
     call also carries the part written before it, which the provider sends back in that round.
+    `id` is the provider's id of the reply (empty when it gives none), for traces.
     """
 
     text: str
@@ -64,6 +65,7 @@ class ModelResponse:
     usage: ModelUsage = field(default_factory=ModelUsage)
     model: str = ""
     reasoning: tuple[Reasoning, ...] = ()
+    id: str = ""
 
 
 @runtime_checkable

@@ -53,6 +53,8 @@ _RESULT_LINE = re.compile(r"^(?:\[[^\]]*\] )?[^:\n\[]{1,80}: (.*)$")  # "Ann: ..
 class OfflineModel:
     """A `ModelProvider` that answers by fixed rules, without any network (see the module)."""
 
+    provider_name = "offline"  # `gen_ai.provider.name` on its traces
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         question = newest_user_text(request.messages)
         terms = SearchQuery.parse(question, stop_words=ENGLISH_STOP_WORDS | _RECALL_WORDS).terms

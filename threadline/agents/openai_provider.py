@@ -36,6 +36,7 @@ from openai import (
     APIStatusError,
     AsyncOpenAI,
     AuthenticationError,
+    DefaultAsyncHttpxClient,
     OpenAIError,
     PermissionDeniedError,
 )
@@ -50,6 +51,7 @@ from threadline.agents.providers import (
 )
 from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
 from threadline.history.model import Reasoning, ToolCall
+from threadline.tracing import spans as tracing
 
 log = structlog.get_logger(__name__)
 
@@ -76,6 +78,8 @@ class OpenAIProvider:
     then reports no text before the reply is whole).
     """
 
+    provider_name = "openai"  # `gen_ai.provider.name` on its traces
+
     def __init__(
         self,
         client: AsyncOpenAI | None = None,
@@ -93,7 +97,11 @@ class OpenAIProvider:
             try:
                 client = AsyncOpenAI(
                     api_key=api_key, base_url=base_url, timeout=timeout,
-                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries)
+                    max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+                    # The SDK traces nothing itself: each attempt (a retried 429) is an event
+                    # on the call's span when tracing is on.
+                    http_client=DefaultAsyncHttpxClient(
+                        event_hooks={"response": [tracing.http_attempt]}))
             except OpenAIError as exc:
                 raise ConfigError(
                     f"the OpenAI client could not start ({exc}). Set OPENAI_API_KEY (or the "
@@ -230,7 +238,7 @@ def _response(completion: Any) -> ModelResponse:
     calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()]
     return _reply(model=completion.model, text=message.content or "", calls=calls,
                   finish_reason=choice.finish_reason, usage=completion.usage,
-                  reasoning=_reasoning_text(message))
+                  reasoning=_reasoning_text(message), response_id=completion.id)
 
 
 def _reasoning_text(part: Any) -> str:
@@ -247,6 +255,7 @@ class _StreamedReply:
     text: str = ""
     reasoning: str = ""
     model: str = ""
+    id: str = ""
     finish_reason: str | None = None
     usage: Any = None
     calls: dict[int, list[str]] = field(default_factory=dict)  # index -> [id, name, arguments]
@@ -254,6 +263,7 @@ class _StreamedReply:
     def add(self, chunk: Any) -> bool:
         """Take one chunk in; True when the reply's text grew."""
         self.model = chunk.model or self.model
+        self.id = getattr(chunk, "id", None) or self.id
         if chunk.usage is not None:  # the last one wins: vLLM sends running totals
             self.usage = chunk.usage
         grew = False
@@ -279,11 +289,12 @@ class _StreamedReply:
         calls = [(c[0], c[1], c[2]) for _, c in sorted(self.calls.items())]
         return _reply(model=self.model, text=self.text, calls=calls,
                       finish_reason=self.finish_reason, usage=self.usage,
-                      reasoning=self.reasoning)
+                      reasoning=self.reasoning, response_id=self.id)
 
 
 def _reply(*, model: str | None, text: str, calls: Sequence[tuple[str, str, str | None]],
-           finish_reason: str | None, usage: Any, reasoning: str) -> ModelResponse:
+           finish_reason: str | None, usage: Any, reasoning: str,
+           response_id: str | None) -> ModelResponse:
     """The response from a reply's parts, streamed or not; the reasoning goes with the first
     tool call (OpenAI's format writes all of it before the calls)."""
     thought = (Reasoning("openai", {"reasoning_content": reasoning}),) if reasoning else ()
@@ -306,7 +317,8 @@ def _reply(*, model: str | None, text: str, calls: Sequence[tuple[str, str, str 
     stop_reason = "tool_use" if tool_calls else _STOP_REASONS.get(
         finish_reason or "", finish_reason or "end_turn")
     return ModelResponse(text=text, tool_calls=tuple(tool_calls), stop_reason=stop_reason,
-                         usage=_usage(usage), model=model or "", reasoning=thought)
+                         usage=_usage(usage), model=model or "", reasoning=thought,
+                         id=response_id or "")
 
 
 def _usage(usage: Any) -> ModelUsage:

@@ -28,6 +28,7 @@ from threadline.history.model import StoredMessage
 from threadline.history.projection import SpeakerLabels
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import format_turn
+from threadline.tracing import spans as tracing
 
 log = structlog.get_logger(__name__)
 
@@ -110,7 +111,10 @@ class SummarizerAgent:
                 return previous_summary
             raise ModelError(f"nothing to summarize in conversation {conversation_id!r}: "
                              "no turns and no previous summary were given")
-        response = await self._provider.complete(self.request(new_turns, previous_summary))
+        request = self.request(new_turns, previous_summary)
+        with tracing.model_span(request, self._provider, purpose="summary") as span:
+            response = await self._provider.complete(request)
+            span.answered(response)
         summary = response.text.strip()
         if response.stop_reason == "max_tokens":
             bound.warning("summary_truncated", max_tokens=self._max_tokens)

@@ -7,7 +7,7 @@ tried with its plug's own check (a model list: proves the key and the address); 
 is connected and its tools listed (a server down here does not stop `run`, it is retried there);
 SQLite files that do not exist yet are not created, only their folder is checked. When a
 `threadline run` of this config answers on its ops port, its `/readyz` says which channels are
-not receiving.
+not receiving. With tracing on, the trace receiver is sent an empty export.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from threadline.listening import Listener, port_problem
 from threadline.ops import ops_listener
 from threadline.provider_setup import checks as provider_checks
 from threadline.spend.setup import spend_today
+from threadline.tracing.export import probe_receiver, wanted
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +173,9 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
                                                                             settings)
     if settings.ops.enabled and settings.ops.port:
         checks["running process"] = partial(check_running, settings)
+    tracing = settings.tracing.options()
+    if wanted(tracing):
+        checks["tracing"] = partial(probe_receiver, tracing)
 
     async def one(subject: str, check: Check) -> Result:
         nothing = Report("")

@@ -70,6 +70,13 @@ inspector:
   retention_days: 30   # null keeps records forever
   console: true        # beyond 127.0.0.1 it needs token: ${{THREADLINE_CONSOLE_TOKEN}}
 
+# OpenTelemetry traces of every turn to your tracing tool over OTLP/HTTP (the tracing extra;
+# docs/tracing.md), or set OTEL_TRACES_EXPORTER=otlp and OTEL_EXPORTER_OTLP_ENDPOINT instead.
+# tracing:
+#   enabled: true
+#   endpoint: http://127.0.0.1:4318
+#   trace_url: https://tempo.example/trace/{{trace_id}}   # the console links each reply there
+
 channels:
 """
 

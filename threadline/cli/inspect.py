@@ -144,6 +144,8 @@ def format_record(record: ReplyRecord) -> str:
     lines.append(f"delivered as: {delivered}")
     if record.error:
         lines.append(f"error: {record.error}")
+    if record.trace_id:
+        lines.append(f"trace: {record.trace_id}")
     return "\n".join(lines)
 
 

@@ -44,6 +44,7 @@ class ReplyRecord:
     """One agent turn as recorded; see the module docstring for `detail`.
 
     `latency_ms` is the whole turn, from the agent taking it to the reply posted and stored.
+    `trace_id` is the OpenTelemetry trace the turn was exported in (None with tracing off).
     """
 
     id: str
@@ -66,6 +67,7 @@ class ReplyRecord:
     reply: str
     error: str | None = None
     detail: Mapping[str, Any] | None = None
+    trace_id: str | None = None
 
     @property
     def cache_hit_rate(self) -> float | None:

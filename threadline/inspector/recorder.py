@@ -34,6 +34,7 @@ from threadline.history.tokens import default_counter
 from threadline.inspector.record import ReplyRecord, prompt_parts
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
+from threadline.tracing import current_trace_id
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
@@ -71,6 +72,7 @@ class _Turn:
     # The whole turn as the person waits for it: prompt, model, tools, delivery, storing.
     began: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0
+    trace_id: str | None = field(default_factory=current_trace_id)  # None: tracing is off
 
     # -- TurnTrace ---------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class _Turn:
             prompt_tokens=self.prompt.token_count if self.prompt else 0, token_budget=budget,
             reply=redactor.text(result.output if result else ""),
             error=redactor.text(f"{type(error).__name__}: {error}") if error else None,
-            detail=detail,
+            detail=detail, trace_id=self.trace_id,
         )
 
     def _prompt_detail(self, budget: int) -> dict[str, Any]:

@@ -30,8 +30,9 @@ class Inspector:
 
     def __init__(self, *, store: ConversationStore, records: ReplyRecords | None,
                  redactor: Redactor, record: bool = True, retention_days: float | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, trace_url: str | None = None) -> None:
         self.store = store
+        self.trace_url = trace_url  # the console links each record's trace there
         # None: the store's backend keeps no records, and the inspector is off (said at start).
         self.records = records
         self.redactor = redactor
@@ -46,7 +47,8 @@ class Inspector:
         inspector = settings.inspector
         return cls(store=backend.history, redactor=redactor_for(settings),
                    record=inspector.records, retention_days=inspector.retention_days,
-                   token=inspector.token, records=backend.records)
+                   token=inspector.token, records=backend.records,
+                   trace_url=settings.tracing.trace_url)
 
     def replayer(self, agents: Sequence[Agent]) -> Replayer | None:
         """Replays records with these agents (built from the current settings); None without
@@ -62,7 +64,7 @@ class Inspector:
         if self.records is None:
             return None
         return console_app(records=self.records, store=self.store, redactor=self.redactor,
-                           token=self.token,
+                           token=self.token, trace_url=self.trace_url,
                            replayer=self.replayer(agents) if agents else None)
 
     def start(self) -> None:

@@ -20,7 +20,7 @@ _COLUMNS = (
     "id", "conversation_id", "agent", "inbound_id", "outbound_id", "created_us",
     "addressed_because", "model", "stop_reason", "latency_ms", "model_calls", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "prompt_tokens",
-    "token_budget", "reply", "error",
+    "token_budget", "reply", "error", "trace_id",
 )
 _LIST = ", ".join(_COLUMNS)
 _INSERT = (f"INSERT INTO threadline_reply_records ({_LIST}, detail_json) VALUES "

@@ -36,7 +36,7 @@ from threadline.inspector.console.auth import (
 )
 from threadline.inspector.console.charts import charts_by_agent
 from threadline.inspector.console.live import LiveTurns
-from threadline.inspector.record import PARTS
+from threadline.inspector.record import PARTS, ReplyRecord
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
 from threadline.inspector.replay import MODES, Replayer
@@ -78,14 +78,17 @@ class Console:
     """The console's handlers over the records, the store and (optionally) a replayer."""
 
     def __init__(self, *, records: ReplyRecords, store: ConversationStore, redactor: Redactor,
-                 token: str | None, replayer: Replayer | None, prefix: str) -> None:
+                 token: str | None, replayer: Replayer | None, prefix: str,
+                 trace_url: str | None = None) -> None:
         self.records = records
+        self.trace_url = trace_url  # the operator's tracing tool, with {trace_id}
         self.store = store
         self.redactor = redactor
         self.token = token
         self.replayer = replayer
         self.prefix = prefix
         self.templates = _environment(redactor)
+        self.templates.globals["trace_link"] = self.trace_link
         self.throttle = LoginThrottle()
 
     # -- plumbing ----------------------------------------------------------------------
@@ -187,6 +190,12 @@ class Console:
         return self._page("record.html", record=record, detail=record.detail or {},
                           replay=self.replayer is not None, modes=MODES)
 
+    def trace_link(self, record: ReplyRecord) -> str | None:
+        """Where the record's trace is in the operator's tracing tool (`tracing.trace_url`)."""
+        if self.trace_url is None or record.trace_id is None:
+            return None
+        return self.trace_url.replace("{trace_id}", record.trace_id)
+
     async def charts(self, request: web.Request) -> web.Response:
         try:
             days = float(request.query.get("days", "7") or 7)
@@ -219,10 +228,10 @@ class Console:
 
 def console_app(*, records: ReplyRecords, store: ConversationStore, redactor: Redactor,
                 token: str | None = None, replayer: Replayer | None = None,
-                prefix: str = PREFIX) -> web.Application:
+                prefix: str = PREFIX, trace_url: str | None = None) -> web.Application:
     """The console as an aiohttp application, to mount at `prefix` (or serve standalone)."""
     console = Console(records=records, store=store, redactor=redactor, token=token,
-                      replayer=replayer, prefix=prefix)
+                      replayer=replayer, prefix=prefix, trace_url=trace_url)
     app = web.Application(middlewares=[console.guard])
     live = LiveTurns(store=store, redactor=redactor)
     app.on_shutdown.append(live.close)
