@@ -2,7 +2,7 @@
 its trace in the operator's tracing tool; null for records made with tracing off.
 
 Revision ID: reply_trace_ids
-Revises: turn_files
+Revises: discord_shards
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "reply_trace_ids"
-down_revision = "turn_files"
+down_revision = "discord_shards"
 branch_labels = None
 depends_on = None
 
