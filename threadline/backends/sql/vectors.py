@@ -39,14 +39,17 @@ EMBEDDABLE = "m.is_summary = false AND m.content <> ''"
 # A person's newest turns that person memory compares by meaning (their older ones are still
 # found by words).
 MAX_PERSON_TURNS = 5_000
+# Vectors stored by one statement (two bound values each, well under every driver's limit).
+PUT_CHUNK = 500
 # How often `unembedded` looks again from the first turn, not only from where it last found
 # one: a turn edited since (its vector deleted) or committed late by another process.
 RESCAN_SECONDS = 600.0
 
+# One statement per batch: the (id, vector) pairs as a VALUES list joined to their turns.
 _PUT = (
     "INSERT INTO threadline_vectors (conversation_id, sequence, model, vector) "
-    "SELECT m.conversation_id, m.sequence, :model, {vector} FROM threadline_messages m "
-    f"WHERE m.id = :id AND {EMBEDDABLE} "
+    "SELECT m.conversation_id, m.sequence, :model, v.column2 FROM ({values}) AS v "
+    f"JOIN threadline_messages m ON m.id = v.column1 WHERE {EMBEDDABLE} "
     "ON CONFLICT (conversation_id, sequence) DO UPDATE SET model = excluded.model, "
     "vector = excluded.vector WHERE threadline_vectors.model <> excluded.model"
 )
@@ -89,12 +92,13 @@ class SqlVectorIndex:
         self._floor: dict[str, tuple[int, float]] = {}
 
     async def put_many(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> int:
-        pairs = [(message_id, checked(vector, message_id=message_id, model=model))
-                 for message_id, vector in vectors]
-        if not pairs:
-            return 0
-        stored: int = await self.store.run("store turns' vectors", _put, model, pairs,
-                                           write=True)
+        # One vector per turn (the last given), as one row can be written once per statement.
+        pairs = list({message_id: checked(vector, message_id=message_id, model=model)
+                      for message_id, vector in vectors}.items())
+        stored = 0
+        for start in range(0, len(pairs), PUT_CHUNK):
+            stored += await self.store.run("store turns' vectors", _put, model,
+                                           pairs[start:start + PUT_CHUNK], write=True)
         return stored
 
     async def unembedded(self, model: str, *, limit: int) -> list[StoredMessage]:
@@ -166,10 +170,13 @@ def _rows(runner: SqlRunner, sql: str, params: dict[str, Any]) -> list[Sequence[
 
 
 def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]) -> int:
-    sql = _PUT.format(vector="CAST(:vector AS bytea)" if runner.dialect == "postgresql"
-                      else ":vector")
-    return sum(runner.rowcount(sql, {"model": model, "id": message_id, "vector": vector})
-               for message_id, vector in pairs)
+    vector = "CAST(:v{n} AS bytea)" if runner.dialect == "postgresql" else ":v{n}"
+    params: dict[str, Any] = {"model": model}
+    rows = []
+    for n, (message_id, blob) in enumerate(pairs):
+        params[f"i{n}"], params[f"v{n}"] = message_id, blob
+        rows.append(f"(:i{n}, {vector.format(n=n)})")
+    return runner.rowcount(_PUT.format(values="VALUES " + ", ".join(rows)), params)
 
 
 def _progress(runner: SqlRunner, model: str) -> tuple[int, int]:
