@@ -5,8 +5,9 @@ name and the vector's float32 bytes: a SQLite blob, a PostgreSQL `bytea`. Scorin
 (`threadline.history.similarity`) over the rows of the one conversation asked about, read
 through the primary key: recall's scope is a conversation (or one person's turns), never the
 whole table, so an approximate nearest-neighbour index over all turns would buy nothing and
-would need a filter to keep the scope, while a conversation's thousand 1 KB rows read and
-score in a few milliseconds (`bench/vectors.py`).
+would need a filter to keep the scope, while a conversation's thousand 1 KB rows score in
+0.1 ms. Reading them is the cost, so the conversations searched last are kept in process
+(`conversation_vectors`); figures in `bench/vectors.py`.
 
 Why `bytea` and not pgvector: the extension is not installed on the PostgreSQL servers we
 run against, and an app cannot install it without superuser rights. With pgvector, the
@@ -18,7 +19,9 @@ Deleting or editing a turn deletes its vector by trigger (migration `turn_vector
 every path that deletes turns (forgetting a person, retention, a platform's deletion) covers
 vectors without knowing them. `put_many` is idempotent: two workers storing the same turn's
 vector by the same model write it once (the second changes nothing); a vector by another model
-is replaced.
+is replaced. `unembedded` walks the turns in row order a window at a time from where it last
+found one, so a fully indexed database of a million turns costs the background indexer one
+small read per wake, not a scan.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from threadline.backends.sql.conversation_vectors import ConversationVectors, VectorCache
 from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
+from threadline.history.changes import ChangeListener, Unsubscribe
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.similarity import as_matrix, best, checked
 from threadline.history.vectors import VectorHit
@@ -41,7 +46,9 @@ EMBEDDABLE = "m.is_summary = false AND m.content <> ''"
 MAX_PERSON_TURNS = 5_000
 # Vectors stored by one statement (two bound values each, well under every driver's limit).
 PUT_CHUNK = 500
-# How often `unembedded` looks again from the first turn, not only from where it last found
+# Turns `unembedded` reads per step of its walk (in row order, through the primary key).
+WINDOW = 10_000
+# How often `unembedded` walks again from the first turn, not only from where it last found
 # one: a turn edited since (its vector deleted) or committed late by another process.
 RESCAN_SECONDS = 600.0
 
@@ -51,11 +58,14 @@ _PUT = (
     "SELECT m.conversation_id, m.sequence, :model, v.column2 FROM ({values}) AS v "
     f"JOIN threadline_messages m ON m.id = v.column1 WHERE {EMBEDDABLE} "
     "ON CONFLICT (conversation_id, sequence) DO UPDATE SET model = excluded.model, "
-    "vector = excluded.vector WHERE threadline_vectors.model <> excluded.model"
+    "vector = excluded.vector WHERE threadline_vectors.model <> excluded.model "
+    "RETURNING conversation_id"
 )
+_WINDOW_END = ("SELECT max(row_id) FROM (SELECT row_id FROM threadline_messages "
+               "WHERE row_id >= :floor ORDER BY row_id LIMIT :window) AS w")
 _UNEMBEDDED = (
     f"SELECT m.row_id, {SELECT_LIST_M} FROM threadline_messages m "
-    f"WHERE m.row_id >= :floor AND {EMBEDDABLE} AND NOT EXISTS (SELECT 1 FROM "
+    f"WHERE m.row_id BETWEEN :floor AND :last AND {EMBEDDABLE} AND NOT EXISTS (SELECT 1 FROM "
     "threadline_vectors v WHERE v.conversation_id = m.conversation_id "
     "AND v.sequence = m.sequence AND v.model = :model) ORDER BY m.row_id LIMIT :limit"
 )
@@ -63,10 +73,8 @@ _DONE = "SELECT count(*) FROM threadline_vectors WHERE model = :model"
 _WANTED = f"SELECT count(*) FROM threadline_messages m WHERE {EMBEDDABLE}"
 _CONVERSATION = ("SELECT sequence, vector FROM threadline_vectors "
                  "WHERE conversation_id = :cid AND model = :model")
-_SEQUENCES_OF = "SELECT id, sequence FROM threadline_messages WHERE conversation_id = :cid " \
-                "AND id IN ({ids})"
-_IDS_OF = "SELECT sequence, id FROM threadline_messages WHERE conversation_id = :cid " \
-          "AND sequence IN ({sequences})"
+_IDS_OF = ("SELECT sequence, id FROM threadline_messages WHERE conversation_id = :cid "
+           "AND sequence IN ({sequences})")
 _PERSON = (
     f"SELECT v.vector, {SELECT_LIST_M} FROM (SELECT * FROM threadline_messages "
     "WHERE (speaker_key IN ({keys}) OR speaker_space IN ({keys})) AND conversation_id <> :cid "
@@ -76,19 +84,26 @@ _PERSON = (
 )
 
 
-class RunsStatements(Protocol):
-    """The conversation store's `run`: a function on a runner, in one transaction."""
+class SqlHistory(Protocol):
+    """What the index uses of the conversation store: its `run` (a function on a runner, in
+    one transaction, on the store's threads and connections) and its change notifications."""
 
     async def run(self, action: str, fn: Any, *args: Any, write: bool = False) -> Any: ...
+
+    def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
+                  ) -> Unsubscribe: ...
 
 
 class SqlVectorIndex:
     """`VectorIndex` in the history's database (see the module docstring)."""
 
-    def __init__(self, store: RunsStatements) -> None:
+    def __init__(self, store: SqlHistory, *, cache: VectorCache | None = None) -> None:
         self.store = store
-        # Per model: the row from which turns may still lack a vector, and when it was set
-        # from the first row (see RESCAN_SECONDS). In process only: a restart starts over.
+        self.cache = cache or VectorCache()
+        store.subscribe(self.cache.heard)
+        # Per model: the row from which turns may still lack a vector, and when the walk last
+        # started from the first row (see RESCAN_SECONDS). In process only: a restart starts
+        # over.
         self._floor: dict[str, tuple[int, float]] = {}
 
     async def put_many(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> int:
@@ -97,8 +112,11 @@ class SqlVectorIndex:
                       for message_id, vector in vectors}.items())
         stored = 0
         for start in range(0, len(pairs), PUT_CHUNK):
-            stored += await self.store.run("store turns' vectors", _put, model,
-                                           pairs[start:start + PUT_CHUNK], write=True)
+            conversations: list[str] = await self.store.run(
+                "store turns' vectors", _put, model, pairs[start:start + PUT_CHUNK],
+                write=True)
+            self.cache.forget(conversations)
+            stored += len(conversations)
         return stored
 
     async def unembedded(self, model: str, *, limit: int) -> list[StoredMessage]:
@@ -106,12 +124,19 @@ class SqlVectorIndex:
         now = time.monotonic()
         if now - since > RESCAN_SECONDS:
             floor, since = 0, now
-        rows = await self.store.run("find turns without a vector", _rows, _UNEMBEDDED,
-                                    {"floor": floor, "model": model, "limit": max(limit, 0)})
-        if rows:
-            floor = int(rows[0][0])
-        self._floor[model] = (floor, since)
-        return _messages(rows)
+        found: list[Sequence[Any]] = []
+        while len(found) < limit:
+            rows, last = await self.store.run("find turns without a vector", _unembedded,
+                                              model, floor, limit - len(found))
+            if last is None:
+                break
+            if not found and not rows:
+                self._floor[model] = (last + 1, since)  # all before it have a vector
+            found += rows
+            floor = last + 1
+        if found:
+            self._floor[model] = (int(found[0][0]), since)
+        return _messages(found)
 
     async def progress(self, model: str) -> tuple[int, int]:
         done, wanted = await self.store.run("count turns' vectors", _progress, model)
@@ -127,12 +152,32 @@ class SqlVectorIndex:
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
     ) -> list[VectorHit]:
+        """Scores the conversation's vectors (cached, or read once); the turns after
+        `through_sequence` are left out before ranking, and enough more are ranked that the
+        excluded turns never take a place."""
         if limit <= 0:
             return []
-        hits: list[VectorHit] = await self.store.run(
-            "search by meaning", _nearest, conversation_id, vector, model, limit,
-            sorted(exclude_ids), through_sequence)
-        return hits
+        vectors = self.cache.get(conversation_id, model)
+        if vectors is None:
+            rows = await self.store.run("read a conversation's vectors", _rows, _CONVERSATION,
+                                        {"cid": conversation_id, "model": model})
+            vectors = ConversationVectors.of(rows)
+            self.cache.keep(conversation_id, model, vectors)
+        sequences, matrix = vectors.sequences, vectors.matrix
+        if through_sequence is not None and len(sequences):
+            within = sequences <= through_sequence
+            sequences, matrix = sequences[within], matrix[within]
+        excluded = frozenset(exclude_ids)
+        ranked = best(matrix, vector, limit=limit + len(excluded))
+        if not ranked:
+            return []
+        places = [(int(sequences[row]), score) for row, score in ranked]
+        ids: dict[int, str] = await self.store.run(
+            "read the turns found by meaning", _ids_of, conversation_id,
+            [sequence for sequence, _ in places])
+        hits = [VectorHit(ids[sequence], sequence, score) for sequence, score in places
+                if sequence in ids and ids[sequence] not in excluded]
+        return hits[:limit]
 
     async def nearest_for_speakers(
         self,
@@ -169,14 +214,28 @@ def _rows(runner: SqlRunner, sql: str, params: dict[str, Any]) -> list[Sequence[
     return runner.rows(sql, params)
 
 
-def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]) -> int:
+def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]) -> list[str]:
+    """The conversations of the vectors written (a turn gone or already done is not)."""
     vector = "CAST(:v{n} AS bytea)" if runner.dialect == "postgresql" else ":v{n}"
     params: dict[str, Any] = {"model": model}
     rows = []
     for n, (message_id, blob) in enumerate(pairs):
         params[f"i{n}"], params[f"v{n}"] = message_id, blob
         rows.append(f"(:i{n}, {vector.format(n=n)})")
-    return runner.rowcount(_PUT.format(values="VALUES " + ", ".join(rows)), params)
+    written = runner.rows(_PUT.format(values="VALUES " + ", ".join(rows)), params)
+    return [str(row[0]) for row in written]
+
+
+def _unembedded(runner: SqlRunner, model: str, floor: int, limit: int
+                ) -> tuple[list[Sequence[Any]], int | None]:
+    """Up to `limit` turns without a vector in the next window of rows from `floor`, and the
+    window's last row (None: no row from `floor` on)."""
+    last = runner.rows(_WINDOW_END, {"floor": floor, "window": WINDOW})[0][0]
+    if last is None:
+        return [], None
+    rows = runner.rows(_UNEMBEDDED, {"floor": floor, "last": int(last), "model": model,
+                                     "limit": limit})
+    return rows, int(last)
 
 
 def _progress(runner: SqlRunner, model: str) -> tuple[int, int]:
@@ -185,28 +244,13 @@ def _progress(runner: SqlRunner, model: str) -> tuple[int, int]:
     return int(done), int(wanted)
 
 
-def _nearest(runner: SqlRunner, conversation_id: str, vector: bytes, model: str, limit: int,
-             exclude_ids: Sequence[str], through_sequence: int | None) -> list[VectorHit]:
-    """Score the conversation's vectors; the excluded turns and those after
-    `through_sequence` are left out before ranking, so they never take a place."""
+def _ids_of(runner: SqlRunner, conversation_id: str, sequences: Sequence[int]
+            ) -> dict[int, str]:
+    """The stored turns' ids at these sequences (a turn deleted since is missing)."""
     params: dict[str, Any] = {"cid": conversation_id}
-    excluded: set[int] = set()
-    if exclude_ids:
-        listed = _listed("x", exclude_ids, params)
-        excluded = {int(row[1]) for row in runner.rows(_SEQUENCES_OF.format(ids=listed), params)}
-    rows = [row for row in runner.rows(_CONVERSATION, {"cid": conversation_id, "model": model})
-            if (through_sequence is None or row[0] <= through_sequence)
-            and row[0] not in excluded]
-    ranked = best(as_matrix([bytes(row[1]) for row in rows]), vector, limit=limit)
-    if not ranked:
-        return []
-    sequences = [int(rows[index][0]) for index, _ in ranked]
-    params = {"cid": conversation_id}
     listed = _listed("s", sequences, params)
-    ids = {int(row[0]): str(row[1])
-           for row in runner.rows(_IDS_OF.format(sequences=listed), params)}
-    return [VectorHit(ids[sequence], sequence, score)
-            for sequence, (_, score) in zip(sequences, ranked, strict=True) if sequence in ids]
+    return {int(row[0]): str(row[1])
+            for row in runner.rows(_IDS_OF.format(sequences=listed), params)}
 
 
 def _nearest_for_speakers(runner: SqlRunner, keys: Sequence[str], vector: bytes, model: str,
@@ -218,4 +262,3 @@ def _nearest_for_speakers(runner: SqlRunner, keys: Sequence[str], vector: bytes,
     ranked = best(as_matrix([bytes(row[0]) for row in rows]), vector, limit=limit)
     turns = _messages([rows[index] for index, _ in ranked])
     return [(turn, score) for turn, (_, score) in zip(turns, ranked, strict=True)]
-
