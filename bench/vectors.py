@@ -6,9 +6,11 @@ was skipped):
   1,000,000 in 1,000 conversations, built by `bench/store.py`'s generator) embedded by the
   real model and stored by `VectorIndexer.fill`, as `threadline history reindex` does, in
   turns/s (the build is reused between runs, keyed by size; its vectors are made once);
+- the model alone on real chat turns (LoCoMo's development half, in `shared/data`), turns/s;
 - the search behind recall at that size: the turns of one conversation nearest in meaning to
-  a question (`VectorIndex.nearest`, limit 20), p50/p99 over random conversations, alone and
-  with the question's embedding;
+  a question (`VectorIndex.nearest`, limit 20), p50/p99 over random conversations: read from
+  the database (the process's cache emptied first), the same with the question's embedding,
+  and searched again (the conversation's vectors cached in process);
 - on SQLite, the per-turn overhead of `bench/agent.py`'s shape (instant model, `Team.handle`,
   10 conversations x 40 turns) with the background indexer running and without, alternated
   three times in this run: embedding is never on a turn's path, so the two should match.
@@ -36,11 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent import SEQUENTIAL_CONVERSATIONS, TURNS_PER_CONVERSATION, InstantModel, message  # noqa: E402
 from figures import percentile  # noqa: E402
+from locomo import DATA, load  # noqa: E402
 from store import build, ensure_pg_schema, question  # noqa: E402
 
 from threadline.agents.agent import Agent  # noqa: E402
 from threadline.backends.parts import parts_of  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
+from threadline.backends.sql.vectors import SqlVectorIndex  # noqa: E402
 from threadline.history.embedding_model import load_embedder  # noqa: E402
 from threadline.history.indexer import Progress, VectorIndexer  # noqa: E402
 from threadline.history.vectors import Embedder, VectorIndex  # noqa: E402
@@ -78,25 +82,43 @@ async def timings(call: Callable[[int], Awaitable[object]], repeats: int) -> lis
 
 
 async def search_figures(store: SqlConversationStore, embedder: Embedder, *,
-                         conversations: int, repeats: int) -> tuple[list[float], list[float]]:
-    """ms per nearest search alone, and with the question's embedding, in random
-    conversations (the first pass over each conversation reads it cold)."""
+                         conversations: int, repeats: int
+                         ) -> tuple[list[float], list[float], list[float]]:
+    """ms per nearest search in random conversations: read from the database (the process's
+    cache emptied first), searched again (cached), and read with the question's embedding."""
     vectors = _vectors(store)
+    assert isinstance(vectors, SqlVectorIndex)
     rng = random.Random(11)
     asked = [(f"c{rng.randrange(conversations)}", question(rng)) for _ in range(repeats)]
     embedded = embedder.embed([text for _, text in asked])
 
-    async def nearest(n: int) -> None:
+    async def cold(n: int) -> None:
         hits = await vectors.nearest(asked[n][0], embedded[n], embedder.name, limit=20)
         assert hits, f"no vector in {asked[n][0]}"
 
-    async def embed_and_nearest(n: int) -> None:
+    async def warm(n: int) -> None:
+        await vectors.nearest(asked[n][0], embedded[n], embedder.name, limit=20)
+
+    async def embed_and_cold(n: int) -> None:
         vector = embedder.embed([asked[n][1]])[0]
         await vectors.nearest(asked[n][0], vector, embedder.name, limit=20)
 
-    alone = await timings(nearest, repeats)
-    with_question = await timings(embed_and_nearest, repeats)
-    return alone, with_question
+    def emptied(call: Callable[[int], Awaitable[None]]) -> Callable[[int], Awaitable[None]]:
+        async def run(n: int) -> None:
+            vectors.cache.forget([asked[n][0]])
+            started = time.perf_counter()
+            await call(n)
+            timed.append((time.perf_counter() - started) * 1000)
+        return run
+
+    timed: list[float] = []
+    for n in range(repeats):
+        await emptied(cold)(n)
+    read, timed = timed, []
+    again = await timings(warm, repeats)
+    for n in range(repeats):
+        await emptied(embed_and_cold)(n)
+    return read, again, timed
 
 
 async def one_store(label: str, url: str, embedder: Embedder, *, total: int,
@@ -105,18 +127,18 @@ async def one_store(label: str, url: str, embedder: Embedder, *, total: int,
     async with SqlConversationStore(url) as store:
         await build(store, total, conversations)
         filled = await fill(store, embedder)
-        alone, with_question = await search_figures(store, embedder,
-                                                    conversations=conversations,
-                                                    repeats=repeats)
+        read, again, with_question = await search_figures(
+            store, embedder, conversations=conversations, repeats=repeats)
     backlog = (f"{filled.per_second:,.0f} turns/s ({filled.embedded:,} turns in "
                f"{filled.seconds:,.0f} s)" if filled.embedded else
                "already filled (delete the build to measure it again)")
     return (f"{label}: backlog {backlog}\n"
             f"{label}: nearest in one conversation of {total // conversations:,} turns, "
-            f"{total:,} stored: p50 {percentile(alone, 0.5):.2f} ms, "
-            f"p99 {percentile(alone, 0.99):.2f} ms; with the question's embedding: "
+            f"{total:,} stored, read from the database: p50 {percentile(read, 0.5):.2f} ms, "
+            f"p99 {percentile(read, 0.99):.2f} ms; with the question's embedding: "
             f"p50 {percentile(with_question, 0.5):.2f} ms, "
-            f"p99 {percentile(with_question, 0.99):.2f} ms")
+            f"p99 {percentile(with_question, 0.99):.2f} ms; again (cached in process): "
+            f"p50 {percentile(again, 0.5):.2f} ms, p99 {percentile(again, 0.99):.2f} ms")
 
 
 async def turns_timed(url: str, embedder: Embedder, *, indexing: bool, tag: str
@@ -146,6 +168,20 @@ async def turns_timed(url: str, embedder: Embedder, *, indexing: bool, tag: str
 def _remove(db: Path) -> None:
     for path in db.parent.glob(f"{db.name}*"):
         path.unlink()
+
+
+def model_speed(embedder: Embedder) -> str:
+    """The model alone on real chat turns (LoCoMo's development half), in turns/s."""
+    files = sorted(DATA.glob("*.json"))
+    if not files:
+        return f"model alone: skipped (no LoCoMo data in {DATA})"
+    texts = [t.content for path in files for t in load(path).turns]
+    started = time.perf_counter()
+    for start in range(0, len(texts), FILL_BATCH):
+        embedder.embed(texts[start:start + FILL_BATCH])
+    seconds = time.perf_counter() - started
+    return (f"model alone on {len(texts):,} real chat turns (LoCoMo development half): "
+            f"{len(texts) / seconds:,.0f} turns/s on one thread")
 
 
 async def turn_overhead(folder: Path, embedder: Embedder) -> str:
@@ -183,9 +219,10 @@ async def main() -> None:
                          "'threadline[embeddings]'")
     total, conversations = args.messages, args.conversations
     print(f"{total:,} turns in {conversations:,} conversations; model {embedder.name}")
+    lines = [model_speed(embedder)]
     db = args.folder / f"vectors-{total}-{conversations}.db"
-    lines = [await one_store("SQLite", f"sqlite:///{db}", embedder, total=total,
-                             conversations=conversations, repeats=args.repeats)]
+    lines.append(await one_store("SQLite", f"sqlite:///{db}", embedder, total=total,
+                                 conversations=conversations, repeats=args.repeats))
     pg_url = os.environ.get("THREADLINE_TEST_PG_URL")
     if pg_url:
         schema = f"bench_vectors_{total}_{conversations}"
