@@ -35,6 +35,8 @@ from threadline.channels.local import (
 )
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
+from threadline.history.embedding_model import load_embedder
+from threadline.history.indexer import indexer_for
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app
@@ -207,7 +209,11 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
         raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
     async with open_backend(f"sqlite:///{db}") as backend:
         demo = Demo(backend, out, command=command)
+        indexer = indexer_for(backend.history, backend.vectors,
+                              load_embedder() if backend.vectors is not None else None)
         await demo.team.start()
+        if indexer is not None:
+            indexer.start()
         console = await demo.serve_console()
         try:
             await demo.greet()
@@ -219,6 +225,8 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
                     await demo.line(text)
         finally:
             await demo.team.stop()
+            if indexer is not None:
+                await indexer.stop()
             for agent in demo.team.agents:
                 await agent.close()
             await demo.inspector.stop()

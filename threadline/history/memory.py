@@ -271,6 +271,10 @@ class InMemoryConversationStore:
         ]
         return infos[:limit]
 
+    def conversation_of(self, message_id: str) -> str | None:
+        """The conversation a stored turn is in, or None when it is not (or no longer) kept."""
+        return self._ids.get(message_id)
+
     async def count(self, conversation_id: str | None = None) -> int:
         self._check_open()
         if conversation_id is not None:

@@ -2,8 +2,9 @@
 
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
-records, tool approvals, the bytes of turns' files; on PostgreSQL a conversation lock
-(advisory locks) owns a conversation across processes. Turns the database cannot take wait
+records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
+extra); on PostgreSQL a conversation lock (advisory locks) owns a conversation across
+processes. Turns the database cannot take wait
 in an outbox file beside it.
 """
 
@@ -26,6 +27,7 @@ from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.beside import add_adopter
 from threadline.history.store import ConversationStore
+from threadline.history.vectors import VectorIndex, vectors_supported
 
 
 def _outbox_path(store: SqlConversationStore) -> Path:
@@ -34,6 +36,14 @@ def _outbox_path(store: SqlConversationStore) -> Path:
         return Path(f"{store.url.database}.outbox.jsonl")
     url = store.url.render_as_string(hide_password=True)
     return Path.cwd() / f"threadline-{hashlib.sha256(url.encode()).hexdigest()[:12]}.outbox.jsonl"
+
+
+def _vectors(store: SqlConversationStore) -> VectorIndex | None:
+    if not vectors_supported():
+        return None
+    from threadline.backends.sql.vectors import SqlVectorIndex  # needs numpy
+
+    return SqlVectorIndex(store)
 
 
 def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: str | None
@@ -51,7 +61,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
-                   lock=lock,
+                   vectors=_vectors(store), lock=lock,
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 
