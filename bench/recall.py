@@ -45,6 +45,9 @@ from threadline.agents.search_tool import make_conversation_search_tool  # noqa:
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
+from threadline.history.beside import parts_beside  # noqa: E402
+from threadline.history.embedding_model import shared_embedder  # noqa: E402
+from threadline.history.indexer import VectorIndexer  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
@@ -119,15 +122,20 @@ class Bm25Baseline:
 async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage], list[Asked]]],
                    url: str, *, by_kind: bool) -> Tally:
     counter = default_counter()
-    ours, baseline, recency = Tally(), Tally(), Tally()
+    ours, lexical, baseline, recency = Tally(), Tally(), Tally(), Tally()
     async with SqlConversationStore(url) as store:
+        embedder, vectors = await shared_embedder(), parts_beside(store).vectors
         for turns, questions in conversations:
             await store.append_many(turns)
+            if embedder is not None and vectors is not None:
+                await VectorIndexer(store, vectors, embedder).fill()
             stored = await store.get(turns[0].conversation_id)
             bm25 = Bm25Baseline(stored)
             for asked in questions:
-                found, tokens = await ours_for(store, asked)
+                found, tokens = await ours_for(store, asked, by_meaning=True)
                 ours.add(asked, found, tokens)
+                found, tokens = await ours_for(store, asked, by_meaning=False)
+                lexical.add(asked, found, tokens)
                 found_ids, text = bm25.answer(asked.text)
                 baseline.add(asked, found_ids, counter.count(text))
                 recent = {m.id for m in stored[bm25.recent:]}
@@ -137,26 +145,32 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
     print(f"\n{label}: {len(conversations)} conversations, {questions} questions, "
           f"{ours.evidence['all']} evidence turns; evidence reachable and median tokens/question")
     print(f"  {'method':46} {'all':>13}" + "".join(f" {k:>13}" for k in kinds))
-    for name, tally in (("ours: prompt (defaults) + conversation_search(q, 5)", ours),
+    model = embedder.name if embedder is not None and vectors is not None else "none installed"
+    for name, tally in ((f"ours, by words and meaning ({model})", ours),
+                        ("ours, by words only (recall_by_meaning off)", lexical),
                         ("FTS5 BM25 top 5 +-1 turn + recency window", baseline),
                         ("recency window alone", recency)):
         print(f"  {name:46} {tally.cell('all')}" + "".join(f" {tally.cell(k)}" for k in kinds))
-    print(f"  ours - baseline: {100 * (ours.share() - baseline.share()):+.1f} points")
+    print(f"  ours - baseline: {100 * (ours.share() - baseline.share()):+.1f} points; "
+          f"meaning adds {100 * (ours.share() - lexical.share()):+.1f} points")
     print("  questions with evidence missed, by kind (missed/asked): " + ", ".join(
         f"{k} {len(ours.missed[k])}/{len(ours.tokens[k])}" for k in sorted(ours.missed)))
     return ours
 
 
-async def ours_for(store: ConversationStore, asked: Asked) -> tuple[set[str], int]:
+async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool
+                   ) -> tuple[set[str], int]:
     """What the agent sees for one question: the prompt and one search tool call."""
     counter = default_counter()
     cid = asked.turn.conversation_id
     await store.append(asked.turn)
     try:
-        prompt = await assemble_prompt(store, cid, asked.agent, asked.agent, AssemblerOptions(),
+        prompt = await assemble_prompt(store, cid, asked.agent, asked.agent,
+                                       AssemblerOptions(recall_by_meaning=by_meaning),
                                        answering=asked.turn)
         tool = make_conversation_search_tool(store, cid,
-                                             exclude_ids=(asked.turn.id, *prompt.shown_ids))
+                                             exclude_ids=(asked.turn.id, *prompt.shown_ids),
+                                             by_meaning=by_meaning)
         windows = await tool.search(asked.text, 5)
     finally:
         await store.delete_messages(cid, [asked.turn.id])

@@ -12,9 +12,11 @@ fills in minutes, without PyTorch.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +137,33 @@ def load_wordllama() -> StaticEmbedder:
     tokenizer.no_truncation()
     version = importlib.metadata.version("wordllama")
     return StaticEmbedder(name=f"wordllama-l2-256@{version}", table=table, tokenizer=tokenizer)
+
+
+_shared: list[Embedder | None] = []
+_loading = threading.Lock()
+
+
+async def shared_embedder() -> Embedder | None:
+    """The process's one embedder, loaded off the event loop on first use (None: no model).
+
+    Weights that differ from the pin are logged once as an error with the fix, and recall stays
+    lexical rather than failing every turn; `load_embedder` raises instead (for `check`).
+    """
+    if _shared:
+        return _shared[0]
+    return await asyncio.to_thread(_load_once)
+
+
+def _load_once() -> Embedder | None:
+    with _loading:
+        if not _shared:
+            try:
+                _shared.append(load_embedder())
+            except EmbeddingModelError as exc:
+                log.error("embeddings_refused", error=str(exc),
+                          consequence="recall finds turns by their words only")
+                _shared.append(None)
+        return _shared[0]
 
 
 def load_embedder() -> Embedder | None:

@@ -31,6 +31,7 @@ from threadline.history.search import (
     SearchScope,
     bm25_rank,
     cap_by_tokens,
+    fuse_ranks,
     merge_windows,
 )
 from threadline.history.speakers import speaker_keys
@@ -198,13 +199,16 @@ class InMemoryConversationStore:
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
+        similar: Sequence[int] = (),
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         turns = [t for t in self._searchable(conversation_id) if scope.allows(t.message)]
-        hits = bm25_rank(parsed, turns, limit=limit)
-        return merge_windows(hits, [t.message for t in turns], context=context,
-                             token_cap=token_cap)
+        by_sequence = {t.message.sequence or 0: t.message for t in turns}
+        lexical = [m.sequence or 0 for m in bm25_rank(parsed, turns, limit=limit)]
+        ranked = fuse_ranks(lexical, [s for s in similar if s in by_sequence], limit=limit)
+        return merge_windows([by_sequence[s] for s in ranked], list(by_sequence.values()),
+                             context=context, token_cap=token_cap)
 
     async def search_speakers(
         self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,

@@ -52,6 +52,7 @@ from threadline.history.search import (
     SearchScope,
     around,
     cap_by_tokens,
+    fuse_ranks,
     hit_spans,
     merge_windows,
 )
@@ -304,21 +305,23 @@ class SqlConversationStore:
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
+        similar: Sequence[int] = (),
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
-                                limit, around(context), token_cap, scope)
+                                limit, around(context), token_cap, scope, tuple(similar))
 
     @staticmethod
     def _search_windows(
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
-        context: tuple[int, int], token_cap: int, scope: SearchScope,
+        context: tuple[int, int], token_cap: int, scope: SearchScope, similar: Sequence[int],
     ) -> list[SearchWindow]:
-        ranked = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
-                                          scope=scope)
+        lexical = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
+                                           scope=scope)
+        ranked = fuse_ranks(lexical, similar, limit=limit)
         turns = ops.select_spans(connection, conversation_id, hit_spans(ranked, context), scope)
         by_sequence = {m.sequence: m for m in turns}
         hits = [by_sequence[s] for s in ranked if s in by_sequence]
