@@ -21,7 +21,10 @@ vectors without knowing them. `put_many` is idempotent: two workers storing the 
 vector by the same model write it once (the second changes nothing); a vector by another model
 is replaced. `unembedded` walks the turns in row order a window at a time from where it last
 found one, so a fully indexed database of a million turns costs the background indexer one
-small read per wake, not a scan.
+small read per wake, not a scan; edited turns it has heard of come first, wherever the walk
+stands, and the walk starts again from the first row every RESCAN_SECONDS for what it cannot
+hear (a turn another process committed out of row order, a SQLite turn another process
+edited); a restart walks from the first row anyway.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any, Protocol
 from threadline.backends.sql.conversation_vectors import ConversationVectors, VectorCache
 from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
-from threadline.history.changes import ChangeListener, Unsubscribe
+from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.similarity import as_matrix, best, checked
 from threadline.history.vectors import VectorHit
@@ -69,6 +72,11 @@ _UNEMBEDDED = (
     "threadline_vectors v WHERE v.conversation_id = m.conversation_id "
     "AND v.sequence = m.sequence AND v.model = :model) ORDER BY m.row_id LIMIT :limit"
 )
+_EDITED = (
+    f"SELECT m.row_id, {SELECT_LIST_M} FROM threadline_messages m WHERE m.id IN ({{ids}}) "
+    f"AND {EMBEDDABLE} AND NOT EXISTS (SELECT 1 FROM threadline_vectors v WHERE "
+    "v.conversation_id = m.conversation_id AND v.sequence = m.sequence AND v.model = :model)"
+)
 _DONE = "SELECT count(*) FROM threadline_vectors WHERE model = :model"
 _WANTED = f"SELECT count(*) FROM threadline_messages m WHERE {EMBEDDABLE}"
 _CONVERSATION = ("SELECT sequence, vector FROM threadline_vectors "
@@ -100,11 +108,19 @@ class SqlVectorIndex:
     def __init__(self, store: SqlHistory, *, cache: VectorCache | None = None) -> None:
         self.store = store
         self.cache = cache or VectorCache()
-        store.subscribe(self.cache.heard)
+        store.subscribe(self._heard)
         # Per model: the row from which turns may still lack a vector, and when the walk last
         # started from the first row (see RESCAN_SECONDS). In process only: a restart starts
         # over.
         self._floor: dict[str, tuple[int, float]] = {}
+        # Turns edited since the last `unembedded` (their vectors were deleted): looked up
+        # first, wherever the walk stands.
+        self._edited: set[str] = set()
+
+    def _heard(self, change: HistoryChange) -> None:
+        self.cache.heard(change)
+        if change.kind == "edit":
+            self._edited.update(change.message_ids)
 
     async def put_many(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> int:
         # One vector per turn (the last given), as one row can be written once per statement.
@@ -125,17 +141,23 @@ class SqlVectorIndex:
         if now - since > RESCAN_SECONDS:
             floor, since = 0, now
         found: list[Sequence[Any]] = []
+        if self._edited:
+            edited, self._edited = sorted(self._edited), set()
+            found += await self.store.run("find edited turns", _edited_turns, model,
+                                          edited[:limit])
+            self._edited.update(edited[limit:])
+        first_walked = len(found)
         while len(found) < limit:
             rows, last = await self.store.run("find turns without a vector", _unembedded,
                                               model, floor, limit - len(found))
             if last is None:
                 break
-            if not found and not rows:
+            if len(found) == first_walked and not rows:
                 self._floor[model] = (last + 1, since)  # all before it have a vector
             found += rows
             floor = last + 1
-        if found:
-            self._floor[model] = (int(found[0][0]), since)
+        if len(found) > first_walked:
+            self._floor[model] = (int(found[first_walked][0]), since)
         return _messages(found)
 
     async def progress(self, model: str) -> tuple[int, int]:
@@ -236,6 +258,11 @@ def _unembedded(runner: SqlRunner, model: str, floor: int, limit: int
     rows = runner.rows(_UNEMBEDDED, {"floor": floor, "last": int(last), "model": model,
                                      "limit": limit})
     return rows, int(last)
+
+
+def _edited_turns(runner: SqlRunner, model: str, ids: Sequence[str]) -> list[Sequence[Any]]:
+    params: dict[str, Any] = {"model": model}
+    return runner.rows(_EDITED.format(ids=_listed("e", ids, params)), params)
 
 
 def _progress(runner: SqlRunner, model: str) -> tuple[int, int]:
