@@ -97,7 +97,11 @@ async def search_figures(store: SqlConversationStore, embedder: Embedder, *,
         assert hits, f"no vector in {asked[n][0]}"
 
     async def warm(n: int) -> None:
+        """The same conversation asked twice in a row; only the second is timed."""
         await vectors.nearest(asked[n][0], embedded[n], embedder.name, limit=20)
+        started = time.perf_counter()
+        await vectors.nearest(asked[n][0], embedded[n], embedder.name, limit=20)
+        timed.append((time.perf_counter() - started) * 1000)
 
     async def embed_and_cold(n: int) -> None:
         vector = embedder.embed([asked[n][1]])[0]
@@ -115,7 +119,9 @@ async def search_figures(store: SqlConversationStore, embedder: Embedder, *,
     for n in range(repeats):
         await emptied(cold)(n)
     read, timed = timed, []
-    again = await timings(warm, repeats)
+    for n in range(repeats):
+        await warm(n)
+    again, timed = timed, []
     for n in range(repeats):
         await emptied(embed_and_cold)(n)
     return read, again, timed

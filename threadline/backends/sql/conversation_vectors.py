@@ -5,6 +5,12 @@ loaded machine), scoring them 0.1 ms: the read is the cost. A bot asks about the
 active conversations again and again, so the last ones read are kept as numpy arrays, least
 recently used dropped first beyond `max_bytes`.
 
+Vectors are stored as float16 (`stored_form`): half the bytes to read, and a row small enough
+(about 530 bytes at 256 dimensions) that SQLite keeps a conversation's rows together in its
+primary key's pages instead of spilling each to an overflow page. Cosine similarities move by
+about 0.001, below what separates two turns' ranks in practice; what crosses the backend's
+boundary stays float32 (`threadline.history.vectors`).
+
 A cached conversation is dropped when this process stores vectors in it, when the history says
 a turn of it was edited or deleted (on PostgreSQL, by any process), and after `max_age`
 seconds whatever happens: vectors another process stored meanwhile are missing until then,
@@ -24,11 +30,27 @@ import numpy as np
 import numpy.typing as npt
 
 from threadline.history.changes import HistoryChange
-from threadline.history.similarity import Matrix, as_matrix
+from threadline.history.similarity import Matrix
 
 # Bytes of vectors kept in process at most (about 64 conversations of 1,000 turns).
 MAX_BYTES = 64 * 1024 * 1024
 MAX_AGE_SECONDS = 60.0
+
+
+STORED_TYPE = "<f2"
+
+
+def stored_form(vector: bytes) -> bytes:
+    """A float32 vector as the SQL backends keep it (float16, little-endian)."""
+    return np.frombuffer(vector, dtype="<f4").astype(STORED_TYPE).tobytes()
+
+
+def stored_matrix(blobs: Sequence[bytes]) -> Matrix:
+    """Kept vectors (all of one model, so of one size) as the float32 rows of one matrix."""
+    if not blobs:
+        return np.zeros((0, 0), dtype=np.float32)
+    joined = np.frombuffer(b"".join(blobs), dtype=STORED_TYPE)
+    return joined.reshape(len(blobs), -1).astype(np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +65,7 @@ class ConversationVectors:
     def of(cls, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
         """From (sequence, vector) rows."""
         return cls(np.array([int(row[0]) for row in rows], dtype=np.int64),
-                   as_matrix([bytes(row[1]) for row in rows]), time.monotonic())
+                   stored_matrix([bytes(row[1]) for row in rows]), time.monotonic())
 
     @property
     def size(self) -> int:

@@ -1,7 +1,9 @@
 """The SQL vector index: the only code that knows the table `threadline_vectors`.
 
 One row per embedded turn, keyed like the turn (conversation, sequence), holding the model's
-name and the vector's float32 bytes: a SQLite blob, a PostgreSQL `bytea`. Scoring is numpy's
+name and the vector's bytes (float16: see `conversation_vectors`): a SQLite blob in a table
+clustered by that key (WITHOUT ROWID, so a conversation's vectors are read in one range), a
+PostgreSQL `bytea`. Scoring is numpy's
 (`threadline.history.similarity`) over the rows of the one conversation asked about, read
 through the primary key: recall's scope is a conversation (or one person's turns), never the
 whole table, so an approximate nearest-neighbour index over all turns would buy nothing and
@@ -34,12 +36,17 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from threadline.backends.sql.conversation_vectors import ConversationVectors, VectorCache
+from threadline.backends.sql.conversation_vectors import (
+    ConversationVectors,
+    VectorCache,
+    stored_form,
+    stored_matrix,
+)
 from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
 from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
 from threadline.history.model import Participant, StoredMessage
-from threadline.history.similarity import as_matrix, best, checked
+from threadline.history.similarity import best, checked
 from threadline.history.vectors import VectorHit
 
 # The turns that get a vector (as `threadline.history.similarity.embeddable` says).
@@ -242,7 +249,7 @@ def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]) -> l
     params: dict[str, Any] = {"model": model}
     rows = []
     for n, (message_id, blob) in enumerate(pairs):
-        params[f"i{n}"], params[f"v{n}"] = message_id, blob
+        params[f"i{n}"], params[f"v{n}"] = message_id, stored_form(blob)
         rows.append(f"(:i{n}, {vector.format(n=n)})")
     written = runner.rows(_PUT.format(values="VALUES " + ", ".join(rows)), params)
     return [str(row[0]) for row in written]
@@ -286,6 +293,6 @@ def _nearest_for_speakers(runner: SqlRunner, keys: Sequence[str], vector: bytes,
     params: dict[str, Any] = {"cid": exclude_conversation, "before": before_us,
                               "newest": MAX_PERSON_TURNS, "model": model}
     rows = runner.rows(_PERSON.format(keys=_listed("k", keys, params)), params)
-    ranked = best(as_matrix([bytes(row[0]) for row in rows]), vector, limit=limit)
+    ranked = best(stored_matrix([bytes(row[0]) for row in rows]), vector, limit=limit)
     turns = _messages([rows[index] for index, _ in ranked])
     return [(turn, score) for turn, (_, score) in zip(turns, ranked, strict=True)]
