@@ -72,15 +72,6 @@ async def fill(store: SqlConversationStore, embedder: Embedder) -> Progress:
     return await indexer.fill(say, every=15.0)
 
 
-async def timings(call: Callable[[int], Awaitable[object]], repeats: int) -> list[float]:
-    out = []
-    for n in range(repeats):
-        started = time.perf_counter()
-        await call(n)
-        out.append((time.perf_counter() - started) * 1000)
-    return out
-
-
 async def search_figures(store: SqlConversationStore, embedder: Embedder, *,
                          conversations: int, repeats: int
                          ) -> tuple[list[float], list[float], list[float]]:
