@@ -3,7 +3,8 @@
 One row per embedded turn, keyed like the turn (conversation, sequence), holding the model's
 name and the vector's bytes (float16: see `conversation_vectors`): a SQLite blob in a table
 clustered by that key (WITHOUT ROWID, so a conversation's vectors are read in one range), a
-PostgreSQL `bytea`. Scoring is numpy's
+PostgreSQL `bytea` read through a covering index by conversation (the same effect: an
+index-only scan of adjacent pages). Scoring is numpy's
 (`threadline.history.similarity`) over the rows of the one conversation asked about, read
 through the primary key: recall's scope is a conversation (or one person's turns), never the
 whole table, so an approximate nearest-neighbour index over all turns would buy nothing and
