@@ -202,8 +202,10 @@ class TransformerEmbedder:
             hidden = self._session.run(None, {k: v for k, v in feeds.items()
                                               if k in self._inputs})[0]
             weights = mask[..., None].astype(np.float32)
-            made += normalised_rows((hidden * weights).sum(axis=1)
-                                    / np.maximum(weights.sum(axis=1), 1e-9))
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            blank = [not t.strip() for t in texts[start:start + TRANSFORMER_BATCH]]
+            pooled[np.array(blank)] = 0.0  # as for WordLlama: nothing said, similar to nothing
+            made += normalised_rows(pooled)
         return made
 
 

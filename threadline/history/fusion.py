@@ -51,7 +51,7 @@ def fuse_messages(lexical: Sequence[StoredMessage], similar: Sequence[StoredMess
                   fusion: Fusion, limit: int) -> list[StoredMessage]:
     """Turns found by words and by meaning (one person's, across conversations) in one
     ranking, best first."""
-    by_id = {m.id: m for m in [*similar, *lexical]}
+    by_id = {m.id: m for m in [*lexical, *similar]}  # ties go to the lexical order
     keys = {message_id: n for n, message_id in enumerate(by_id)}
     ranked = fuse_ranks([keys[m.id] for m in lexical],
                         FoundByMeaning(tuple(keys[m.id] for m in similar), fusion), limit=limit)
