@@ -42,6 +42,8 @@ class Periodic:
                 log.warning(f"{self.name}_failed", error=str(exc))
             self.passes += 1
             self.pass_done.set()
+            # At debug, so a test (or an operator) reading the log can count finished passes.
+            log.debug(f"{self.name}_done", passes=self.passes)
             await asyncio.sleep(self.next_wait())
 
     def next_wait(self) -> float:

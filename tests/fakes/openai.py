@@ -143,6 +143,7 @@ class FakeOpenAI:
         self.url = ""
         self.transcript = "this is what the voice note says"
         self.heard: list[tuple[str, bytes]] = []  # (model, audio) of each transcription
+        self.transcription_status = 200  # anything else: the speech route answers that error
 
     async def __aenter__(self) -> FakeOpenAI:
         app = web.Application()
@@ -204,6 +205,9 @@ class FakeOpenAI:
         upload = form.get("file")
         audio = upload.file.read() if hasattr(upload, "file") else b""
         self.heard.append((str(form.get("model")), audio))
+        if self.transcription_status != 200:
+            return _error_response(self.transcription_status, "server_error",
+                                   "the speech model is unavailable")
         if form.get("response_format") == "text":
             return web.Response(text=self.transcript)
         return web.json_response({"text": self.transcript})

@@ -42,6 +42,17 @@ def logged(log: Path, event: str) -> bool:
     return f'"{event}"'.encode() in log.read_bytes()
 
 
+def times_logged(log: Path, event: str) -> int:
+    """How many JSON log lines of `log` are this event."""
+    return log.read_bytes().count(f'"event": "{event}"'.encode())
+
+
+async def rounds_pass(log: Path, event: str, count: int) -> None:
+    """Wait until `count` more `event` lines are logged (a chore's passes: see `Periodic`)."""
+    seen = times_logged(log, event)
+    await until(lambda: times_logged(log, event) >= seen + count)
+
+
 async def start(config: Path, where: Platform, log: Path) -> asyncio.subprocess.Process:
     """`threadline run CONFIG`, its JSON log lines in `log`, once it says it started."""
     sink = log.open("wb")  # noqa: ASYNC230 - a local file, opened once

@@ -98,6 +98,7 @@ model:
   base_url: {rig.anthropic.url}
 log:
   format: json
+  level: debug
 ops:
   port: 0
 channels:

@@ -12,6 +12,7 @@ import signal
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,15 @@ import pytest
 
 from tests.fakes.anthropic import FakeAnthropic, Reply, text, tool_use
 from tests.runtime.platforms import Platform, platform, replies_sent, say, write_config
-from tests.runtime.test_run_kill9_answers_everything import start, until
+from tests.runtime.test_run_kill9_answers_everything import rounds_pass, start, until
 from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.schedules import SqlScheduleBook
 
 REMINDER = "stretch your legs"
+# Logged (at debug) after each scheduler round: a post seen, this many more rounds must pass
+# without a second one.
+ROUND_DONE = "schedules.round_done"
+MORE_ROUNDS = 3
 PLATFORMS = ["telegram", "slack", "discord"]
 
 
@@ -40,9 +46,19 @@ def remind_in(seconds: int) -> Any:
 
 def configure(tmp_path: Path, name: str, where: Platform, model_url: str) -> Path:
     config = write_config(tmp_path, name, where, model_url)
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "  format: json\n", "  format: json\n  level: debug\n"), encoding="utf-8")
     with config.open("a", encoding="utf-8") as file:
         file.write("scheduler:\n  late_after: 1\n  poll_interval: 0.2\n")
     return config
+
+
+async def due_at(tmp_path: Path) -> datetime:
+    """When the one waiting schedule falls due, as stored."""
+    async with SqlConversationStore(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
+        [waiting] = await SqlScheduleBook(store).listed()
+    assert waiting.due_at is not None
+    return waiting.due_at
 
 
 def reminders(name: str, where: Platform) -> list[str]:
@@ -92,13 +108,13 @@ async def test_a_reminder_set_through_the_tool_is_posted_once_in_the_asking_thre
         anthropic.responder = remind_in(2)
         if name == "slack":  # Slack says the person's time zone; the others do not
             where.fake.add_user("U0ALICE", display_name="Alice", tz="Europe/Paris")
-        async with running(configure(tmp_path, name, where, anthropic.url), where,
-                           tmp_path / "run.log"):
+        log = tmp_path / "run.log"
+        async with running(configure(tmp_path, name, where, anthropic.url), where, log):
             await say(name, where, 0, "remind me in 2 seconds to stretch")
             await until(lambda: "Done, I will remind you." in replies_sent(name, where))
             assert reminders(name, where) == []  # not before its time
             await until(lambda: bool(reminders(name, where)))
-            await asyncio.sleep(1.0)  # several scheduler rounds: none may post it again
+            await rounds_pass(log, ROUND_DONE, MORE_ROUNDS)  # none may post it again
         assert reminders(name, where) == [REMINDER]
         assert in_the_asking_thread(name, where)
         assert len(anthropic.requests) == 2  # the ask and the tool round; the post took none
@@ -122,10 +138,13 @@ async def test_a_reminder_due_while_killed_is_posted_once_late_after_the_restart
             first.send_signal(signal.SIGKILL)
             await first.wait()
         assert reminders(name, where) == []
-        await asyncio.sleep(5)  # it falls due while no process runs
-        async with running(config, where, tmp_path / "second.log"):
+        # It falls due, and is late (scheduler.late_after: 1 s), while no process runs.
+        late = (await due_at(tmp_path) - datetime.now(UTC)).total_seconds() + 1.5
+        await asyncio.sleep(max(late, 0.0))
+        second = tmp_path / "second.log"
+        async with running(config, where, second):
             await until(lambda: bool(reminders(name, where)))
-            await asyncio.sleep(1.0)  # several scheduler rounds: none may post it again
+            await rounds_pass(second, ROUND_DONE, MORE_ROUNDS)  # none may post it again
         [posted] = reminders(name, where)
         assert posted.startswith(REMINDER) and "(late: this was due at" in posted
         assert in_the_asking_thread(name, where)

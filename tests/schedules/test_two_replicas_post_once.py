@@ -7,15 +7,19 @@ twice, none is lost.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.runtime.test_run_kill9_answers_everything import until
+from tests.runtime.test_run_kill9_answers_everything import rounds_pass, until
 from tests.runtime.test_run_two_processes_postgres import Rig, rig  # noqa: F401 - the fixture
-from tests.schedules.test_reminder_through_the_tool import REMINDER, remind_in
+from tests.schedules.test_reminder_through_the_tool import (
+    MORE_ROUNDS,
+    REMINDER,
+    ROUND_DONE,
+    remind_in,
+)
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.schedules import Schedule
@@ -43,7 +47,8 @@ async def test_two_replicas_post_each_due_schedule_once(rig: Rig) -> None:  # no
                         "thread_id": thread, "scope": "thread"}))
         wanted = {REMINDER, *(f"scheduled post {n}" for n in range(MORE))}
         await until(lambda: wanted <= set(rig.answers()))
-        await asyncio.sleep(2.5)  # more scheduler rounds on both replicas
+        for worker in rig.workers:  # more scheduler rounds on both replicas: none posts again
+            await rounds_pass(worker.log, ROUND_DONE, MORE_ROUNDS)
         await rig.settled()
         answers = rig.answers()
         assert [text for text in wanted if answers[text] != 1] == []

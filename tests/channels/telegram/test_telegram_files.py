@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.files import chart_tool, ogg_voice, pdf, png
 from tests.fakes.openai import FakeOpenAI
@@ -124,6 +126,29 @@ async def test_a_file_over_the_limit_is_refused_and_the_text_still_answered(
         refused, picture = (files_of(t.metadata.extra)[0] for t in turns)
         assert refused.note and not refused.sha256
         assert picture.media_type == "image/png" and picture.name == "invoice.pdf"
+
+
+async def test_a_voice_note_the_speech_endpoint_fails_on_is_kept_and_still_answered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    async with FakeTelegram() as fake, FakeAnthropic() as model, FakeOpenAI() as speech:
+        speech.transcription_status = 503
+        model.script(text("I could not hear that; could you type it?"))
+        await _run(url, tmp_path, fake, model, speech,
+                   [fake.media(CHAT, ALICE, ogg_voice(), kind="voice")])
+        assert len(speech.heard) == 2  # the SDK's one retry, then it gave up
+        prompt = json.dumps(model.bodies[0])
+        assert "not transcribed]" in prompt and "voice note says" not in prompt
+        assert [c.params["text"] for c in fake.calls_to("sendMessage")] == [
+            "I could not hear that; could you type it?"]
+    assert "files.transcription_failed" in capsys.readouterr().out
+    async with SqlConversationStore(url) as store:
+        [turn] = [t for t in await store.get(f"telegram:{CHAT.id}")
+                  if t.participant.kind == "user"]
+        [voice] = files_of(turn.metadata.extra)
+        assert not voice.transcribed and voice.sha256
+        kept = SqlFileStore(store, directory=tmp_path / "files", inline_max_bytes=200)
+        assert await kept.get(voice.sha256) == ogg_voice()  # the audio is kept
 
 
 async def test_a_chart_a_tool_made_is_sent_once_with_sendphoto(tmp_path: Path) -> None:
