@@ -35,7 +35,7 @@ from threadline.channels.local import (
 )
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
-from threadline.history.embedding_model import load_embedder
+from threadline.history.embedding_model import shared_embedder
 from threadline.history.indexer import indexer_for
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
@@ -210,7 +210,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
     async with open_backend(f"sqlite:///{db}") as backend:
         demo = Demo(backend, out, command=command)
         indexer = indexer_for(backend.history, backend.vectors,
-                              load_embedder() if backend.vectors is not None else None)
+                              await shared_embedder() if backend.vectors is not None else None)
         await demo.team.start()
         if indexer is not None:
             indexer.start()

@@ -37,11 +37,10 @@ from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
-from threadline.history.embedding_model import load_embedder
-from threadline.history.indexer import indexer_for
+from threadline.history.embedding_model import shared_embedder
+from threadline.history.indexer import VectorIndexer, indexer_for
 from threadline.history.model import StoredMessage
 from threadline.history.retention import HistoryRetention
-from threadline.history.vectors import Embedder
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor
@@ -150,8 +149,7 @@ class Runtime:
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
                  proactive: Proactive | None = None,
                  stop_requested: asyncio.Event | None = None,
-                 mcp_servers: Sequence[McpServer] = (),
-                 embedder: Embedder | None = None) -> None:
+                 mcp_servers: Sequence[McpServer] = ()) -> None:
         self.settings = settings
         self.backend = backend
         self.store = store = backend.history
@@ -162,10 +160,9 @@ class Runtime:
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
                                           every=history.prune_every_minutes * 60)
-        # Turns' vectors are made in the background, never on a turn's path (both are needed:
-        # the embeddings extra for the model, a backend that keeps vectors).
-        self.embedder = embedder
-        self.indexer = indexer_for(store, backend.vectors, embedder)
+        # Turns' vectors are made in the background, never on a turn's path; made at start
+        # when both halves are there (the embeddings extra's model, a backend keeping vectors).
+        self.indexer: VectorIndexer | None = None
         self.channels = tuple(channels)
         self.mcp_servers = tuple(mcp_servers)
         self.metrics = metrics
@@ -190,7 +187,6 @@ class Runtime:
             files_directory=Path(settings.files.directory),
             files_inline_max_bytes=settings.files.inline_max_bytes))
         store = backend.history
-        embedder = load_embedder() if backend.vectors is not None else None
         metrics = Metrics()
         # Each agent's own provider and model; `provider` (tests) replaces every provider.
         providers = Providers(settings)
@@ -290,8 +286,7 @@ class Runtime:
             channel_by_name[name] = channel
         return cls(settings=settings, backend=backend, team=team, channels=channels,
                    metrics=metrics, inspector=inspector, proactive=proactive,
-                   stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()),
-                   embedder=embedder)
+                   stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()))
 
     async def start(self) -> None:
         """Open the store (migrating it), start the ops server, then connect every channel."""
@@ -309,6 +304,9 @@ class Runtime:
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
         self.inspector.start()
         self.retention.start()
+        if self.indexer is None and self.backend.vectors is not None:
+            self.indexer = indexer_for(self.store, self.backend.vectors,
+                                       await shared_embedder())
         if self.indexer is not None:
             self.indexer.start()
         for server in self.mcp_servers:

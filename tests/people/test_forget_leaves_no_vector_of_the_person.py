@@ -25,6 +25,7 @@ from tests.people.test_forget_leaves_no_trace_of_the_person import (
 from threadline.backends.memory_vectors import MemoryVectorIndex
 from threadline.backends.parts import parts_of, people_for
 from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.conversation_vectors import stored_form
 from threadline.cli import main as threadline
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import Participant, StoredMessage
@@ -48,7 +49,8 @@ async def _turns_by_speaker(store: ConversationStore) -> dict[str, list[StoredMe
 
 
 def _embeddings(turns: list[StoredMessage]) -> set[bytes]:
-    return set(real_embedder().embed([t.content for t in turns]))
+    """The turns' vectors in the form the SQL backends keep them."""
+    return {stored_form(v) for v in real_embedder().embed([t.content for t in turns])}
 
 
 async def _stored_vectors(url: str) -> set[bytes]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from threadline.errors import StoreError
 from threadline.history.changes import HistoryChange, Unsubscribe
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import Embedder, VectorIndex
@@ -42,6 +43,8 @@ BATCH = 256
 GATHER_SECONDS = 0.2
 # Longest pause between attempts after a failure (the first is one second, then doubling).
 MAX_PAUSE = 60.0
+# Seconds between progress lines while the background indexer works through a backlog.
+SAY_EVERY = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +131,14 @@ class VectorIndexer:
             self.caught_up.clear()
             self._wake.set()
 
+    async def _say_progress(self) -> None:
+        done, total = await self.vectors.progress(self.embedder.name)
+        log.info("vectors.backlog", model=self.embedder.name, done=done, total=total,
+                 embedded=self.embedded)
+
     async def _run(self) -> None:
         pause = 1.0
+        said = time.monotonic()
         while True:
             try:
                 found = await self.embed_batch()
@@ -142,6 +151,10 @@ class VectorIndexer:
                 continue
             pause = 1.0
             if found:
+                if time.monotonic() - said >= SAY_EVERY:
+                    said = time.monotonic()
+                    with contextlib.suppress(StoreError):
+                        await self._say_progress()
                 continue
             if not self._wake.is_set():  # an append heard during the pass may be unseen
                 self.caught_up.set()

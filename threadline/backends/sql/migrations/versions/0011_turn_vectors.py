@@ -1,7 +1,8 @@
 """Turns' vectors for meaning-based recall (`threadline.backends.sql.vectors`).
 
 `threadline_vectors`: one row per embedded turn, keyed like the turn (conversation, sequence),
-with the model that made it and its float32 bytes (a SQLite blob, a PostgreSQL `bytea`).
+with the model that made it and its float16 bytes (a SQLite blob, clustered by the key: WITHOUT
+ROWID; a PostgreSQL `bytea`).
 Triggers on `threadline_messages` delete a turn's vector when the turn is deleted (forgetting
 a person, retention, a platform deletion, whichever code deletes it) and when its text is
 edited (the vector no longer says what the turn says; the indexer makes it again).
@@ -44,6 +45,7 @@ def upgrade() -> None:
         sa.Column("model", sa.String(128), nullable=False),
         sa.Column("vector", sa.LargeBinary, nullable=False),
         sa.PrimaryKeyConstraint("conversation_id", "sequence", name="pk_threadline_vectors"),
+        sqlite_with_rowid=False,
     )
     for statement in _SQLITE if op.get_bind().dialect.name == "sqlite" else _POSTGRES:
         op.execute(statement)
