@@ -11,7 +11,13 @@ from structlog.testing import capture_logs
 
 from threadline.errors import EmbeddingModelError
 from threadline.history import embedding_model
-from threadline.history.embedding_model import WORDLLAMA_WEIGHTS, ShippedFile, load_embedder
+from threadline.history.embedding_model import (
+    MINILM_WEIGHTS,
+    MODELS,
+    WORDLLAMA_WEIGHTS,
+    ShippedFile,
+    load_embedder,
+)
 from threadline.history.vectors import Embedder
 
 
@@ -19,8 +25,9 @@ def vectors(embedder: Embedder, *texts: str) -> list[np.ndarray]:
     return [np.frombuffer(v, dtype="<f4") for v in embedder.embed(texts)]
 
 
-def test_a_question_is_closer_to_its_answer_than_to_other_talk() -> None:
-    embedder = load_embedder()
+@pytest.mark.parametrize("model", list(MODELS))
+def test_a_question_is_closer_to_its_answer_than_to_other_talk(model: str) -> None:
+    embedder = load_embedder(model)
     assert isinstance(embedder, Embedder)
     question, answer, *others = vectors(
         embedder, "Which sport does she coach?",
@@ -29,8 +36,9 @@ def test_a_question_is_closer_to_its_answer_than_to_other_talk() -> None:
     assert all(question @ answer > question @ other for other in others)
 
 
-def test_vectors_are_unit_float32_one_per_text_in_order() -> None:
-    embedder = load_embedder()
+@pytest.mark.parametrize("model", list(MODELS))
+def test_vectors_are_unit_float32_one_per_text_in_order(model: str) -> None:
+    embedder = load_embedder(model)
     assert embedder is not None
     texts = ["hello there", "", "a much longer sentence about gardens and tomatoes", "hello there"]
     made = vectors(embedder, *texts)
@@ -39,11 +47,25 @@ def test_vectors_are_unit_float32_one_per_text_in_order() -> None:
     assert not made[1].any()  # nothing to mean: similar to nothing
     assert made[0].tobytes() == made[3].tobytes()
     assert embedder.embed([]) == []
-    assert embedder.name.startswith("wordllama-l2-256@")
+    assert embedder.name.startswith(MODELS[model].name_prefix)
 
 
-def test_weights_that_differ_from_the_pin_refuse_to_load() -> None:
-    altered = ShippedFile(WORDLLAMA_WEIGHTS.package, WORDLLAMA_WEIGHTS.path, "0" * 64)
+def test_the_default_model_is_wordllama_and_another_is_chosen_by_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    default = load_embedder()
+    assert default is not None and default.name.startswith("wordllama-l2-256@")
+    monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "minilm")
+    chosen = load_embedder()
+    assert chosen is not None and chosen.name.startswith("all-minilm-l6-v2-int8@")
+    assert chosen.dimensions == 384
+    monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "bert-huge")
+    with pytest.raises(EmbeddingModelError, match="choose one of wordllama, minilm"):
+        load_embedder()
+
+
+@pytest.mark.parametrize("weights", [WORDLLAMA_WEIGHTS, MINILM_WEIGHTS])
+def test_weights_that_differ_from_the_pin_refuse_to_load(weights: ShippedFile) -> None:
+    altered = ShippedFile(weights.package, weights.path, "0" * 64)
     with pytest.raises(EmbeddingModelError, match="not the pinned") as caught:
         altered.read()
     assert "threadline[embeddings]" in str(caught.value)

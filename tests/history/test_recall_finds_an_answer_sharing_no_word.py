@@ -66,6 +66,8 @@ async def test_an_answer_sharing_no_word_is_recalled_by_meaning(
     assert answer.id in by_meaning.recall_hit_ids
     assert f"Carol: {ANSWER}" in recall_text(by_meaning)
     assert by_meaning.token_count <= AssemblerOptions().token_budget
+    again = await prompt(store, t, by_meaning=True)  # byte for byte, for prompt caching
+    assert again.messages == by_meaning.messages
 
     by_words = await prompt(store, t, by_meaning=False)
     assert answer.id not in by_words.recalled_ids

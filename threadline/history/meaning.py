@@ -11,14 +11,14 @@ vector index is asked about this conversation only, or about one person's own tu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
 from threadline.history.beside import parts_beside
-from threadline.history.embedding_model import shared_embedder
+from threadline.history.embedding_model import fusion_for, shared_embedder
+from threadline.history.fusion import FoundByMeaning, Fusion
 from threadline.history.model import StoredMessage
-from threadline.history.search import fuse_ranks
 from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.vectors import Embedder, VectorIndex
 
@@ -29,17 +29,18 @@ class MeaningSearch:
 
     embedder: Embedder
     index: VectorIndex
+    fusion: Fusion
 
     async def similar(
         self, conversation_id: str, text: str, *, limit: int, exclude_ids: Collection[str],
         through_sequence: int | None,
-    ) -> list[int]:
-        """Sequences of this conversation's turns nearest in meaning to `text`, best first."""
+    ) -> FoundByMeaning:
+        """This conversation's turns nearest in meaning to `text`, best first."""
         vector = await self.embedder_vector(text)
         hits = await self.index.nearest(conversation_id, vector, self.embedder.name, limit=limit,
                                         exclude_ids=exclude_ids,
                                         through_sequence=through_sequence)
-        return [hit.sequence for hit in hits]
+        return FoundByMeaning(tuple(hit.sequence for hit in hits), self.fusion)
 
     async def similar_for_speakers(
         self, keys: Collection[str], text: str, *, exclude_conversation: str, before: datetime,
@@ -63,7 +64,9 @@ async def meaning_search(store: ConversationStore) -> MeaningSearch | None:
     if index is None:
         return None
     embedder = await shared_embedder()
-    return MeaningSearch(embedder, index) if embedder is not None else None
+    if embedder is None:
+        return None
+    return MeaningSearch(embedder, index, fusion_for(embedder))
 
 
 async def search_windows(
@@ -80,7 +83,7 @@ async def search_windows(
 ) -> list[SearchWindow]:
     """Hits for `query` in one conversation with the turns around them, best window first."""
     meaning = await meaning_search(store) if by_meaning else None
-    similar: Sequence[int] = ()
+    similar = None
     if meaning is not None:
         similar = await meaning.similar(conversation_id, query, limit=limit,
                                         exclude_ids=exclude_ids,
@@ -88,14 +91,3 @@ async def search_windows(
     return await store.search_context(conversation_id, query, limit=limit, context=context,
                                       token_cap=token_cap, exclude_ids=exclude_ids,
                                       through_sequence=through_sequence, similar=similar)
-
-
-def fuse_messages(lexical: Sequence[StoredMessage], similar: Sequence[StoredMessage], *,
-                  limit: int) -> list[StoredMessage]:
-    """Turns found by words and by meaning in one ranking (`search.fuse_ranks`), best first."""
-    by_id = {m.id: m for m in [*similar, *lexical]}
-    keys = {message_id: n for n, message_id in enumerate(by_id)}
-    ranked = fuse_ranks([keys[m.id] for m in lexical], [keys[m.id] for m in similar],
-                        limit=limit)
-    ids = list(by_id)
-    return [by_id[ids[n]] for n in ranked]

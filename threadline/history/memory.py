@@ -22,6 +22,7 @@ from threadline.history.changes import (
     Unsubscribe,
     appended,
 )
+from threadline.history.fusion import FoundByMeaning, fuse_ranks
 from threadline.history.inbox import MemoryInbox
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
@@ -31,7 +32,6 @@ from threadline.history.search import (
     SearchScope,
     bm25_rank,
     cap_by_tokens,
-    fuse_ranks,
     merge_windows,
 )
 from threadline.history.speakers import speaker_keys
@@ -199,14 +199,17 @@ class InMemoryConversationStore:
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
-        similar: Sequence[int] = (),
+        similar: FoundByMeaning | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         turns = [t for t in self._searchable(conversation_id) if scope.allows(t.message)]
         by_sequence = {t.message.sequence or 0: t.message for t in turns}
         lexical = [m.sequence or 0 for m in bm25_rank(parsed, turns, limit=limit)]
-        ranked = fuse_ranks(lexical, [s for s in similar if s in by_sequence], limit=limit)
+        if similar is not None:  # turns the index knows but this search may not show
+            similar = replace(similar, sequences=tuple(
+                s for s in similar.sequences if s in by_sequence))
+        ranked = fuse_ranks(lexical, similar, limit=limit)
         return merge_windows([by_sequence[s] for s in ranked], list(by_sequence.values()),
                              context=context, token_cap=token_cap)
 

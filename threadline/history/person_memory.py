@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from threadline.history.meaning import MeaningSearch, fuse_messages
+from threadline.history.fusion import fuse_messages
+from threadline.history.meaning import MeaningSearch
 from threadline.history.model import StoredMessage
 from threadline.history.projection import speaker_label, turn_text
 from threadline.history.prompt import PromptMessage
@@ -47,7 +48,8 @@ class PersonMemory:
             similar = await self.meaning.similar_for_speakers(
                 self.keys, query, exclude_conversation=self.conversation_id,
                 before=self.before, limit=limit)
-            found = cap_by_tokens(fuse_messages(found, similar, limit=limit), token_cap)
+            found = cap_by_tokens(fuse_messages(found, similar, fusion=self.meaning.fusion,
+                                                 limit=limit), token_cap)
         return [m for m in found if not m.is_command]  # commands are never shown to a model
 
     @property

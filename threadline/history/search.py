@@ -41,10 +41,6 @@ PREFIX_MIN = 5
 # A turn from a month the question names ("in July 2023") scores this many times higher.
 MONTH_BOOST = 1.5
 MAX_TRIGRAMS = 40
-# Reciprocal-rank fusion of the lexical ranking with the one by meaning (see fuse_ranks): rank r
-# (from 0) scores weight / (FUSION_K + r). Tuned on the development half of LoCoMo only.
-FUSION_K = 10
-MEANING_WEIGHT = 1.0
 
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset({
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
@@ -277,23 +273,6 @@ def bm25_rank(
             scored.append((score, position, doc.message))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [message for _, _, message in scored[:limit]]
-
-
-def fuse_ranks(lexical: Sequence[int], similar: Sequence[int], *, limit: int) -> list[int]:
-    """One ranking of turn sequences from the lexical one and the one by meaning, best first.
-
-    Reciprocal-rank fusion: a turn scores 1 / (FUSION_K + rank) in the lexical ranking plus
-    MEANING_WEIGHT / (FUSION_K + rank) in the other, so a turn both find comes first and one
-    only meaning finds ("Which sport does she coach?" / "I train the under-12 football team")
-    still gets in. Without turns found by meaning this is the lexical ranking, unchanged.
-    """
-    if not similar:
-        return list(lexical[:limit])
-    scores: dict[int, float] = {}
-    for weight, ranking in ((1.0, lexical), (MEANING_WEIGHT, similar)):
-        for rank, sequence in enumerate(ranking):
-            scores[sequence] = scores.get(sequence, 0.0) + weight / (FUSION_K + rank)
-    return sorted(scores, key=lambda s: (-scores[s], s))[:limit]
 
 
 def cap_by_tokens(messages: Iterable[StoredMessage], token_cap: int) -> list[StoredMessage]:
