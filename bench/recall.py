@@ -45,6 +45,9 @@ from threadline.agents.search_tool import make_conversation_search_tool  # noqa:
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history import StoredMessage  # noqa: E402
 from threadline.history.assembler import AssemblerOptions, assemble_prompt  # noqa: E402
+from threadline.history.beside import parts_beside  # noqa: E402
+from threadline.history.embedding_model import shared_embedder  # noqa: E402
+from threadline.history.indexer import VectorIndexer  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
@@ -72,6 +75,7 @@ class Tally:
     reached: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     evidence: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     tokens: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    assembly_ms: list[float] = field(default_factory=list)
     missed: dict[str, list[Asked]] = field(default_factory=lambda: defaultdict(list))
 
     def add(self, asked: Asked, found: set[str], tokens: int) -> None:
@@ -119,15 +123,20 @@ class Bm25Baseline:
 async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage], list[Asked]]],
                    url: str, *, by_kind: bool) -> Tally:
     counter = default_counter()
-    ours, baseline, recency = Tally(), Tally(), Tally()
+    ours, lexical, baseline, recency = Tally(), Tally(), Tally(), Tally()
     async with SqlConversationStore(url) as store:
+        embedder, vectors = await shared_embedder(), parts_beside(store).vectors
         for turns, questions in conversations:
             await store.append_many(turns)
+            if embedder is not None and vectors is not None:
+                await VectorIndexer(store, vectors, embedder).fill()
             stored = await store.get(turns[0].conversation_id)
             bm25 = Bm25Baseline(stored)
             for asked in questions:
-                found, tokens = await ours_for(store, asked)
-                ours.add(asked, found, tokens)
+                for by_meaning, tally in ((True, ours), (False, lexical)):
+                    found, tokens, took = await ours_for(store, asked, by_meaning=by_meaning)
+                    tally.add(asked, found, tokens)
+                    tally.assembly_ms.append(took)
                 found_ids, text = bm25.answer(asked.text)
                 baseline.add(asked, found_ids, counter.count(text))
                 recent = {m.id for m in stored[bm25.recent:]}
@@ -137,32 +146,44 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
     print(f"\n{label}: {len(conversations)} conversations, {questions} questions, "
           f"{ours.evidence['all']} evidence turns; evidence reachable and median tokens/question")
     print(f"  {'method':46} {'all':>13}" + "".join(f" {k:>13}" for k in kinds))
-    for name, tally in (("ours: prompt (defaults) + conversation_search(q, 5)", ours),
+    model = embedder.name if embedder is not None and vectors is not None else "none installed"
+    for name, tally in ((f"ours, by words and meaning ({model})", ours),
+                        ("ours, by words only (recall_by_meaning off)", lexical),
                         ("FTS5 BM25 top 5 +-1 turn + recency window", baseline),
                         ("recency window alone", recency)):
         print(f"  {name:46} {tally.cell('all')}" + "".join(f" {tally.cell(k)}" for k in kinds))
-    print(f"  ours - baseline: {100 * (ours.share() - baseline.share()):+.1f} points")
+    print(f"  ours - baseline: {100 * (ours.share() - baseline.share()):+.1f} points; "
+          f"meaning adds {100 * (ours.share() - lexical.share()):+.1f} points")
+    for name, tally in (("by words and meaning", ours), ("by words only", lexical)):
+        print(f"  assemble_prompt, {name}: p50 {percentile(tally.assembly_ms, 0.5):.2f} ms, "
+              f"p99 {percentile(tally.assembly_ms, 0.99):.2f} ms")
     print("  questions with evidence missed, by kind (missed/asked): " + ", ".join(
         f"{k} {len(ours.missed[k])}/{len(ours.tokens[k])}" for k in sorted(ours.missed)))
     return ours
 
 
-async def ours_for(store: ConversationStore, asked: Asked) -> tuple[set[str], int]:
-    """What the agent sees for one question: the prompt and one search tool call."""
+async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool
+                   ) -> tuple[set[str], int, float]:
+    """What the agent sees for one question: the prompt and one search tool call; and the
+    milliseconds the prompt's assembly took (recall included)."""
     counter = default_counter()
     cid = asked.turn.conversation_id
     await store.append(asked.turn)
     try:
-        prompt = await assemble_prompt(store, cid, asked.agent, asked.agent, AssemblerOptions(),
+        started = time.perf_counter()
+        prompt = await assemble_prompt(store, cid, asked.agent, asked.agent,
+                                       AssemblerOptions(recall_by_meaning=by_meaning),
                                        answering=asked.turn)
+        took = (time.perf_counter() - started) * 1000
         tool = make_conversation_search_tool(store, cid,
-                                             exclude_ids=(asked.turn.id, *prompt.shown_ids))
+                                             exclude_ids=(asked.turn.id, *prompt.shown_ids),
+                                             by_meaning=by_meaning)
         windows = await tool.search(asked.text, 5)
     finally:
         await store.delete_messages(cid, [asked.turn.id])
     found = set(prompt.included_ids) | set(prompt.recalled_ids)
     found |= {m.id for w in windows for m in w.messages}
-    return found, prompt.token_count + counter.count(format_windows(windows))
+    return found, prompt.token_count + counter.count(format_windows(windows)), took
 
 
 def real_set() -> list[tuple[list[StoredMessage], list[Asked]]]:

@@ -279,6 +279,10 @@ class MemorySettings(_Section):
     turns."""
     recall_limit: int = Field(default=_ASSEMBLER.recall_limit, ge=0)
     """The fewest recall hits asked for (more when the budget has room)."""
+    recall_by_meaning: bool = _ASSEMBLER.recall_by_meaning
+    """Recall and conversation_search also find turns by meaning, beside their words, when the
+    threadline[embeddings] extra is installed and the backend keeps vectors (false: by words
+    only)."""
     person_memory: bool | None = None
     """Also find the person's own words from other conversations this one may see (null: follow
     people.memory)."""

@@ -35,6 +35,8 @@ from threadline.channels.local import (
 )
 from threadline.errors import ConfigError
 from threadline.history.assembler import AssemblerOptions
+from threadline.history.embedding_model import shared_embedder
+from threadline.history.indexer import indexer_for
 from threadline.history.summary import Summarizer
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.console import standalone_app
@@ -210,7 +212,11 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
         demo = Demo(backend, out, command=command)
         # The demo has no config: the OTEL_* variables alone turn its traces on.
         tracing = start_tracing(TracingOptions())
+        indexer = indexer_for(backend.history, backend.vectors,
+                              await shared_embedder() if backend.vectors is not None else None)
         await demo.team.start()
+        if indexer is not None:
+            indexer.start()
         console = await demo.serve_console()
         try:
             await demo.greet()
@@ -222,6 +228,8 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
                     await demo.line(text)
         finally:
             await demo.team.stop()
+            if indexer is not None:
+                await indexer.stop()
             for agent in demo.team.agents:
                 await agent.close()
             await demo.inspector.stop()

@@ -9,6 +9,7 @@
     │   ├── SearchQueryError        a search query was rejected (says why)
     │   └── TurnNotRecordedError    an inbound turn could not be recorded: do not acknowledge it
     ├── TokenizerUnavailableError   the offline tokenizer files are missing
+    ├── EmbeddingModelError         the embedding model's shipped weights are missing or altered
     ├── ModelError                  the LLM could not produce a reply
     │   └── ModelUnavailableError   the provider stayed overloaded/rate limited past the retries
     ├── ToolServerError             an MCP tool server failed a call
@@ -65,6 +66,11 @@ class TurnNotRecordedError(StoreError):
 
 class TokenizerUnavailableError(ThreadlineError):
     """The tokenizer's bundled encoding files are missing; nothing is downloaded instead."""
+
+
+class EmbeddingModelError(ThreadlineError):
+    """The embedding model's weights, shipped in an installed package, are missing or differ
+    from the file Threadline pinned; nothing is downloaded instead."""
 
 
 class ToolServerError(ThreadlineError):

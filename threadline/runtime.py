@@ -37,6 +37,8 @@ from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
+from threadline.history.embedding_model import shared_embedder
+from threadline.history.indexer import VectorIndexer, indexer_for
 from threadline.history.model import StoredMessage
 from threadline.history.retention import HistoryRetention
 from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
@@ -159,6 +161,9 @@ class Runtime:
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
                                           every=history.prune_every_minutes * 60)
+        # Turns' vectors are made in the background, never on a turn's path; made at start
+        # when both halves are there (the embeddings extra's model, a backend keeping vectors).
+        self.indexer: VectorIndexer | None = None
         self.channels = tuple(channels)
         self.mcp_servers = tuple(mcp_servers)
         self.metrics = metrics
@@ -307,6 +312,11 @@ class Runtime:
                 lambda: float(len(outbox.pending_now())) if outbox.has_pending() else 0.0)
         self.inspector.start()
         self.retention.start()
+        if self.indexer is None and self.backend.vectors is not None:
+            self.indexer = indexer_for(self.store, self.backend.vectors,
+                                       await shared_embedder())
+        if self.indexer is not None:
+            self.indexer.start()
         for server in self.mcp_servers:
             server.start()  # in the background: a server that is down is retried, not awaited
         if self.settings.ops.enabled:
@@ -382,6 +392,8 @@ class Runtime:
                 await agent.close()
             await self.inspector.stop()
             await self.retention.stop()
+            if self.indexer is not None:
+                await self.indexer.stop()
             for server in self.mcp_servers:
                 await server.stop()
             if self.ops is not None:

@@ -119,7 +119,9 @@ agents:
     first = next(t for t in turns if "ZEBRA-4417" in t.content)
     prompt = detail["prompt"]
     assert first.id in prompt["recalled_ids"]
-    assert prompt["recall_hit_ids"] == [first.id]  # the turn the search matched
+    # The turn the search matched by its words comes first (others may come by meaning).
+    assert prompt["recall_hit_ids"][0] == first.id
+    assert set(prompt["recall_hit_ids"]) <= set(prompt["recalled_ids"])
     assert first.id not in prompt["included_ids"]  # not loaded: it came back by recall
     assert [p["part"] for p in prompt["parts"]][-2:] == ["recalled", "newest"]
     assert "ZEBRA-4417" in prompt["parts"][-2]["content"]

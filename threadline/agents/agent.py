@@ -379,7 +379,8 @@ class Agent:
                 MIN_HISTORY_TOKENS, options.token_budget - images_cost(context.inbound)))
         try:
             if options.person_memory:
-                run.person = await person_memory_for(context.store, context.inbound)
+                run.person = await person_memory_for(context.store, context.inbound,
+                                                     by_meaning=options.recall_by_meaning)
             # The prompt is for the inbound turn, even when its write still waits in the outbox.
             prompt = await assemble_prompt(context.store, context.conversation_id, self.name,
                                            self.name, options, self.summarizer,
@@ -409,7 +410,8 @@ class Agent:
         search: Tool = make_conversation_search_tool(
             context.store, context.conversation_id,
             exclude_ids=(context.inbound.id, *run.shown_ids),
-            forgotten_through=run.forgotten_through, person=run.person)
+            forgotten_through=run.forgotten_through, person=run.person,
+            by_meaning=self.assembler_options.recall_by_meaning)
         tools: list[Tool] = [*self.tools, *(make(context) for make in self.turn_tools), search]
         if self.toolsets:
             tools += [t for toolset in self.toolsets for t in toolset.tools()]

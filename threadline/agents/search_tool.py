@@ -17,6 +17,7 @@ from typing import Any
 
 from threadline.agents.tools import input_problem
 from threadline.errors import SearchQueryError
+from threadline.history.meaning import search_windows
 from threadline.history.model import StoredMessage
 from threadline.history.person_memory import PersonMemory, format_said_elsewhere
 from threadline.history.recall import only
@@ -91,10 +92,13 @@ def make_conversation_search_tool(
     exclude_ids: Collection[str] = (),
     forgotten_through: int | None = None,
     person: PersonMemory | None = None,
+    by_meaning: bool = True,
 ) -> ConversationSearchTool:
     """The search tool for one conversation; the id lives only in this closure.
 
     `person`: the memory of the person being answered (their own words elsewhere), or None.
+    `by_meaning`: also find turns by meaning where the model and vectors are there
+    (`threadline.history.meaning`).
 
     `exclude_ids` are turns that must not come back (the message being answered, which matches
     its own question best, and every turn the prompt already shows: `AssembledPrompt.shown_ids`).
@@ -104,8 +108,9 @@ def make_conversation_search_tool(
     excluded = frozenset(exclude_ids)
 
     async def search(query: str, limit: int) -> list[SearchWindow]:
-        found = await store.search_context(conversation_id, query, limit=limit, context=context,
-                                           token_cap=token_cap, exclude_ids=excluded)
+        found = await search_windows(store, conversation_id, query, limit=limit,
+                                     context=context, token_cap=token_cap,
+                                     exclude_ids=excluded, by_meaning=by_meaning)
         return only(found, lambda m: not m.is_command and (
             forgotten_through is None or (m.sequence or 0) > forgotten_through))
 

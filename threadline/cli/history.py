@@ -3,6 +3,11 @@
 Export writes JSON Lines (one turn per line, in `history.codec`'s encoding, so nothing is encoded
 twice); import reads it back in batches and is idempotent: the store's duplicate protection
 skips turns it already has, so a file can be imported twice or after a partial run.
+
+Turns' vectors are not exported: they are made again from the text (`reindex`, or the
+running bot's background indexer, which finds imported turns without one), they belong to
+one model version that the importing side may not share, and they would quadruple the file
+(a kilobyte a turn).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ ACTIONS = {
     "export": "Write every turn of every conversation as JSON Lines.",
     "import": "Read turns from a JSON Lines export; turns already stored are skipped.",
     "prune": "Delete turns older than a number of days.",
+    "reindex": "Give every turn without a vector by the installed embedding model one (a "
+               "database filled before the embeddings extra, an import); resumable.",
 }
 IMPORT_BATCH = 500
 PROGRESS_EVERY = 0.5  # seconds between progress lines
@@ -249,10 +256,37 @@ async def _prune(store: ConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _reindex(store: ConversationStore, args: argparse.Namespace) -> int:
+    from threadline.history.embedding_model import EXTRA_HINT, load_embedder
+    from threadline.history.indexer import Progress as Indexed
+    from threadline.history.indexer import VectorIndexer
+
+    vectors = parts_beside(store).vectors
+    embedder = load_embedder() if vectors is not None else None
+    if vectors is None or embedder is None:
+        raise ConfigError(f"nothing to reindex with: the store {parts_beside(store).name} keeps "
+                          f"no vectors or no embedding model is installed; {EXTRA_HINT}, then "
+                          "run this again (recall finds turns by their words meanwhile)")
+    stream: TextIO = sys.stderr
+    end = "\r" if stream.isatty() else "\n"
+
+    def say(progress: Indexed) -> None:
+        stream.write(f"reindexed {progress.done:,}/{progress.total:,} turns "
+                     f"({progress.per_second:,.0f} turns/s){end}")
+        stream.flush()
+
+    final = await VectorIndexer(store, vectors, embedder).fill(say, every=PROGRESS_EVERY)
+    if stream.isatty():
+        stream.write("\n")
+    print(f"{final.embedded:,} turns embedded by {embedder.name} in {final.seconds:.1f}s; "
+          f"{final.done:,} of {final.total:,} turns have a vector", file=sys.stderr)
+    return 0
+
+
 StoreAction = Callable[[ConversationStore, argparse.Namespace], Awaitable[int]]
 _HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
-    "prune": _prune,
+    "prune": _prune, "reindex": _reindex,
 }
 
 

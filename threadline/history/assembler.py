@@ -58,7 +58,9 @@ class AssemblerOptions:
 
     `recall_share`: the share of the budget recall may always claim when it finds something;
     beyond it, recall fills whatever the kept turns leave. `recall_limit`: the fewest hits it
-    asks for (more when there is room). `immediate_turns` / `immediate_minutes`: in
+    asks for (more when there is room). `recall_by_meaning`: recall also finds turns by
+    meaning when the embeddings extra is installed and the backend keeps vectors
+    (`threadline.history.meaning`). `immediate_turns` / `immediate_minutes`: in
     addressed-only mode, up to this many turns said just before the answered one (each within
     this many minutes of the next) are kept as its immediate context (0 turns: none).
 
@@ -77,6 +79,7 @@ class AssemblerOptions:
     recall: bool = True
     recall_share: float = 1 / 3
     recall_limit: int = 5
+    recall_by_meaning: bool = True
     summary_timeout: float = 20.0
     tool_trace: bool = False
     processors: tuple[Processor, ...] = ()
@@ -326,7 +329,7 @@ async def _recall_for(
         store, conversation_id, answering.content,
         room=options.token_budget - (answering.token_count or message_tokens(answering)),
         min_hits=options.recall_limit, exclude_ids={answering.id},
-        through_sequence=answering.sequence)
+        through_sequence=answering.sequence, by_meaning=options.recall_by_meaning)
 
 
 async def _person_hits(

@@ -22,6 +22,7 @@ from threadline.history.changes import (
     Unsubscribe,
     appended,
 )
+from threadline.history.fusion import FoundByMeaning, fuse_ranks
 from threadline.history.inbox import MemoryInbox
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
@@ -198,13 +199,19 @@ class InMemoryConversationStore:
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
+        similar: FoundByMeaning | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         turns = [t for t in self._searchable(conversation_id) if scope.allows(t.message)]
-        hits = bm25_rank(parsed, turns, limit=limit)
-        return merge_windows(hits, [t.message for t in turns], context=context,
-                             token_cap=token_cap)
+        by_sequence = {t.message.sequence or 0: t.message for t in turns}
+        lexical = [m.sequence or 0 for m in bm25_rank(parsed, turns, limit=limit)]
+        if similar is not None:  # turns the index knows but this search may not show
+            similar = replace(similar, sequences=tuple(
+                s for s in similar.sequences if s in by_sequence))
+        ranked = fuse_ranks(lexical, similar, limit=limit)
+        return merge_windows([by_sequence[s] for s in ranked], list(by_sequence.values()),
+                             context=context, token_cap=token_cap)
 
     async def search_speakers(
         self, keys: Collection[str], query: str, *, exclude_conversation: str, before: datetime,
@@ -266,6 +273,10 @@ class InMemoryConversationStore:
             if c.last_activity is not None
         ]
         return infos[:limit]
+
+    def conversation_of(self, message_id: str) -> str | None:
+        """The conversation a stored turn is in, or None when it is not (or no longer) kept."""
+        return self._ids.get(message_id)
 
     async def count(self, conversation_id: str | None = None) -> int:
         self._check_open()

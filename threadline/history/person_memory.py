@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from threadline.history.fusion import fuse_messages
+from threadline.history.meaning import MeaningSearch
 from threadline.history.model import StoredMessage
 from threadline.history.projection import speaker_label, turn_text
 from threadline.history.prompt import PromptMessage
+from threadline.history.search import cap_by_tokens
 from threadline.history.store import SpeakerSearchStore
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
@@ -33,12 +36,20 @@ class PersonMemory:
     keys: frozenset[str]
     conversation_id: str
     before: datetime
+    meaning: MeaningSearch | None = None
 
     async def search(self, query: str, *, limit: int = MAX_PERSON_HITS,
                      token_cap: int = 1000) -> list[StoredMessage]:
+        """Their turns best matching `query` by words, fused with those nearest by meaning."""
         found = await self.store.search_speakers(
             self.keys, query, exclude_conversation=self.conversation_id, before=self.before,
             limit=limit, token_cap=token_cap)
+        if self.meaning is not None:
+            similar = await self.meaning.similar_for_speakers(
+                self.keys, query, exclude_conversation=self.conversation_id,
+                before=self.before, limit=limit)
+            found = cap_by_tokens(fuse_messages(found, similar, fusion=self.meaning.fusion,
+                                                 limit=limit), token_cap)
         return [m for m in found if not m.is_command]  # commands are never shown to a model
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from datetime import date
 
+from threadline.history.meaning import search_windows
 from threadline.history.model import StoredMessage
 from threadline.history.projection import SpeakerLabels
 from threadline.history.prompt import PromptMessage
@@ -52,14 +53,17 @@ async def find_recall(
     min_hits: int,
     exclude_ids: Collection[str],
     through_sequence: int | None,
+    by_meaning: bool = True,
 ) -> list[SearchWindow]:
-    """Windows for the turn being answered, best first, as many as `room` tokens may hold."""
+    """Windows for the turn being answered, best first, as many as `room` tokens may hold.
+
+    With `by_meaning`, turns near the question in meaning are fused in (`history.meaning`)."""
     if room <= 0 or not worth_recalling(query_text):
         return []
     hits = min(max(room // TOKENS_PER_WINDOW, min_hits), MAX_RECALL_HITS)
-    return await store.search_context(conversation_id, query_text[:2000], limit=hits,
-                                      context=RECALL_CONTEXT, token_cap=room,
-                                      exclude_ids=exclude_ids, through_sequence=through_sequence)
+    return await search_windows(store, conversation_id, query_text[:2000], limit=hits,
+                                context=RECALL_CONTEXT, token_cap=room, exclude_ids=exclude_ids,
+                                through_sequence=through_sequence, by_meaning=by_meaning)
 
 
 def recall_block(

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from threadline.history.changes import ChangeListener, Unsubscribe
+from threadline.history.fusion import FoundByMeaning
 from threadline.history.model import Scope, StoredMessage
 
 
@@ -108,12 +109,15 @@ class ConversationStore(Protocol):
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
+        similar: FoundByMeaning | None = None,
     ) -> list[SearchWindow]:
         """Search hits with neighbouring turns, overlaps merged, best window first.
 
         `context` is the turns shown each side of a hit, or (before, after). Turns in
         `exclude_ids` (those a prompt already holds) and turns after `through_sequence` are
         neither hits nor neighbours: the search ranks the others, it does not filter its top.
+        `similar` are the turns found by meaning, best first, fused with the lexical ranking
+        (`threadline.history.fusion`); the caller found them in this conversation.
         """
         ...
 

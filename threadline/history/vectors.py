@@ -14,12 +14,19 @@ by the same model (`Embedder.name`); a different model's vectors are stale and a
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from threadline.history.model import StoredMessage
+
+
+def vectors_supported() -> bool:
+    """Whether a backend can keep and score vectors here: numpy (the embeddings extra) is
+    installed. Without it a backend's `vectors` is None and recall is lexical."""
+    return importlib.util.find_spec("numpy") is not None
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ into a group, never one workspace's groups into another's, never another person'
 from __future__ import annotations
 
 from threadline.history.beside import parts_beside
+from threadline.history.meaning import meaning_search
 from threadline.history.model import StoredMessage
 from threadline.history.person_memory import PersonMemory
 from threadline.history.speakers import (
@@ -20,10 +21,11 @@ from threadline.history.store import ConversationStore, SpeakerSearchStore
 from threadline.people.directory import PeopleDirectory
 
 
-async def person_memory_for(store: ConversationStore, message: StoredMessage
-                            ) -> PersonMemory | None:
+async def person_memory_for(store: ConversationStore, message: StoredMessage, *,
+                            by_meaning: bool = True) -> PersonMemory | None:
     """The person memory for answering `message`, or None (no person wrote it, or the store
-    cannot search across conversations)."""
+    cannot search across conversations); `by_meaning`: it also finds their words by meaning
+    where the model and vectors are there."""
     identity = identity_of(message)
     if identity is None:
         return None
@@ -41,4 +43,5 @@ async def person_memory_for(store: ConversationStore, message: StoredMessage
         keys = frozenset(speaker_space_key(i, workspace) for i in identities)
     return PersonMemory(store=speakers, person_name=message.participant.display_name,
                         keys=keys, conversation_id=message.conversation_id,
-                        before=message.timestamp)
+                        before=message.timestamp,
+                        meaning=await meaning_search(store) if by_meaning else None)

@@ -2,9 +2,10 @@
 
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
-records, tool approvals, the bytes of turns' files, gateway shard leases, a Slack app's
-installations; on PostgreSQL a conversation lock (advisory locks) owns a conversation across
-processes. Turns the database cannot take wait in an outbox file beside it.
+records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
+extra), gateway shard leases, a Slack app's installations; on PostgreSQL a conversation lock
+(advisory locks) owns a conversation across processes. Turns the database cannot take wait in
+an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.history.beside import add_adopter
 from threadline.history.store import ConversationStore
+from threadline.history.vectors import VectorIndex, vectors_supported
 
 
 def _outbox_path(store: SqlConversationStore) -> Path:
@@ -45,6 +47,14 @@ def _slack_installations(store: SqlConversationStore) -> object:
     return SqlSlackInstallations(store)
 
 
+def _vectors(store: SqlConversationStore) -> VectorIndex | None:
+    if not vectors_supported():
+        return None
+    from threadline.backends.sql.vectors import SqlVectorIndex  # needs numpy
+
+    return SqlVectorIndex(store)
+
+
 def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: str | None
            ) -> Backend:
     postgres = store.dialect == "postgresql"
@@ -60,7 +70,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
-                   shard_leases=SqlShardLeases(store), lock=lock,
+                   shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,
                    platform_parts={"slack": partial(_slack_installations, store)},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)

@@ -47,6 +47,7 @@ from threadline.history.changes import (
     Unsubscribe,
     appended,
 )
+from threadline.history.fusion import FoundByMeaning, fuse_ranks
 from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     ENGLISH_STOP_WORDS,
@@ -312,21 +313,24 @@ class SqlConversationStore:
         token_cap: int = 2000,
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
+        similar: FoundByMeaning | None = None,
     ) -> list[SearchWindow]:
         parsed = SearchQuery.parse(query, stop_words=self._stop_words)
         if parsed.is_empty or limit <= 0:
             return []
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
-                                limit, around(context), token_cap, scope)
+                                limit, around(context), token_cap, scope, similar)
 
     @staticmethod
     def _search_windows(
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
         context: tuple[int, int], token_cap: int, scope: SearchScope,
+        similar: FoundByMeaning | None,
     ) -> list[SearchWindow]:
-        ranked = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
-                                          scope=scope)
+        lexical = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
+                                           scope=scope)
+        ranked = fuse_ranks(lexical, similar, limit=limit)
         turns = ops.select_spans(connection, conversation_id, hit_spans(ranked, context), scope)
         by_sequence = {m.sequence: m for m in turns}
         hits = [by_sequence[s] for s in ranked if s in by_sequence]

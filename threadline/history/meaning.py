@@ -1,0 +1,93 @@
+"""Finding turns by meaning beside their words: recall's and the search tool's one way to search.
+
+`search_windows` is what recall and `conversation_search` call. When the embedding model is
+installed and the backend keeps vectors, the question is embedded (off the event loop) and the
+conversation's nearest turns are fused with the lexical ranking inside the store's search;
+otherwise the search is the lexical one, exactly as before. A turn not embedded yet (the
+background indexer has not reached it) is still found by its words. Scope is the caller's: the
+vector index is asked about this conversation only, or about one person's own turns only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from threadline.history.beside import parts_beside
+from threadline.history.embedding_model import fusion_for, shared_embedder
+from threadline.history.fusion import FoundByMeaning, Fusion
+from threadline.history.model import StoredMessage
+from threadline.history.store import ConversationStore, SearchWindow
+from threadline.history.vectors import Embedder, VectorIndex
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningSearch:
+    """The embedding model and the backend's vectors it made, asked together."""
+
+    embedder: Embedder
+    index: VectorIndex
+    fusion: Fusion
+
+    async def similar(
+        self, conversation_id: str, text: str, *, limit: int, exclude_ids: Collection[str],
+        through_sequence: int | None,
+    ) -> FoundByMeaning:
+        """This conversation's turns nearest in meaning to `text`, best first."""
+        vector = await self.embedder_vector(text)
+        hits = await self.index.nearest(conversation_id, vector, self.embedder.name, limit=limit,
+                                        exclude_ids=exclude_ids,
+                                        through_sequence=through_sequence)
+        return FoundByMeaning(tuple(hit.sequence for hit in hits), self.fusion)
+
+    async def similar_for_speakers(
+        self, keys: Collection[str], text: str, *, exclude_conversation: str, before: datetime,
+        limit: int,
+    ) -> list[StoredMessage]:
+        """One person's turns elsewhere (carrying one of `keys`) nearest to `text`, best first."""
+        vector = await self.embedder_vector(text)
+        found = await self.index.nearest_for_speakers(
+            keys, vector, self.embedder.name, exclude_conversation=exclude_conversation,
+            before=before, limit=limit)
+        return [message for message, _ in found]
+
+    async def embedder_vector(self, text: str) -> bytes:
+        [vector] = await asyncio.to_thread(self.embedder.embed, [text])
+        return vector
+
+
+async def meaning_search(store: ConversationStore) -> MeaningSearch | None:
+    """Search by meaning for `store`'s turns, or None (no model installed, no vectors kept)."""
+    index = parts_beside(store).vectors
+    if index is None:
+        return None
+    embedder = await shared_embedder()
+    if embedder is None:
+        return None
+    return MeaningSearch(embedder, index, fusion_for(embedder))
+
+
+async def search_windows(
+    store: ConversationStore,
+    conversation_id: str,
+    query: str,
+    *,
+    limit: int,
+    context: int | tuple[int, int],
+    token_cap: int,
+    exclude_ids: Collection[str] = (),
+    through_sequence: int | None = None,
+    by_meaning: bool = True,
+) -> list[SearchWindow]:
+    """Hits for `query` in one conversation with the turns around them, best window first."""
+    meaning = await meaning_search(store) if by_meaning else None
+    similar = None
+    if meaning is not None:
+        similar = await meaning.similar(conversation_id, query, limit=limit,
+                                        exclude_ids=exclude_ids,
+                                        through_sequence=through_sequence)
+    return await store.search_context(conversation_id, query, limit=limit, context=context,
+                                      token_cap=token_cap, exclude_ids=exclude_ids,
+                                      through_sequence=through_sequence, similar=similar)

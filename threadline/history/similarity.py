@@ -1,0 +1,62 @@
+"""Scoring stored turns' vectors against a question's, once for every backend that keeps them.
+
+Vectors are float32, little-endian and L2-normalised (`threadline.history.vectors`), so one
+matrix product gives every cosine similarity. numpy does it: a 1,000-turn conversation of
+256-dimension vectors scores in about 0.1 ms, where a Python loop takes tens of milliseconds.
+numpy comes with the `threadline[embeddings]` extra; a backend imports this module only when
+numpy is installed (`threadline.history.vectors.vectors_supported`), so without it nothing
+here is imported and `Backend.vectors` stays None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from threadline.history.model import StoredMessage
+
+Matrix = npt.NDArray[np.float32]
+
+
+def embeddable(message: StoredMessage) -> bool:
+    """Whether a turn gets a vector: what lexical search indexes (text, not a summary).
+
+    The SQL backends say the same in SQL (`threadline.backends.sql.vectors`).
+    """
+    return bool(message.content) and not message.metadata.is_summary
+
+
+def as_matrix(vectors: Sequence[bytes]) -> Matrix:
+    """Stored vectors as the rows of one matrix (all of one model, so of one size)."""
+    if not vectors:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(vectors), -1)
+
+
+def best(matrix: Matrix, question: bytes, *, limit: int) -> list[tuple[int, float]]:
+    """(row, cosine similarity) of the `limit` rows closest to `question`, best first.
+
+    A matrix whose vectors have another size than the question's (a model changed under the
+    same name) matches nothing rather than raising mid-search.
+    """
+    query = np.frombuffer(question, dtype="<f4")
+    if limit <= 0 or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
+        return []
+    scores = matrix @ query
+    if limit < scores.shape[0]:
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        order = top[np.argsort(-scores[top], kind="stable")]
+    else:
+        order = np.argsort(-scores, kind="stable")
+    return [(int(row), float(scores[row])) for row in order]
+
+
+def checked(vector: bytes, *, message_id: str, model: str) -> bytes:
+    """A vector as given, once it is a whole number of float32 values; else a clear error."""
+    if not vector or len(vector) % 4:
+        raise ValueError(f"the vector of turn {message_id} by model {model!r} is "
+                         f"{len(vector)} bytes, not float32 values; the embedder must return "
+                         "float32 little-endian bytes (threadline.history.vectors)")
+    return vector
