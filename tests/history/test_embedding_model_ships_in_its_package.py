@@ -58,8 +58,10 @@ def test_the_default_model_is_wordllama_and_another_is_chosen_by_name(
     chosen = load_embedder()
     assert chosen is not None and chosen.name.startswith("all-minilm-l6-v2-int8@")
     assert chosen.dimensions == 384
+    monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "off")
+    assert load_embedder() is None  # recall by words only, extra installed or not
     monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "bert-huge")
-    with pytest.raises(EmbeddingModelError, match="choose one of wordllama, minilm"):
+    with pytest.raises(EmbeddingModelError, match="choose one of wordllama, minilm, or off"):
         load_embedder()
 
 
@@ -69,6 +71,7 @@ def test_weights_that_differ_from_the_pin_refuse_to_load(weights: ShippedFile) -
     with pytest.raises(EmbeddingModelError, match="not the pinned") as caught:
         altered.read()
     assert "threadline[embeddings]" in str(caught.value)
+    assert "THREADLINE_EMBEDDING_MODEL=off" in str(caught.value)
 
 
 def test_a_missing_weights_file_names_the_package_and_the_fix() -> None:

