@@ -17,6 +17,8 @@ from threadline.history.model import StoredMessage
 _MARKUP = re.compile(r"^<[@#][!&]?([^>|]+)(?:\|[^>]*)?>$")
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`]*`|^>.*$', re.MULTILINE)
 _TEXT_MENTION = re.compile(r"(?:<@[!&]?([\w.-]+)(?:\|[^>]*)?>|(?<![\w@])@([\w.-]+))")
+# The mentions a turn opens with ("@support, ..."), and what separates them from the rest.
+_ADDRESS = re.compile(rf"^\s*(?:{_TEXT_MENTION.pattern}[\s,:;]*)+")
 
 
 @lru_cache(maxsize=65_536)
@@ -41,6 +43,13 @@ def mentions_in_text(text: str) -> tuple[str, ...]:
         return ()
     found = (a or b for a, b in _TEXT_MENTION.findall(_QUOTED.sub(" ", text)))
     return tuple(dict.fromkeys(normalize_mention(m) for m in found))
+
+
+def without_address(text: str) -> str:
+    """The text without the mentions it opens with: "@support what is my cat called?" asks
+    "what is my cat called?". Searching with the addressee's name finds every turn that
+    names it (a bot called "support" in a chat about a support group), not the answer."""
+    return _ADDRESS.sub("", text, count=1)
 
 
 @dataclass(frozen=True, slots=True)
