@@ -76,13 +76,13 @@ async def until(check: Callable[[], Awaitable[bool]]) -> None:
 
 
 @asynccontextmanager
-async def team_on(store: SqlConversationStore, channel: Channel,
-                  anthropic: FakeAnthropic) -> AsyncIterator[None]:
+async def team_on(store: SqlConversationStore, channel: Channel, anthropic: FakeAnthropic,
+                  *, answer_edits: bool = False) -> AsyncIterator[None]:
     """One agent answering every message on `channel`. Leaving the block stops the team once
     nothing waits (stopping lets a turn being answered finish)."""
     agent = Agent(name="support", conversation_history=store,
                   provider=AnthropicProvider(anthropic.client()))
-    team = Team([agent], respond_to_all=True)
+    team = Team([agent], respond_to_all=True, answer_edits=answer_edits)
     team.attach(channel, respond_to_all=True)
     await team.start()
     try:
@@ -337,6 +337,42 @@ async def test_discord_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_ed
         [asked] = [json.dumps(body["messages"][-1]) for body in anthropic.bodies]
         assert "deploy at 6?" in asked and "deploy at 5?" not in asked
         assert [m["content"] for m in fake.posted] == ["fake reply 1"]
+
+
+@pytest.mark.parametrize("answer_edits", [False, True])
+async def test_slack_edit_while_the_model_answers_is_stored_and_answered_again_when_set(
+        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore,
+        answer_edits: bool) -> None:
+    """Past the window the history holds the turn: the edit is stored there, and the turn is
+    answered again as edited once the answer being written is done, when the team is set to."""
+    channel = SlackChannel(**slack.channel_settings(), streaming=False)
+    release = asyncio.Event()
+    anthropic.script(text("the first answer", until=release))
+    async with team_on(store, channel, anthropic, answer_edits=answer_edits):
+        event = slack.message_event("deploy at 5?", thread_ts=THREAD)
+        await slack.deliver_event(channel.events_url, event)
+        await anthropic.wait_for_requests(1)
+        await slack.deliver_event(channel.events_url, slack.edit_event(event, "deploy at 6?"))
+        await until(lambda: _said_first(store, "deploy at 6?"))
+        release.set()
+        await slack.wait_for_calls("chat.postMessage", 2 if answer_edits else 1)
+    asked = [json.dumps(body["messages"][-1]) for body in anthropic.bodies]
+    posted = [c.params["text"] for c in slack.calls_to("chat.postMessage")]
+    said = await said_in(store, SLACK_THREAD)
+    assert "deploy at 5?" in asked[0]
+    if answer_edits:
+        assert len(asked) == 2 and "deploy at 6?" in asked[1] and "deploy at 5?" not in asked[1]
+        assert posted == ["the first answer", "fake reply 2"]
+        assert said == [("user", "deploy at 6?"), ("agent", "the first answer"),
+                        ("agent", "fake reply 2")]
+    else:
+        assert (len(asked), posted) == (1, ["the first answer"])
+        assert said == [("user", "deploy at 6?"), ("agent", "the first answer")]
+
+
+async def _said_first(store: SqlConversationStore, words: str) -> bool:
+    said = await said_in(store, SLACK_THREAD)
+    return bool(said) and said[0] == ("user", words)
 
 
 async def test_slack_edits_racing_the_worker_are_never_lost_nor_turns_doubled(
