@@ -4,11 +4,14 @@
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
                      acknowledge the platform (`receive` returned), so a crash loses nothing;
-                     an edit or a deletion of it changes it there while it waits (`edit`,
-                     `delete`), the stored turn once it is answered
+                     an edit or a deletion of it changes it there until the history holds it
+                     (`edit`, `delete`), the stored turn from then on
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
+    store            the turn taken is stored in the history, then read back from the inbox
+                     (`_record_taken`): an edit or deletion that came in since it was taken
+                     is applied to the stored turn before anything answers it
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
                      instead, never by a model, through the same reply ledger, and recorded;
@@ -23,7 +26,9 @@
                      durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
-    finish           the inbound turn is marked answered (or given up after `max_attempts`)
+    finish           the inbound turn is marked answered (or given up after `max_attempts`);
+                     one deleted meanwhile stays cancelled, one edited to be answered again
+                     waits once more
 
 With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
 the routing decision, each agent's answer and each delivery.
