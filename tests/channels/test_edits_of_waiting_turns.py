@@ -6,7 +6,7 @@ back keeps the next turns waiting in the inbox; a worker held just after it took
 just after it stored the turn and before it read it back, is in the window between the inbox
 and the history. The platform's edit and deletion events arrive meanwhile (Slack
 `message_changed` / `message_deleted`, Telegram `edited_message`, Discord `MESSAGE_UPDATE` /
-`MESSAGE_DELETE`), through each platform's real SDK, on SQLite and PostgreSQL.
+`MESSAGE_DELETE`), through each platform's real SDK, in memory, on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -33,16 +33,22 @@ from threadline.channels.discord.channel import DiscordChannel
 from threadline.channels.slack import SlackChannel
 from threadline.channels.telegram import TelegramChannel
 from threadline.history.inbox import TurnState
+from threadline.history.memory import InMemoryConversationStore
 from threadline.team import Team
 
 anthropic = fake_anthropic_fixture()
 slack = fake_slack_fixture()
 Handle = Any  # the platform's message, as its fake delivered it
+Store = SqlConversationStore | InMemoryConversationStore  # the stores with an inbox
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, sqlite_url: str
-                ) -> AsyncIterator[SqlConversationStore]:
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        memory = InMemoryConversationStore()
+        yield memory
+        await memory.close()
+        return
     url = sqlite_url if request.param == "sqlite" else await fresh_pg_schema(pg_url_or_skip())
     try:
         async with SqlConversationStore(url) as opened:
@@ -52,7 +58,7 @@ async def store(request: pytest.FixtureRequest, sqlite_url: str
             await drop_pg_schema(url)
 
 
-async def waiting(store: SqlConversationStore) -> list[str]:
+async def waiting(store: Store) -> list[str]:
     """The text of every turn still waiting to be taken (not the one being answered)."""
     found = []
     for conversation_id in await store.inbox.conversations_waiting():
@@ -61,7 +67,7 @@ async def waiting(store: SqlConversationStore) -> list[str]:
     return found
 
 
-async def open_texts(store: SqlConversationStore) -> list[str]:
+async def open_texts(store: Store) -> list[str]:
     """The text of every turn not answered yet, waiting or being answered."""
     found = []
     for conversation_id in await store.inbox.conversations_waiting():
@@ -76,7 +82,7 @@ async def until(check: Callable[[], Awaitable[bool]]) -> None:
 
 
 @asynccontextmanager
-async def team_on(store: SqlConversationStore, channel: Channel, anthropic: FakeAnthropic,
+async def team_on(store: Store, channel: Channel, anthropic: FakeAnthropic,
                   *, answer_edits: bool = False) -> AsyncIterator[None]:
     """One agent answering every message on `channel`. Leaving the block stops the team once
     nothing waits (stopping lets a turn being answered finish)."""
@@ -93,7 +99,7 @@ async def team_on(store: SqlConversationStore, channel: Channel, anthropic: Fake
 
 
 @asynccontextmanager
-async def busy_team(store: SqlConversationStore, channel: Channel,
+async def busy_team(store: Store, channel: Channel,
                     anthropic: FakeAnthropic) -> AsyncIterator[asyncio.Event]:
     """`team_on`, its first model answer waiting for the event this yields."""
     release = asyncio.Event()
@@ -105,11 +111,11 @@ async def busy_team(store: SqlConversationStore, channel: Channel,
         release.set()
 
 
-async def _settled(store: SqlConversationStore) -> bool:
+async def _settled(store: Store) -> bool:
     return not await store.inbox.conversations_waiting()
 
 
-async def scenario(store: SqlConversationStore, anthropic: FakeAnthropic, release: asyncio.Event,
+async def scenario(store: Store, anthropic: FakeAnthropic, release: asyncio.Event,
                    *, post: Callable[[str], Awaitable[Handle]],
                    edit: Callable[[Handle, str], Awaitable[object]],
                    delete: Callable[[Handle], Awaitable[object]] | None) -> None:
@@ -129,11 +135,11 @@ async def scenario(store: SqlConversationStore, anthropic: FakeAnthropic, releas
     release.set()
 
 
-async def _waits(store: SqlConversationStore, texts: list[str]) -> bool:
+async def _waits(store: Store, texts: list[str]) -> bool:
     return await waiting(store) == texts
 
 
-async def assert_answered_as_edited(store: SqlConversationStore, anthropic: FakeAnthropic,
+async def assert_answered_as_edited(store: Store, anthropic: FakeAnthropic,
                                     conversation_id: str) -> None:
     """Two model calls, the second for the edited text; the deleted turn reached nobody."""
     assert len(anthropic.requests) == 2
@@ -150,7 +156,7 @@ async def assert_answered_as_edited(store: SqlConversationStore, anthropic: Fake
 
 
 async def test_slack_edit_and_deletion_of_waiting_turns(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+        slack: FakeSlack, anthropic: FakeAnthropic, store: Store) -> None:
     channel = SlackChannel(**slack.channel_settings(), streaming=False)
     thread = "1600000000.000001"
 
@@ -173,7 +179,7 @@ async def test_slack_edit_and_deletion_of_waiting_turns(
 
 
 async def test_telegram_edit_of_a_waiting_turn(
-        anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+        anthropic: FakeAnthropic, store: Store) -> None:
     async with FakeTelegram() as fake:
         channel = TelegramChannel(name="tg", **fake.channel_settings(), streaming=False)
 
@@ -193,7 +199,7 @@ async def test_telegram_edit_of_a_waiting_turn(
 
 
 async def test_discord_edit_and_deletion_of_waiting_turns(
-        anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+        anthropic: FakeAnthropic, store: Store) -> None:
     async with FakeDiscord() as fake:
         world = DiscordWorld.build(fake)
 
@@ -241,7 +247,7 @@ class HeldWorker:
             await self.release.wait()
 
 
-def hold_worker(store: SqlConversationStore, monkeypatch: pytest.MonkeyPatch,
+def hold_worker(store: Store, monkeypatch: pytest.MonkeyPatch,
                 moment: str) -> HeldWorker:
     """Hold the worker `taken` (the inbox row is being answered, the history does not hold
     the turn) or `stored` (the history holds it, the worker has not read the row back)."""
@@ -267,7 +273,7 @@ def hold_worker(store: SqlConversationStore, monkeypatch: pytest.MonkeyPatch,
     return held
 
 
-async def said_in(store: SqlConversationStore, conversation_id: str) -> list[tuple[str, str]]:
+async def said_in(store: Store, conversation_id: str) -> list[tuple[str, str]]:
     return [(m.participant.kind, m.content) for m in await store.get(conversation_id)]
 
 
@@ -276,7 +282,7 @@ WINDOW = pytest.mark.parametrize("moment", ["taken", "stored"])
 
 @WINDOW
 async def test_slack_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_edited(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore,
+        slack: FakeSlack, anthropic: FakeAnthropic, store: Store,
         monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
     channel = SlackChannel(**slack.channel_settings(), streaming=False)
     held = hold_worker(store, monkeypatch, moment)
@@ -298,7 +304,7 @@ async def test_slack_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_edit
 
 @WINDOW
 async def test_slack_deletion_of_a_turn_a_worker_took_is_never_answered_nor_kept(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore,
+        slack: FakeSlack, anthropic: FakeAnthropic, store: Store,
         monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
     channel = SlackChannel(**slack.channel_settings(), streaming=False)
     held = hold_worker(store, monkeypatch, moment)
@@ -316,7 +322,7 @@ async def test_slack_deletion_of_a_turn_a_worker_took_is_never_answered_nor_kept
 
 @WINDOW
 async def test_discord_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_edited(
-        anthropic: FakeAnthropic, store: SqlConversationStore,
+        anthropic: FakeAnthropic, store: Store,
         monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
     held = hold_worker(store, monkeypatch, moment)
     async with FakeDiscord() as fake:
@@ -341,7 +347,7 @@ async def test_discord_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_ed
 
 @pytest.mark.parametrize("answer_edits", [False, True])
 async def test_slack_edit_while_the_model_answers_is_stored_and_answered_again_when_set(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore,
+        slack: FakeSlack, anthropic: FakeAnthropic, store: Store,
         answer_edits: bool) -> None:
     """Past the window the history holds the turn: the edit is stored there, and the turn is
     answered again as edited once the answer being written is done, when the team is set to."""
@@ -370,13 +376,13 @@ async def test_slack_edit_while_the_model_answers_is_stored_and_answered_again_w
         assert said == [("user", "deploy at 6?"), ("agent", "the first answer")]
 
 
-async def _said_first(store: SqlConversationStore, words: str) -> bool:
+async def _said_first(store: Store, words: str) -> bool:
     said = await said_in(store, SLACK_THREAD)
     return bool(said) and said[0] == ("user", words)
 
 
 async def test_slack_edits_racing_the_worker_are_never_lost_nor_turns_doubled(
-        slack: FakeSlack, anthropic: FakeAnthropic, store: SqlConversationStore) -> None:
+        slack: FakeSlack, anthropic: FakeAnthropic, store: Store) -> None:
     """Each turn is edited the moment it is acknowledged, while the worker takes, stores and
     answers it: wherever the edit lands, the history ends with the edited text, once."""
     channel = SlackChannel(**slack.channel_settings(), streaming=False)
@@ -398,5 +404,5 @@ async def test_slack_edits_racing_the_worker_are_never_lost_nor_turns_doubled(
         assert f"draft {i}\"" in asked or f"edited {i}\"" in asked
 
 
-async def _open_texts_are(store: SqlConversationStore, texts: list[str]) -> bool:
+async def _open_texts_are(store: Store, texts: list[str]) -> bool:
     return await open_texts(store) == texts
