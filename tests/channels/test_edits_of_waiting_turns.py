@@ -281,12 +281,13 @@ WINDOW = pytest.mark.parametrize("moment", ["taken", "stored"])
 
 
 @WINDOW
-async def test_slack_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_edited(
+@pytest.mark.parametrize("answer_edits", [False, True])
+async def test_slack_edit_of_a_turn_a_worker_took_is_stored_and_answered_as_edited_once(
         slack: FakeSlack, anthropic: FakeAnthropic, store: Store,
-        monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
+        monkeypatch: pytest.MonkeyPatch, moment: str, answer_edits: bool) -> None:
     channel = SlackChannel(**slack.channel_settings(), streaming=False)
     held = hold_worker(store, monkeypatch, moment)
-    async with team_on(store, channel, anthropic):
+    async with team_on(store, channel, anthropic, answer_edits=answer_edits):
         event = slack.message_event("deploy at 5?", thread_ts=THREAD)
         await slack.deliver_event(channel.events_url, event)
         await held.there()
