@@ -318,7 +318,7 @@ class HistorySettings(_Section):
     id or workspace (`slack:T123`, `telegram:-100456`), the longest matching key winning
     (None keeps forever). Pruning runs in the background every `prune_every_minutes`.
     `answer_edits`: a person's edit of a message already answered is stored, and answered
-    again only when this is on (a message still waiting is always answered as edited)."""
+    again only when this is on (a message not answered yet is always answered as edited)."""
 
     retention_days: float | None = Field(default=None, gt=0)
     """Delete turns older than this many days (null keeps them forever)."""
@@ -329,8 +329,8 @@ class HistorySettings(_Section):
     prune_every_minutes: float = Field(default=60, gt=0)
     """How often old turns are pruned in the background."""
     answer_edits: bool = False
-    """Answer a person's edit of a message already answered again (a message still waiting is
-    always answered as edited; the edit is stored either way)."""
+    """Answer a person's edit of a message already answered again (a message not answered yet
+    is always answered as edited; the edit is stored either way)."""
 
 
 class SchedulerSettings(_Section):

@@ -4,11 +4,14 @@
                      already holds is not new (a platform redelivery)
     record           the turn is durable in the inbox as "to answer"; only now may the channel
                      acknowledge the platform (`receive` returned), so a crash loses nothing;
-                     an edit or a deletion of it changes it there while it waits (`edit`,
-                     `delete`), the stored turn once it is answered
+                     an edit or a deletion of it changes it there until the history holds it
+                     (`edit`, `delete`), the stored turn from then on
     own              one process at a time owns a conversation (the conversation lock) and takes
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
+    store            the turn taken is stored in the history, then read back from the inbox
+                     (`_record_taken`): an edit or deletion that came in since it was taken
+                     is applied to the stored turn before anything answers it
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
                      instead, never by a model, through the same reply ledger, and recorded;
@@ -23,7 +26,9 @@
                      durable writer, the one place turns are written
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
-    finish           the inbound turn is marked answered (or given up after `max_attempts`)
+    finish           the inbound turn is marked answered (or given up after `max_attempts`);
+                     one deleted meanwhile stays cancelled, one edited to be answered again
+                     waits once more
 
 With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
 the routing decision, each agent's answer and each delivery.
@@ -210,19 +215,24 @@ class TurnPipeline:
     # -- edits and deletions -----------------------------------------------------------------
 
     async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
-        """A person edited a message: a turn still waiting is answered as edited; an answered
+        """A person edited a message: a turn not answered yet is answered as edited (the
+        worker that took it reads it back once it has stored it: `_record_taken`); a stored
         one is edited in the history (and answered again when `answer_edits` is on)."""
         bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
         # Edited text is kept like a new turn's: codes masked, unstorable characters replaced.
         content = storable_text(mask_link_codes(content))
         try:
-            if await self.inbox.edit_waiting(turn_id, content):
+            open_state = await self.inbox.edit_open(turn_id, content)
+            if open_state is TurnState.RECEIVED:
                 bound.info("pipeline.waiting_turn_edited")
                 return
             if not await self.store.edit_message(conversation_id, turn_id, content):
-                bound.warning("pipeline.edit_unknown_turn",
-                              detail="neither waiting nor stored (said before the bot joined, "
-                                     "or taken by a worker this very moment): nothing changed")
+                if open_state is None:
+                    bound.warning("pipeline.edit_unknown_turn",
+                                  detail="neither in the inbox nor stored (said before the bot "
+                                         "joined): nothing changed")
+                else:
+                    bound.info("pipeline.taken_turn_edited")
                 return
             bound.info("pipeline.stored_turn_edited", answered_again=self.answer_edits)
             if self.answer_edits:
@@ -231,13 +241,15 @@ class TurnPipeline:
             bound.error("pipeline.edit_failed", error=str(exc))
 
     async def delete(self, conversation_id: str, turn_id: str) -> None:
-        """A person deleted a message: a turn still waiting is not answered; a stored one
-        leaves the history."""
+        """A person deleted a message: a turn not answered yet is not answered (a worker that
+        took it drops it when it reads it back); a stored one leaves the history."""
         bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
         try:
-            if await self.inbox.cancel_waiting(turn_id):
-                bound.info("pipeline.waiting_turn_cancelled")
-                self._resolve(turn_id, [])
+            open_state = await self.inbox.cancel_open(turn_id)
+            if open_state is not None:
+                bound.info("pipeline.open_turn_cancelled", was=open_state.value)
+            if open_state is TurnState.RECEIVED:
+                self._resolve(turn_id, [])  # nobody took it; a worker that did resolves it
             await self.store.delete_messages(conversation_id, [turn_id])
         except StoreError as exc:
             bound.error("pipeline.delete_failed", error=str(exc))
@@ -254,7 +266,7 @@ class TurnPipeline:
             self.wake(conversation_id)
         else:
             bound.warning("pipeline.edit_not_answered_again",
-                          detail="the inbox no longer holds this turn, or it is still open")
+                          detail="the inbox no longer holds this turn, or it still waits")
 
     # -- own each conversation -------------------------------------------------------------
 
@@ -356,6 +368,8 @@ class TurnPipeline:
 
     async def _answer(self, turn: InboxTurn) -> None:
         attempt = await self.inbox.begin(turn.turn_id)
+        if attempt == 0:
+            return  # deleted since the conversation's open turns were read
         with tracing.turn_span(turn, attempt) as span:
             state = await self._attempt(turn, attempt)
             span.set({"threadline.outcome": state.value})
@@ -400,9 +414,13 @@ class TurnPipeline:
             return await self._answer_command(command, message, bound, retried=retried)
         quiet = await self.handoff.screen(message) if self.handoff is not None else None
         if quiet is not None:
-            await self.writer.record(quiet)  # said while people answer: kept, not answered
+            await self._record_taken(quiet)  # said while people answer: kept, not answered
             return []
-        await self.writer.record(message)  # in the history, in the order turns are answered
+        # In the history, in the order turns are answered, as its author left it.
+        current = await self._record_taken(message)
+        if current is None:
+            return []
+        message = current
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
                        answer_bots=self.answer_bots)
@@ -436,6 +454,33 @@ class TurnPipeline:
                     continue
                 pending.append((result.outbound, hops + 1, onward))
         return results
+
+    async def _record_taken(self, message: StoredMessage) -> StoredMessage | None:
+        """Store the turn being answered, then read it back from the inbox: as its author left
+        it (an edit that came in since it was taken is stored too), or None when they
+        deleted it meanwhile (it leaves the history; nobody answers it).
+
+        Read after storing, so an edit or deletion lands in one of the two: the inbox row,
+        read here, or the history, which holds the turn from here on (`edit`, `delete`).
+        """
+        bound = log.bind(conversation_id=message.conversation_id, turn_id=message.id)
+        recorded = await self.writer.record(message)
+        # What the history holds; a turn stored by an earlier attempt may hold an older
+        # edit's text than the row, so it is written again.
+        stored = None if recorded == "duplicate" else message.content
+        while True:
+            current = await self.inbox.retake(message.id)
+            if current is None:
+                await self.store.delete_messages(message.conversation_id, [message.id])
+                bound.info("pipeline.taken_turn_deleted")
+                return None
+            if current.content == stored:
+                return replace(message, content=current.content)
+            # Read again after storing it: an edit that changed the row before that read
+            # stores its own text after this write.
+            await self.store.edit_message(message.conversation_id, message.id, current.content)
+            stored = current.content
+            bound.info("pipeline.taken_turn_stored_as_edited")
 
     async def _run_agent(self, agent: Agent, inbound: StoredMessage, attachment: Attachment,
                          *, reason: str, retried: bool, bound: Any,
@@ -528,9 +573,11 @@ class TurnPipeline:
         answers. A command taken again after a crash is answered from the reply ledger.
         """
         name = turn.command.name
-        message = replace(message, metadata=replace(message.metadata, extra={
-            **message.metadata.extra, "command": name}))
-        await self.writer.record(message)
+        marked = await self._record_taken(replace(message, metadata=replace(
+            message.metadata, extra={**message.metadata.extra, "command": name})))
+        if marked is None:
+            return []
+        message = marked
         recorded = await self.store.get_by_ids(message.conversation_id, [message.id])
         if not recorded:  # a handler reads the history up to the command's sequence
             raise StoreError(f"command turn {message.id} is not in the store yet (it waits in "

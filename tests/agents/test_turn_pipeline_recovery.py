@@ -153,3 +153,22 @@ async def test_a_turn_that_keeps_failing_is_given_up_and_the_next_one_answered(
     assert "not answered after 3 attempts" in rows[0][2]
     assert [text for _, text, _ in channel.sent] == ["fine"]
     assert any(e["event"] == "pipeline.turn_given_up" for e in logs)
+
+
+async def test_an_edit_that_reached_only_the_inbox_before_a_crash_is_stored_and_answered(
+        tmp_path: Path) -> None:
+    """The dead process had stored the turn it took; the edit's process wrote the inbox row and
+    died before the history: the next process answers and keeps the edited text."""
+    async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
+        draft = say("@support deploy at 5?", conversation_id="c1")
+        await store.inbox.receive(draft, channel="room")
+        await store.inbox.begin(draft.id)
+        await store.append(draft)
+        assert await store.inbox.edit_open(draft.id, "@support deploy at 6?") is (
+            TurnState.ANSWERING)
+
+        _, channel, logs = await restart(store)
+        stored = [m.content for m in await store.get("c1")]
+    assert stored == ["@support deploy at 6?", "re: Ann: @support deploy at 6?"]
+    assert [text for _, text, _ in channel.sent] == stored[1:]
+    assert "pipeline.taken_turn_stored_as_edited" in [e["event"] for e in logs]

@@ -83,41 +83,79 @@ async def test_a_streamed_reply_is_claimed_with_its_first_words_and_kept_whole(
         DeliveryState.DELIVERED, ("p9",), whole)
 
 
-async def test_an_edit_changes_a_waiting_turn_and_nothing_once_it_is_taken(
+async def test_an_edit_changes_an_open_turn_waiting_or_taken_and_not_a_finished_one(
         store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
     await inbox.receive(turn("and the notes", id="t2"), channel="slack")
-    assert await inbox.edit_waiting("t1", "deploy at 6")
+    await inbox.receive(turn("answered already", id="t3"), channel="slack")
+    assert await inbox.edit_open("t1", "deploy at 6") is TurnState.RECEIVED
     assert await inbox.begin("t2") == 1
-    assert not await inbox.edit_waiting("t2", "too late: being answered")
-    assert not await inbox.edit_waiting("unknown", "never received")
+    assert await inbox.edit_open("t2", "and the release notes") is TurnState.ANSWERING
+    await inbox.begin("t3")
+    await inbox.finish("t3", TurnState.ANSWERED)
+    assert await inbox.edit_open("t3", "too late: in the history") is None
+    assert await inbox.edit_open("unknown", "never received") is None
     waiting = await inbox.open_turns("c1")
-    assert [t.message.content for t in waiting] == ["deploy at 6", "and the notes"]
-    assert waiting[0].message.id == "t1"
+    assert [t.message.content for t in waiting] == ["deploy at 6", "and the release notes"]
+    assert [t.message.id for t in waiting] == ["t1", "t2"]
 
 
-async def test_a_deletion_cancels_a_waiting_turn_only(store: ConversationStore) -> None:
+async def test_a_taken_turn_is_read_back_as_edited_and_stays_taken(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
+    assert await inbox.begin("t1") == 1
+    await inbox.edit_open("t1", "deploy at 6")
+    current = await inbox.retake("t1")
+    assert current is not None and (current.id, current.content) == ("t1", "deploy at 6")
+    [taken] = await inbox.open_turns("c1")
+    assert (taken.state, taken.attempts) == (TurnState.ANSWERING, 1)
+    await inbox.finish("t1", TurnState.ANSWERED)
+    assert await inbox.retake("t1") is None  # finished: the history holds it
+
+
+async def test_a_deletion_cancels_an_open_turn_and_its_worker_reads_nothing_back(
+        store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
     await inbox.receive(turn("answered already", id="t2"), channel="slack")
+    await inbox.receive(turn("another secret", id="t3"), channel="slack")
     await inbox.begin("t2")
     await inbox.finish("t2", TurnState.ANSWERED)
-    assert await inbox.cancel_waiting("t1")
-    assert not await inbox.cancel_waiting("t1")  # a redelivered deletion
-    assert not await inbox.cancel_waiting("t2")
+    assert await inbox.cancel_open("t1") is TurnState.RECEIVED
+    assert await inbox.cancel_open("t1") is None  # a redelivered deletion
+    assert await inbox.cancel_open("t2") is None
+    assert await inbox.begin("t3") == 1
+    assert await inbox.cancel_open("t3") is TurnState.ANSWERING
+    assert await inbox.retake("t3") is None
+    await inbox.finish("t3", TurnState.ANSWERED)  # the worker's end leaves it cancelled
+    assert await inbox.begin("t1") == 0  # listed before the deletion: not taken
     assert await inbox.open_turns("c1") == []
-    assert not await inbox.edit_waiting("t1", "a cancelled turn stays cancelled")
+    assert await inbox.edit_open("t1", "a cancelled turn stays cancelled") is None
     assert not await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
 
 
-async def test_a_finished_turn_can_wait_again_as_edited(store: ConversationStore) -> None:
+async def test_a_taken_or_finished_turn_can_wait_again_as_edited(
+        store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
-    assert not await inbox.answer_again(turn("still open", id="t1"))
+    assert not await inbox.answer_again(turn("still waiting", id="t1"))
     await inbox.begin("t1")
     await inbox.finish("t1", TurnState.ANSWERED)
     assert await inbox.answer_again(turn("deploy at 6", id="t1"))
     [again] = await inbox.open_turns("c1")
     assert (again.message.content, again.channel, again.attempts) == ("deploy at 6", "slack", 0)
     assert not await inbox.answer_again(turn("never received", id="t9"))
+
+
+async def test_a_turn_edited_again_while_answered_waits_once_its_attempt_ends(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
+    await inbox.begin("t1")
+    assert await inbox.answer_again(turn("deploy at 6", id="t1"))
+    await inbox.finish("t1", TurnState.ANSWERED)  # the attempt that answered "deploy at 5"
+    [again] = await inbox.open_turns("c1")
+    assert (again.message.content, again.state, again.attempts) == (
+        "deploy at 6", TurnState.RECEIVED, 0)

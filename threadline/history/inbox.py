@@ -2,10 +2,14 @@
 
 A turn enters as `received` (the platform may be acknowledged once `receive` returned), becomes
 `answering` when a worker takes it (each take counts an attempt), and ends `answered`, or
-`given_up` with the error after too many attempts. While it is still `received` (waiting for
-its conversation's earlier turns, or for a worker), a person's edit changes what will be
-answered (`edit_waiting`) and a deletion cancels it (`cancel_waiting`: `cancelled`, its text
-dropped). An answered turn may be answered again as edited (`answer_again`).
+`given_up` with the error after too many attempts. Until it ends, the inbox row is what the
+turn says: a person's edit changes it (`edit_open`) and a deletion cancels it (`cancel_open`:
+`cancelled`, its text dropped), whether it still waits (for its conversation's earlier turns,
+or for a worker) or a worker has taken it. The worker stores the turn in the history, then
+reads the row back (`retake`): an edit or deletion that came in since it took the turn is
+applied to the stored turn before anything answers it, and one that comes in later finds the
+turn in the history. A turn taken or finished may be answered again as edited
+(`answer_again`); a worker still answering it finishes its attempt, and the edit waits.
 
 Dedup means "already answered or being answered": a redelivery of a turn the inbox holds, in
 any state, or of a turn already in the history, is not new.
@@ -94,25 +98,37 @@ class TurnInbox(Protocol):
         ...
 
     async def begin(self, turn_id: str) -> int:
-        """Mark a turn as being answered; returns its attempt number (1 for the first)."""
+        """Mark an open turn as being answered; returns its attempt number (1 for the first),
+        0 when it is no longer open (deleted since it was listed)."""
+        ...
+
+    async def retake(self, turn_id: str) -> StoredMessage | None:
+        """The turn being answered as it stands now (with any edit made since it was taken),
+        still being answered; None when it was deleted meanwhile. Called once the history
+        holds the turn: an edit from then on finds it there."""
         ...
 
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
-        """Mark a turn answered or given up (with the error that made it so)."""
+        """Mark a turn being answered answered, given up (with the error that made it so) or
+        received (to take again). A turn no longer being answered (deleted, or reopened by
+        `answer_again` meanwhile) is left as it is."""
         ...
 
-    async def edit_waiting(self, turn_id: str, content: str) -> bool:
-        """A turn still waiting to be taken now reads `content`; False when none waits."""
+    async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
+        """An open turn now reads `content`; its state (received: nobody has taken it yet),
+        or None when the inbox holds no open turn of that id."""
         ...
 
-    async def cancel_waiting(self, turn_id: str) -> bool:
-        """A turn still waiting to be taken is not answered (`cancelled`, its text dropped);
-        False when none waits."""
+    async def cancel_open(self, turn_id: str) -> TurnState | None:
+        """An open turn is not answered (`cancelled`, its text dropped); the state it was in,
+        or None when none is open. A worker that took it drops it when it reads it back
+        (`retake`)."""
         ...
 
     async def answer_again(self, message: StoredMessage) -> bool:
-        """A finished turn is to be answered again as `message` (its edit; same id): waiting
-        once more, attempts from zero. False when the inbox holds no finished turn of that id."""
+        """A turn taken or finished is to be answered again as `message` (its edit; same id):
+        waiting once more, attempts from zero. False when the inbox holds no such turn (or it
+        still waits, and will be answered as it reads)."""
         ...
 
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
@@ -160,38 +176,54 @@ class MemoryInbox:
         return list(dict.fromkeys(waiting))[:limit]
 
     async def begin(self, turn_id: str) -> int:
-        turn = self._turns[turn_id]
+        turn = self._open(turn_id)
+        if turn is None:
+            return 0
         self._turns[turn_id] = replace(turn, state=TurnState.ANSWERING,
                                        attempts=turn.attempts + 1)
         return turn.attempts + 1
 
+    async def retake(self, turn_id: str) -> StoredMessage | None:
+        turn = self._open(turn_id)
+        if turn is None:
+            return None
+        self._turns[turn_id] = replace(turn, state=TurnState.ANSWERING)
+        return turn.message
+
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
-        self._turns[turn_id] = replace(self._turns[turn_id], state=state, error=error)
+        turn = self._turns.get(turn_id)
+        if turn is None or turn.state is not TurnState.ANSWERING:
+            return
+        self._turns[turn_id] = replace(turn, state=state, error=error)
         finished = [k for k, t in self._turns.items() if t.state not in OPEN_STATES]
         for key in finished[: max(len(finished) - self._remember, 0)]:
             del self._turns[key]
 
-    async def edit_waiting(self, turn_id: str, content: str) -> bool:
-        turn = self._turns.get(turn_id)
-        if turn is None or turn.state is not TurnState.RECEIVED:
-            return False
+    async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
+        turn = self._open(turn_id)
+        if turn is None:
+            return None
         self._turns[turn_id] = replace(turn, message=replace(turn.message, content=content))
-        return True
+        return turn.state
 
-    async def cancel_waiting(self, turn_id: str) -> bool:
-        turn = self._turns.get(turn_id)
-        if turn is None or turn.state is not TurnState.RECEIVED:
-            return False
+    async def cancel_open(self, turn_id: str) -> TurnState | None:
+        turn = self._open(turn_id)
+        if turn is None:
+            return None
         self._turns[turn_id] = replace(turn, state=TurnState.CANCELLED,
                                        message=replace(turn.message, content=""))
-        return True
+        return turn.state
 
     async def answer_again(self, message: StoredMessage) -> bool:
         turn = self._turns.get(message.id)
-        if turn is None or turn.state in OPEN_STATES:
+        if turn is None or turn.state is TurnState.RECEIVED:
             return False
         self._turns[message.id] = InboxTurn(message=message, channel=turn.channel)
         return True
+
+    def _open(self, turn_id: str) -> InboxTurn | None:
+        turn = self._turns.get(turn_id)
+        return turn if turn is not None and turn.state in OPEN_STATES else None
 
     async def start_delivery(self, reply: StoredMessage) -> Delivery | None:
         existing = self._deliveries.get(reply.id)

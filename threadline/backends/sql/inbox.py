@@ -3,7 +3,9 @@
 Each operation is one short transaction. `receive` inserts nothing when the turn is already in
 the inbox or in the history (a redelivery after the inbox row was pruned). Several worker
 processes share the tables; who answers a conversation is decided by the pipeline's
-conversation lock, not here.
+conversation lock, not here. An edit or a deletion changes a row only in the state (and
+text) it read it in, so a worker taking or finishing the turn meanwhile is never overwritten:
+the operation reads again.
 """
 
 from __future__ import annotations
@@ -78,9 +80,17 @@ def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
 def _begin(conn: SqlRunner, turn_id: str) -> int:
     rows = conn.rows(
         "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "
-        "updated_us = :now WHERE turn_id = :turn_id RETURNING attempts",
+        f"updated_us = :now WHERE turn_id = :turn_id AND {_OPEN} RETURNING attempts",
         {"turn_id": turn_id, "now": _now_us()})
     return int(rows[0][0]) if rows else 0
+
+
+def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
+    rows = conn.rows(
+        "UPDATE threadline_inbox SET state = 'answering', updated_us = :now "
+        f"WHERE turn_id = :turn_id AND {_OPEN} RETURNING message_json",
+        {"turn_id": turn_id, "now": _now_us()})
+    return message_from_dict(json.loads(rows[0][0])) if rows else None
 
 
 def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> None:
@@ -88,35 +98,48 @@ def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> Non
     forget_text = ", message_json = NULL" if state == TurnState.ANSWERED.value else ""
     conn.rowcount(
         f"UPDATE threadline_inbox SET state = :state, error = :error, updated_us = :now"
-        f"{forget_text} WHERE turn_id = :turn_id",
+        f"{forget_text} WHERE turn_id = :turn_id AND state = 'answering'",
         {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
 
 
-def _edit_waiting(conn: SqlRunner, turn_id: str, content: str) -> bool:
-    rows = conn.rows("SELECT message_json FROM threadline_inbox WHERE turn_id = :turn_id "
-                     "AND state = 'received'", {"turn_id": turn_id})
-    if not rows:
-        return False
-    edited = {**json.loads(rows[0][0]), "content": content}
-    # The state is checked again here: a worker may have taken the turn since it was read.
-    return conn.rowcount(
-        "UPDATE threadline_inbox SET message_json = :message, updated_us = :now "
-        "WHERE turn_id = :turn_id AND state = 'received'",
-        {"turn_id": turn_id, "message": _encode(message_from_dict(edited)),
-         "now": _now_us()}) == 1
+def _edit_open(conn: SqlRunner, turn_id: str, content: str) -> str | None:
+    while True:
+        rows = conn.rows(f"SELECT message_json, state FROM threadline_inbox "
+                         f"WHERE turn_id = :turn_id AND {_OPEN}", {"turn_id": turn_id})
+        if not rows:
+            return None
+        read, state = rows[0]
+        edited = {**json.loads(read), "content": content}
+        # Only the row as read is changed (and its state as read is returned): a worker may
+        # have taken or finished it, or `answer_again` replaced it, since (on PostgreSQL the
+        # read takes no lock); then read it again.
+        if conn.rowcount(
+                "UPDATE threadline_inbox SET message_json = :message, updated_us = :now "
+                "WHERE turn_id = :turn_id AND state = :was AND message_json = :read",
+                {"turn_id": turn_id, "message": _encode(message_from_dict(edited)),
+                 "was": state, "read": read, "now": _now_us()}) == 1:
+            return str(state)
 
 
-def _cancel_waiting(conn: SqlRunner, turn_id: str) -> bool:
-    return conn.rowcount(
-        "UPDATE threadline_inbox SET state = 'cancelled', message_json = NULL, "
-        "updated_us = :now WHERE turn_id = :turn_id AND state = 'received'",
-        {"turn_id": turn_id, "now": _now_us()}) == 1
+def _cancel_open(conn: SqlRunner, turn_id: str) -> str | None:
+    while True:
+        rows = conn.rows(f"SELECT state FROM threadline_inbox WHERE turn_id = :turn_id "
+                         f"AND {_OPEN}", {"turn_id": turn_id})
+        if not rows:
+            return None
+        # Changed only in the state it was read in (a worker may be taking it meanwhile).
+        if conn.rowcount(
+                "UPDATE threadline_inbox SET state = 'cancelled', message_json = NULL, "
+                "updated_us = :now WHERE turn_id = :turn_id AND state = :was",
+                {"turn_id": turn_id, "was": rows[0][0], "now": _now_us()}) == 1:
+            return str(rows[0][0])
 
 
 def _answer_again(conn: SqlRunner, message: StoredMessage) -> bool:
     return conn.rowcount(
-        f"UPDATE threadline_inbox SET state = 'received', attempts = 0, error = NULL, "
-        f"message_json = :message, updated_us = :now WHERE turn_id = :turn_id AND NOT {_OPEN}",
+        "UPDATE threadline_inbox SET state = 'received', attempts = 0, error = NULL, "
+        "message_json = :message, updated_us = :now WHERE turn_id = :turn_id "
+        "AND state <> 'received'",
         {"turn_id": message.id, "message": _encode(message), "now": _now_us()}) == 1
 
 
@@ -185,18 +208,22 @@ class SqlTurnInbox:
         attempts: int = await self._run("take a turn", True, _begin, turn_id)
         return attempts
 
+    async def retake(self, turn_id: str) -> StoredMessage | None:
+        current: StoredMessage | None = await self._run("read back a turn", True, _retake,
+                                                        turn_id)
+        return current
+
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
         await self._run("finish a turn", True, _finish, turn_id, state.value, error)
 
-    async def edit_waiting(self, turn_id: str, content: str) -> bool:
-        edited: bool = await self._run("edit a waiting turn", True, _edit_waiting, turn_id,
-                                       content)
-        return edited
+    async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
+        state: str | None = await self._run("edit an open turn", True, _edit_open, turn_id,
+                                            content)
+        return TurnState(state) if state is not None else None
 
-    async def cancel_waiting(self, turn_id: str) -> bool:
-        cancelled: bool = await self._run("cancel a waiting turn", True, _cancel_waiting,
-                                          turn_id)
-        return cancelled
+    async def cancel_open(self, turn_id: str) -> TurnState | None:
+        state: str | None = await self._run("cancel an open turn", True, _cancel_open, turn_id)
+        return TurnState(state) if state is not None else None
 
     async def answer_again(self, message: StoredMessage) -> bool:
         reopened: bool = await self._run("answer an edited turn again", True, _answer_again,
