@@ -1,12 +1,13 @@
 """Automatic recall: earlier turns that answer the newest message, put into the prompt.
 
-The conversation is searched with the turn being answered (never finding that turn itself, nor
-anything stored after it); the best hits come with the turns around them (one before, two
-after: an answer usually follows a question) as one clearly marked system block. Recall fills
-the room the kept turns leave, so its number of hits follows from that room, not from a fixed
-share; the block is sized by its formatted text and trimmed window by window, worst first. So
-a fact reaches the model even when it does not call the search tool, and even in addressed-only
-mode, where most of a busy channel is filtered out. The block is a pure function of the stored
+The conversation is searched with what the turn being answered asks (never finding that turn
+itself, nor anything stored after it, nor searching for the agent it opens by addressing); the
+best hits come with the turns around them (two each side: the question before an answer, what
+follows it) as one clearly marked system block. Recall fills the room the kept turns leave, so
+its number of hits follows from that room, not from a fixed share; the block is sized by its
+formatted text and trimmed window by window, worst first. So a fact reaches the model even when
+it does not call the search tool, and even in addressed-only mode, where most of a busy channel
+is filtered out. The block is a pure function of the stored
 turns, stable byte for byte for prompt caching.
 """
 
