@@ -7,8 +7,8 @@ follows it) as one clearly marked system block. Recall fills the room the kept t
 its number of hits follows from that room, not from a fixed share; the block is sized by its
 formatted text and trimmed window by window, worst first. So a fact reaches the model even when
 it does not call the search tool, and even in addressed-only mode, where most of a busy channel
-is filtered out. The block is a pure function of the stored
-turns, stable byte for byte for prompt caching.
+is filtered out. The block is a pure function of the stored turns, stable byte for byte for
+prompt caching.
 """
 
 from __future__ import annotations
