@@ -117,7 +117,7 @@ async def test_an_unreachable_server_is_unavailable() -> None:
     # Nothing listens on the port now, so every connection is refused.
     async with AsyncAnthropic(base_url=f"http://127.0.0.1:{port}", api_key="test",
                               max_retries=0) as client:
-        with pytest.raises(ModelUnavailableError, match="could not be reached .* after 0 retries"):
+        with pytest.raises(ModelUnavailableError, match=r"could not be reached .* after 0 retries"):
             await AnthropicProvider(client).complete(REQUEST)
 
 
@@ -125,7 +125,7 @@ async def test_a_rejected_key_is_a_model_error_that_says_what_to_set(fake: FakeA
     provider = AnthropicProvider(fake.client(max_retries=3))
     fake.script(error(401, "authentication_error", "invalid x-api-key"))
 
-    with pytest.raises(ModelError, match="rejected the credentials .*ANTHROPIC_API_KEY") as caught:
+    with pytest.raises(ModelError, match=r"rejected the credentials .*ANTHROPIC_API_KEY") as caught:
         await provider.complete(REQUEST)
     assert not isinstance(caught.value, ModelUnavailableError)
     assert len(fake.requests) == 1  # never retried
@@ -159,8 +159,8 @@ def test_a_profile_that_cannot_be_loaded_is_a_config_error(
     clear_anthropic_environment(monkeypatch, tmp_path)
     monkeypatch.setenv("ANTHROPIC_PROFILE", "missing")
 
-    with pytest.raises(ConfigError, match="credentials could not be loaded .*profile 'missing'.*"
-                                          "Set ANTHROPIC_API_KEY"):
+    with pytest.raises(ConfigError, match=r"credentials could not be loaded .*profile 'missing'.*"
+                                          r"Set ANTHROPIC_API_KEY"):
         AnthropicProvider()
 
 

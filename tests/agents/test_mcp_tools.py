@@ -100,7 +100,7 @@ async def test_the_model_calls_an_mcp_tool_and_its_result_reaches_the_reply(
 async def test_a_denied_tool_is_never_offered_to_the_model(
         calc: tuple[McpServer, Path, HttpServerProcess | None], fake: FakeAnthropic,
         store: SqlConversationStore) -> None:
-    server, log, _ = calc
+    server, _log, _ = calc
     fake.script(text("Hello."))
     agent = agent_with(server, fake, store, deny=("calc/delete_everything",))
 
@@ -267,7 +267,7 @@ async def test_a_call_that_takes_too_long_is_an_error_and_the_server_stays_usabl
     hasty.start()
     try:
         assert await hasty.wait_up(30), hasty.problem
-        with pytest.raises(TimeoutError, match="did not answer 'slow' within 0.5 s"):
+        with pytest.raises(TimeoutError, match=r"did not answer 'slow' within 0.5 s"):
             await hasty.call("slow", {"seconds": 5})
         assert await hasty.call("add", {"a": 1, "b": 2}) == "3"
     finally:

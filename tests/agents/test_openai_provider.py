@@ -125,11 +125,11 @@ async def test_a_rejected_key_and_an_empty_quota_say_what_to_do(fake: FakeOpenAI
     fake.script(error(401, "invalid_request_error", "Incorrect API key provided",
                       code="invalid_api_key"), quota, quota)
 
-    with pytest.raises(ModelError, match="rejected the credentials .*OPENAI_API_KEY"):
+    with pytest.raises(ModelError, match=r"rejected the credentials .*OPENAI_API_KEY"):
         await provider.complete(REQUEST)
     assert len(fake.requests) == 1  # never retried
     # The SDK retries every 429; once it gives up, the quota is named, not "try later".
-    with pytest.raises(ModelError, match="no quota left .*Add credit") as caught:
+    with pytest.raises(ModelError, match=r"no quota left .*Add credit") as caught:
         await provider.complete(REQUEST)
     assert not isinstance(caught.value, ModelUnavailableError)
 

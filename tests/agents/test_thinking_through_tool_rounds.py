@@ -232,5 +232,5 @@ agents:
     assert {a.name: a.thinking for a in runtime.team.agents} == {
         "support": 4096, "notes": "off", "helper": "default"}
     config.write_text("agents:\n  support: {thinking: 500}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="agents.support.thinking"):
+    with pytest.raises(ConfigError, match=r"agents.support.thinking"):
         load_settings(config, env={})

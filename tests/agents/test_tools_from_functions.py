@@ -61,7 +61,7 @@ def test_function_tools_and_foreign_tools_share_one_shape() -> None:
     class Echo:
         name = "echo"
         description = "Say it back."
-        input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+        input_schema: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012 - the Tool protocol reads it as an attribute
 
         async def run(self, input: dict[str, Any]) -> str:
             return json.dumps(input)

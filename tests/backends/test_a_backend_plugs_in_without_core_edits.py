@@ -77,7 +77,7 @@ async def test_a_plugged_in_backend_stores_answers_and_remembers_across_a_restar
     assert "backend jsonl keeps no people directory" in first
     assert first.count("keeps no reply records") == 1  # said once
     stored = [json.loads(line) for line in history.read_text(encoding="utf-8").splitlines()]
-    assert [m["content"] for m in stored][0] == "@support my order number is 1042"
+    assert next(m["content"] for m in stored) == "@support my order number is 1042"
     assert stored[1]["participant"]["id"] == "support"
     assert replies(tmp_path / "outbox.txt")[0].startswith("support> [offline model]")
 

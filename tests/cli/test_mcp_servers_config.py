@@ -52,7 +52,7 @@ def test_allow_and_deny_must_name_configured_servers(tmp_path: Path) -> None:
 def test_a_server_is_a_command_or_a_url_and_secrets_come_from_the_environment(
         tmp_path: Path) -> None:
     both = write(tmp_path, "  calc:\n    command: x\n    url: http://127.0.0.1:1/mcp\n")
-    with pytest.raises(ConfigError, match="set `command:` .* or `url:`"):
+    with pytest.raises(ConfigError, match=r"set `command:` .* or `url:`"):
         load_settings(both)
     literal = write(tmp_path, "  remote:\n    url: http://127.0.0.1:1/mcp\n"
                               "    oauth:\n      client_id: threadline\n"

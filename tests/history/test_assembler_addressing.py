@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tests.history.transcripts import ANN, BILLING, BOB, CAROL, SUPPORT, TRIAGE, Transcript
 from threadline.history import InMemoryConversationStore
 from threadline.history.addressing import mentions_in_text, normalize_mention
@@ -76,7 +78,7 @@ async def test_addressed_only_off_shows_everything_merged_and_alternating() -> N
     assert len(prompt.included_ids) == len(t.turns)
     roles = [m.role for m in prompt.messages]
     assert roles[0] == "user"
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
 
 
 async def test_a_user_cannot_pose_as_an_agent_or_the_system() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tests.history.transcripts import ANN, BOB, SUPPORT, Transcript
 from threadline.agents.convert import to_anthropic
 from threadline.history import InMemoryConversationStore, ToolCall, ToolExchange, ToolResult
@@ -53,7 +55,7 @@ async def test_a_tool_call_and_its_result_stay_together() -> None:
     for budget in (60, 200, 1000):
         prompt = await assemble_prompt(store, t.conversation_id, "support", "Support",
                                        AssemblerOptions(token_budget=budget, recall=False))
-        system, turns = to_anthropic(prompt.messages)
+        _system, turns = to_anthropic(prompt.messages)
         uses = [b["id"] for m in turns for b in m["content"] if b["type"] == "tool_use"]
         results = [b["tool_use_id"] for m in turns for b in m["content"]
                    if b["type"] == "tool_result"]
@@ -72,7 +74,7 @@ async def test_the_prefix_stays_stable_while_the_conversation_grows() -> None:
                                        AssemblerOptions(token_budget=400, recall=False))
         if prompt.dropped_for_budget_ids:
             firsts.append(prompt.included_ids[0])
-    changes = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
+    changes = sum(a != b for a, b in itertools.pairwise(firsts))
     assert len(firsts) > 40 and changes <= len(firsts) // 5  # moves in steps, not every turn
 
 
@@ -90,5 +92,5 @@ async def test_the_loading_window_moves_in_steps_and_never_holds_fewer_turns() -
         if i >= 20:
             assert 20 <= len(prompt.included_ids) < 30
             firsts.append(prompt.included_ids[0])
-    changes = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
+    changes = sum(a != b for a, b in itertools.pairwise(firsts))
     assert changes <= len(firsts) // 10 + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,7 +71,7 @@ def test_any_transcript_gives_a_valid_prompt(
         if not turns:
             return
         assert turns[0]["role"] == "user"
-        assert all(a["role"] != b["role"] for a, b in zip(turns, turns[1:], strict=False))
+        assert all(a["role"] != b["role"] for a, b in itertools.pairwise(turns))
         open_calls: set[str] = set()
         for turn in turns:
             for block in turn["content"]:

@@ -55,7 +55,7 @@ def test_the_error_names_the_field_and_the_value(build: Any, field: str, value: 
 def test_tool_exchanges_belong_to_agents_only() -> None:
     exchange = ToolExchange(call=CALL, result=ToolResult(tool_call_id="toolu_1", content="ok"))
     assert turn("done", who=SUPPORT, tool_exchanges=(exchange,)).tool_exchanges == (exchange,)
-    with pytest.raises(InvalidMessageError, match="StoredMessage.tool_exchanges.*agent"):
+    with pytest.raises(InvalidMessageError, match=r"StoredMessage.tool_exchanges.*agent"):
         turn("done", who=ANN, tool_exchanges=(exchange,))
 
 
@@ -78,6 +78,6 @@ def test_nul_in_content_is_replaced_not_refused() -> None:
 
 
 def test_an_invalid_message_error_is_also_a_value_error() -> None:
-    with pytest.raises(ValueError, match="StoredMessage.scope"):
+    with pytest.raises(ValueError, match=r"StoredMessage.scope"):
         StoredMessage(conversation_id="c1", participant=ANN, content="x", timestamp=T0,
                       scope="nowhere")  # type: ignore[arg-type]

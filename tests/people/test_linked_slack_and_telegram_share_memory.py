@@ -47,7 +47,7 @@ def rows_holding(database: Path, needle: str) -> list[str]:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = "
                                            "'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")]
         for table in tables:
-            for row in db.execute(f'SELECT * FROM "{table}"'):  # noqa: S608 - our own names
+            for row in db.execute(f'SELECT * FROM "{table}"'):
                 if any(needle in str(value) for value in row):
                     found.append(table)
     return found

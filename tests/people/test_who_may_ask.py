@@ -161,5 +161,5 @@ agents:
     assert access.admins == {"local:U_ANN"}
 
     config.write_text(config.read_text().replace("    local: {", "    nowhere: {"))
-    with pytest.raises(ConfigError, match="access.channels.nowhere.*unknown channel 'nowhere'"):
+    with pytest.raises(ConfigError, match=r"access.channels.nowhere.*unknown channel 'nowhere'"):
         load_settings(config)

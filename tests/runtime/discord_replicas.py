@@ -85,7 +85,7 @@ agents:
     channels: [discord]
 """, encoding="utf-8")
     log = folder / f"{name}.log"
-    sink = log.open("wb")  # noqa: ASYNC230 - a local file, opened once
+    sink = log.open("wb")
     env = {"PATH": str(Path(sys.executable).parent),
            "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "DISCORD_BOT_TOKEN": discord.token}
     if model_url is not None:
@@ -95,7 +95,7 @@ agents:
         stdout=subprocess.DEVNULL, stderr=sink)
     sink.close()
     await until(lambda: logged(log, "runtime.started") or process.returncode is not None)
-    assert process.returncode is None, log.read_text()  # noqa: ASYNC240
+    assert process.returncode is None, log.read_text()
     return Replica(name, process, log, port)
 
 
@@ -122,6 +122,6 @@ async def settle(discord: FakeDiscord, replicas: list[Replica], *, shards: int,
                 and discord.live_shards() == dict.fromkeys(range(shards), 1)):
             return held
         await asyncio.sleep(0.05)
-    logs = "\n".join(r.log.read_text()[-2500:] for r in replicas)  # noqa: ASYNC240
+    logs = "\n".join(r.log.read_text()[-2500:] for r in replicas)
     raise AssertionError(f"not settled after {within} s: {await holders(replicas)}, "
                          f"sessions {discord.live_shards()}\n{logs}")

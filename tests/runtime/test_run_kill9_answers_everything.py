@@ -55,7 +55,7 @@ async def rounds_pass(log: Path, event: str, count: int) -> None:
 
 async def start(config: Path, where: Platform, log: Path) -> asyncio.subprocess.Process:
     """`threadline run CONFIG`, its JSON log lines in `log`, once it says it started."""
-    sink = log.open("wb")  # noqa: ASYNC230 - a local file, opened once
+    sink = log.open("wb")
     process = await asyncio.create_subprocess_exec(
         str(THREADLINE), "run", str(config), cwd=config.parent,
         env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",

@@ -116,7 +116,7 @@ agents:
     channels: [slack]
 """, encoding="utf-8")
     log = tmp_path / f"{name}.log"
-    sink = log.open("wb")  # noqa: ASYNC230 - a local file, opened once
+    sink = log.open("wb")
     process = await asyncio.create_subprocess_exec(
         str(THREADLINE), "run", str(config), cwd=tmp_path,
         env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
@@ -127,7 +127,7 @@ agents:
         stdout=subprocess.DEVNULL, stderr=sink)
     sink.close()
     await until(lambda: logged(log, "runtime.started") or process.returncode is not None)
-    assert process.returncode is None, log.read_text()  # noqa: ASYNC240
+    assert process.returncode is None, log.read_text()
     return Worker(process, f"http://127.0.0.1:{port}/slack/events", log)
 
 

@@ -88,7 +88,7 @@ async def test_two_channels_cannot_point_discord_py_at_different_servers() -> No
         async with started_channel(fake, events):
             stray = DiscordChannel(token=elsewhere.token, name="stray",
                                    api_base_url=elsewhere.api_base_url)
-            with pytest.raises(ConfigError, match="'stray': api_base_url=.*conflicts"):
+            with pytest.raises(ConfigError, match=r"'stray': api_base_url=.*conflicts"):
                 await stray.start(events)
         # Once the first channel stopped, its endpoints are free for another.
         DiscordWorld.build(elsewhere)

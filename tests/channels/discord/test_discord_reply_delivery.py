@@ -75,7 +75,7 @@ async def test_a_reply_to_another_platforms_message_is_refused(sqlite_url: str) 
             slack_turn = StoredMessage(conversation_id="slack:T1:C1",
                                        participant=Participant(kind="user", id="U1"),
                                        content="hi", metadata={"channel_type": "slack"})
-            with pytest.raises(InvalidMessageError, match="slack:T1:C1.*'slack'"):
+            with pytest.raises(InvalidMessageError, match=r"slack:T1:C1.*'slack'"):
                 await channel.send_reply(slack_turn, "answer")
 
     assert fake.posts == []

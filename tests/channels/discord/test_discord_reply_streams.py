@@ -4,6 +4,7 @@ messages before 2,000 characters, never edited faster than the configured pace, 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -54,7 +55,7 @@ async def test_a_5000_character_reply_streams_across_messages_none_over_2000(
     assert len(discord.posted) >= 3
     assert writes[0].at < anthropic.stream_ends[0], "text showed before the model finished"
     assert sum(c.method == "PATCH" for c in writes) >= 3, "one message edited as text grew"
-    gaps = [b.at - a.at for a, b in zip(writes, writes[1:], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(writes)]
     assert sorted(gaps)[len(gaps) // 2] >= INTERVAL, "changes come at the configured pace"
     assert discord.posts[0]["message_reference"]["message_id"] == int(question["id"])
     ids = [m["id"] for m in discord.posted]

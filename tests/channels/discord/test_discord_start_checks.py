@@ -17,7 +17,7 @@ async def test_a_wrong_token_is_rejected_and_nothing_reaches_events() -> None:
         events = RecordingEvents(InMemoryConversationStore())
         channel = DiscordChannel(token="not-the-token", name="ops", api_base_url=fake.api_base_url,
                                  gateway_url=fake.gateway_url)
-        with pytest.raises(ChannelAuthError, match="'ops'.*Reset Token"):
+        with pytest.raises(ChannelAuthError, match=r"'ops'.*Reset Token"):
             await channel.start(events)
         await channel.stop()
 
@@ -56,5 +56,5 @@ async def test_check_is_quiet_for_a_well_set_up_bot() -> None:
 
 
 def test_an_empty_token_is_a_config_error_naming_the_channel() -> None:
-    with pytest.raises(ConfigError, match="'ops'.*`token`"):
+    with pytest.raises(ConfigError, match=r"'ops'.*`token`"):
         DiscordChannel(token="  ", name="ops")

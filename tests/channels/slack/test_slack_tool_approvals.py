@@ -49,7 +49,7 @@ async def test_approve_from_slack_runs_the_tool_once_and_answers_in_the_thread(
         sqlite_url: str, model: FakeAnthropic) -> None:
     refunds = Refunds()
     model.script(tool_use("refund", {"order": "7"}), text("Order 7 is refunded."))
-    async with asked(sqlite_url, model, refunds) as (slack, channel, team, request):
+    async with asked(sqlite_url, model, refunds) as (slack, channel, _team, request):
         blocks = blocks_of(request)
         assert "support wants to run refund" in request["text"]
         bob = slack.block_action(blocks, "Approve", user="U0BOB")
@@ -72,7 +72,7 @@ async def test_deny_from_slack_is_answered_in_words_and_nothing_runs(
         sqlite_url: str, model: FakeAnthropic) -> None:
     refunds = Refunds()
     model.script(tool_use("refund", {"order": "7"}), text("I did not refund order 7."))
-    async with asked(sqlite_url, model, refunds) as (slack, channel, team, request):
+    async with asked(sqlite_url, model, refunds) as (slack, channel, _team, request):
         deny = slack.block_action(blocks_of(request), "Deny", user="U0ALICE")
         await slack.deliver_action(channel.events_url, deny)
         [(_, answer)] = await slack.wait_for_responses(1)

@@ -9,6 +9,7 @@ model works.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -43,7 +44,7 @@ def chat_changes(telegram: FakeTelegram, chat_id: int) -> list[ApiCall]:
 
 
 def assert_within_rate(changes: list[ApiCall]) -> None:
-    gaps = [b.at - a.at for a, b in zip(changes, changes[1:], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(changes)]
     assert min(gaps) >= INTERVAL, gaps
     assert all(c.status == 200 for c in changes), "no change was refused for flooding"
 

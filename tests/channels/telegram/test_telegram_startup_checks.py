@@ -62,7 +62,7 @@ async def test_rejected_token_is_an_auth_error_that_does_not_echo_the_token(
     wrong = "999:not-the-token"
     channel = TelegramChannel(name="tg", token=wrong, base_url=fake.api_url)
 
-    with pytest.raises(ChannelAuthError, match="'tg'.*token was rejected") as raised:
+    with pytest.raises(ChannelAuthError, match=r"'tg'.*token was rejected") as raised:
         await channel.start(events)
 
     assert wrong not in str(raised.value)
@@ -75,7 +75,7 @@ async def test_unreachable_bot_api_is_a_channel_error_naming_the_channel(
     channel = TelegramChannel(name="tg", token=TOKEN,
                               base_url=f"http://127.0.0.1:{unused_port()}/bot")
 
-    with pytest.raises(ChannelError, match="'tg'.*connect to the Bot API"):
+    with pytest.raises(ChannelError, match=r"'tg'.*connect to the Bot API"):
         await channel.start(events)
 
 
@@ -85,7 +85,7 @@ async def test_polling_refuses_to_take_over_a_registered_webhook(
     fake.webhook = {"url": "https://127.0.0.1:8443/other-deployment", "secret_token": None}
     channel = TelegramChannel(name="tg", **fake.channel_settings())
 
-    with pytest.raises(ChannelError, match="'tg'.*webhook is set.*mode='webhook'"):
+    with pytest.raises(ChannelError, match=r"'tg'.*webhook is set.*mode='webhook'"):
         await channel.start(events)
 
     assert fake.calls_to("deleteWebhook") == []

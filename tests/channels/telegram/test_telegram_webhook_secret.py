@@ -51,11 +51,11 @@ async def test_bad_or_missing_secret_is_refused_and_never_stored(
 
 @pytest.mark.parametrize("secret", [None, "", "has spaces", "x" * 257])
 def test_webhook_mode_requires_a_valid_secret_token(secret: str | None) -> None:
-    with pytest.raises(ConfigError, match="'tg'.*webhook_secret_token"):
+    with pytest.raises(ConfigError, match=r"'tg'.*webhook_secret_token"):
         TelegramChannel(name="tg", token="1:x", mode="webhook",
                         webhook_url="https://127.0.0.1/tg", webhook_secret_token=secret)
 
 
 def test_webhook_mode_requires_the_public_url() -> None:
-    with pytest.raises(ConfigError, match="'tg'.*webhook_url"):
+    with pytest.raises(ConfigError, match=r"'tg'.*webhook_url"):
         TelegramChannel(name="tg", token="1:x", mode="webhook", webhook_secret_token=SECRET)
