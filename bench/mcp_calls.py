@@ -6,8 +6,8 @@ its `add` tool is called through Threadline's `McpTool` (what the agent loop run
 same function is called as a `FunctionTool`. Printed: p50 and p99 per call, and the MCP
 overhead over the Python tool at p50.
 
-    .venv/bin/python bench/mcp.py            # 2,000 calls each
-    .venv/bin/python bench/mcp.py --quick    # 200
+    .venv/bin/python bench/mcp_calls.py            # 2,000 calls each
+    .venv/bin/python bench/mcp_calls.py --quick    # 200
 
 Figures only; a shared machine makes single runs noisy.
 """
