@@ -8,6 +8,8 @@ forget` or retention run elsewhere, whose deletion the bot may not hear.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.history.embedding import embedded, index_everything, real_embedder, vectors_of
@@ -54,3 +56,39 @@ async def test_vectors_this_process_stores_are_searched_at_once(url: str) -> Non
         await bot.append(turn(COACHING, conversation_id="c1", minute=1))
         await index_everything(bot)
         assert (await _found(bot, "Which sport does she coach?"))[0] == COACHING
+
+
+async def test_new_vectors_join_the_cache_and_an_edit_drops_it(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The indexer stores each new turn's vector moments after it is said: a conversation
+    searched before (even while it had none) is searched again from memory, new turns
+    included, not read again whole from the database; an edit makes its vectors stale, so
+    the next search reads them."""
+    async with SqlConversationStore(url) as bot:
+        await bot.append(turn("the van is parked behind the shop", conversation_id="c1"))
+        assert await _found(bot, "Which sport does she coach?") == []  # cached: no vectors
+        await index_everything(bot)
+        assert await _found(bot, "Which sport does she coach?") == [
+            "the van is parked behind the shop"]
+
+        actions: list[str] = []
+        run = bot.run
+
+        async def counted(action: str, *args: Any, **kwargs: Any) -> Any:
+            actions.append(action)
+            return await run(action, *args, **kwargs)
+
+        monkeypatch.setattr(bot, "run", counted)
+        await bot.append(turn(COACHING, conversation_id="c1", minute=1))
+        await index_everything(bot)
+        assert "store turns' vectors" in actions
+        actions.clear()
+        assert (await _found(bot, "Which sport does she coach?"))[0] == COACHING
+        assert "read a conversation's vectors" not in actions
+
+        [coaching] = [t for t in await bot.get("c1") if t.content == COACHING]
+        await bot.edit_message("c1", coaching.id, "I coach the under-12 rugby team")
+        await index_everything(bot)
+        actions.clear()
+        assert "rugby" in (await _found(bot, "Which sport does she coach?"))[0]
+        assert "read a conversation's vectors" in actions

@@ -11,11 +11,14 @@ primary key's pages instead of spilling each to an overflow page. Cosine similar
 about 0.001, below what separates two turns' ranks in practice; what crosses the backend's
 boundary stays float32 (`threadline.history.vectors`).
 
-A cached conversation is dropped when this process stores vectors in it, when the history says
-a turn of it was edited or deleted (on PostgreSQL, by any process), and after `max_age`
-seconds whatever happens: vectors another process stored meanwhile are missing until then,
-and those turns are found by their words. A cached vector never brings back a deleted turn:
-the search looks every hit up among the stored turns before returning it.
+Vectors this process stores join the cached conversation they belong to (`extend`): the
+background indexer stores a new turn's vector moments after it is said, and dropping the
+conversation then would make the next turn's recall read all of it again. A cached
+conversation is dropped when the history says a turn of it was edited or deleted (on
+PostgreSQL, by any process), and after `max_age` seconds whatever happens: vectors another
+process stored meanwhile are missing until then, and those turns are found by their words.
+A cached vector never brings back a deleted turn: the search looks every hit up among the
+stored turns before returning it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -71,6 +74,20 @@ class ConversationVectors:
     def size(self) -> int:
         return int(self.matrix.nbytes + self.sequences.nbytes)
 
+    def with_rows(self, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
+        """These vectors with (sequence, stored vector) rows added; a row for a sequence
+        already here replaces it. The age stays the first read's."""
+        added = ConversationVectors.of(rows)
+        if not len(added.sequences):
+            return self
+        if not len(self.sequences) or self.matrix.shape[1] != added.matrix.shape[1]:
+            # Nothing kept yet, or vectors of another size (the model changed under this name).
+            return replace(added, read_at=self.read_at)
+        kept = ~np.isin(self.sequences, added.sequences)
+        return ConversationVectors(np.concatenate([self.sequences[kept], added.sequences]),
+                                   np.concatenate([self.matrix[kept], added.matrix]),
+                                   self.read_at)
+
 
 class VectorCache:
     """The recently searched conversations' vectors (see the module docstring)."""
@@ -101,6 +118,14 @@ class VectorCache:
         self._bytes += vectors.size
         while self._bytes > self.max_bytes:
             self._drop(next(iter(self._kept)))
+
+    def extend(self, conversation_id: str, model: str, rows: Sequence[Sequence[Any]]) -> None:
+        """(sequence, stored vector) rows this process just stored in a conversation, added
+        to its cached vectors (when it is cached: an uncached one is read whole when next
+        searched)."""
+        found = self._kept.get((conversation_id, model))
+        if found is not None:
+            self.keep(conversation_id, model, found.with_rows(rows))
 
     def forget(self, conversation_ids: Iterable[str]) -> None:
         """Drop these conversations' vectors, by every model."""

@@ -70,7 +70,7 @@ _PUT = (
     f"JOIN threadline_messages m ON m.id = v.column1 WHERE {EMBEDDABLE} "
     "ON CONFLICT (conversation_id, sequence) DO UPDATE SET model = excluded.model, "
     "vector = excluded.vector WHERE threadline_vectors.model <> excluded.model "
-    "RETURNING conversation_id"
+    "RETURNING conversation_id, sequence, vector"
 )
 _WINDOW_END = ("SELECT max(row_id) FROM (SELECT row_id FROM threadline_messages "
                "WHERE row_id >= :floor ORDER BY row_id LIMIT :window) AS w")
@@ -136,11 +136,15 @@ class SqlVectorIndex:
                       for message_id, vector in vectors}.items())
         stored = 0
         for start in range(0, len(pairs), PUT_CHUNK):
-            conversations: list[str] = await self.store.run(
+            written: list[Sequence[Any]] = await self.store.run(
                 "store turns' vectors", _put, model, pairs[start:start + PUT_CHUNK],
                 write=True)
-            self.cache.forget(conversations)
-            stored += len(conversations)
+            by_conversation: dict[str, list[Sequence[Any]]] = {}
+            for conversation_id, sequence, vector in written:
+                by_conversation.setdefault(str(conversation_id), []).append((sequence, vector))
+            for conversation_id, rows in by_conversation.items():
+                self.cache.extend(conversation_id, model, rows)
+            stored += len(written)
         return stored
 
     async def unembedded(self, model: str, *, limit: int) -> list[StoredMessage]:
@@ -244,16 +248,17 @@ def _rows(runner: SqlRunner, sql: str, params: dict[str, Any]) -> list[Sequence[
     return runner.rows(sql, params)
 
 
-def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]) -> list[str]:
-    """The conversations of the vectors written (a turn gone or already done is not)."""
+def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]
+         ) -> list[Sequence[Any]]:
+    """(conversation, sequence, stored vector) of the vectors written (a turn gone or already
+    done is not)."""
     vector = "CAST(:v{n} AS bytea)" if runner.dialect == "postgresql" else ":v{n}"
     params: dict[str, Any] = {"model": model}
     rows = []
     for n, (message_id, blob) in enumerate(pairs):
         params[f"i{n}"], params[f"v{n}"] = message_id, stored_form(blob)
         rows.append(f"(:i{n}, {vector.format(n=n)})")
-    written = runner.rows(_PUT.format(values="VALUES " + ", ".join(rows)), params)
-    return [str(row[0]) for row in written]
+    return runner.rows(_PUT.format(values="VALUES " + ", ".join(rows)), params)
 
 
 def _unembedded(runner: SqlRunner, model: str, floor: int, limit: int
