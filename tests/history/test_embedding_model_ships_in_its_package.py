@@ -56,7 +56,7 @@ def test_the_default_model_is_wordllama_and_another_is_chosen_by_name(
     assert default is not None and default.name.startswith("wordllama-l2-256@")
     monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "minilm")
     chosen = load_embedder()
-    assert chosen is not None and chosen.name.startswith("all-minilm-l6-v2-int8@")
+    assert chosen is not None and chosen.name.startswith("all-minilm-l6-v2-int8+speaker@")
     assert chosen.dimensions == 384
     monkeypatch.setenv("THREADLINE_EMBEDDING_MODEL", "off")
     assert load_embedder() is None  # recall by words only, extra installed or not

@@ -31,6 +31,7 @@ import structlog
 
 from threadline.errors import StoreError
 from threadline.history.changes import HistoryChange, Unsubscribe
+from threadline.history.embedding_model import embedded_text
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import Embedder, VectorIndex
 
@@ -85,7 +86,8 @@ class VectorIndexer:
         turns = await self.vectors.unembedded(model, limit=self.batch)
         if not turns:
             return 0
-        vectors = await asyncio.to_thread(self.embedder.embed, [t.content for t in turns])
+        texts = [embedded_text(self.embedder, turn) for turn in turns]
+        vectors = await asyncio.to_thread(self.embedder.embed, texts)
         stored = await self.vectors.put_many(
             model, [(turn.id, vector) for turn, vector in zip(turns, vectors, strict=True)])
         self.embedded += stored
