@@ -38,11 +38,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.people",),
     ("threadline.agents", "threadline.tracing"),
     ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book"),
+    ("threadline.stages", "threadline.commands.stage", "threadline.schedules.stage",
+     "threadline.people.stages"),
     ("threadline.config", "threadline.ops", "threadline.spend",
      "threadline.inspector", "threadline.backends"),
     ("threadline.reply_delivery", "threadline.pipeline", "threadline.team",
      "threadline.handoff"),
-    ("threadline.runtime", "threadline.demo", "threadline.proactive", "threadline.app"),
+    ("threadline.features", "threadline.people.feature", "threadline.handoff.feature",
+     "threadline.schedules.feature", "threadline.agents.mcp_feature"),
+    ("threadline.runtime", "threadline.demo", "threadline.app"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )
 

@@ -624,6 +624,9 @@ class Settings(_Section):
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """More model providers by name, for agents on another model (each entry has a type: and that
     provider's keys, listed below)."""
+    features: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings of features other packages add, by feature name (each validated by its feature's
+    own settings model; see docs/adding-a-feature.md)."""
     channels: dict[str, SerializeAsAny[ChannelSettings]] = Field(
         default_factory=_default_channels)
     """The channels, by name; each entry's type: names its platform, whose keys are listed below."""

@@ -10,7 +10,7 @@
                      its open turns in arrival order; a process that dies releases it, and
                      whoever owns it next answers what was left (`scan` finds it)
     store            the turn taken is stored in the history, then read back from the inbox
-                     (`_record_taken`): an edit or deletion that came in since it was taken
+                     (`record`): an edit or deletion that came in since it was taken
                      is applied to the stored turn before anything answers it
     route            who answers, and why: `history.addressing.route`, decided once; a
                      command (`/forget`, see `threadline.commands`) is answered by its handler
@@ -45,7 +45,8 @@ import asyncio
 import contextlib
 import hashlib
 from collections import OrderedDict, deque
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -54,24 +55,16 @@ import structlog
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.channels.base import Channel, Post
-from threadline.commands import (
-    Command,
-    CommandCall,
-    CommandChoice,
-    CommandRegistry,
-    CommandReply,
-    CommandRequest,
-)
-from threadline.commands.registry import Origin
+from threadline.commands import CommandChoice, CommandRegistry, CommandReply
+from threadline.commands.registry import Notify, Origin
 from threadline.errors import StoreError, TurnNotRecordedError
-from threadline.handoff.desk import HandoffDesk
-from threadline.history.addressing import Listener, normalize_mention, route
+from threadline.history.addressing import normalize_mention, route
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnInbox, TurnState
 from threadline.history.model import StoredMessage, storable_text
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.capture import DurableWriter
+from threadline.interceptors.outbox import Outbox
 from threadline.locks import ConversationLock
-from threadline.people.access import Access
 from threadline.people.link_codes import mask_link_codes, seal_link_codes
 from threadline.reply_delivery import (
     LedgeredReply,
@@ -79,8 +72,8 @@ from threadline.reply_delivery import (
     post_result,
     with_platform_ids,
 )
-from threadline.schedules.clock import Clock, SystemClock
 from threadline.schedules.turns import ScheduledTurn
+from threadline.stages import Attachment, CommandTurn, Stage, Turn, walk
 from threadline.tracing import spans as tracing
 from threadline.turn import EDITED, AgentResult, Deliver, TurnContext, reply_turn_id
 
@@ -88,24 +81,6 @@ log = structlog.get_logger("threadline.pipeline")
 
 MAX_REMEMBERED_REPLIES = 10_000
 SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
-
-
-@dataclass(frozen=True, slots=True)
-class CommandTurn:
-    """A turn that sends a registered command, and the channel whose agents it is for."""
-
-    command: Command
-    call: CommandCall
-    attachment: Attachment
-
-
-@dataclass(frozen=True, slots=True)
-class Attachment:
-    """Which agents listen on a channel (None: turns handed over without one)."""
-
-    channel: Channel | None
-    agents: tuple[Agent, ...]
-    listeners: tuple[Listener, ...]
 
 
 class TurnPipeline:
@@ -126,8 +101,10 @@ class TurnPipeline:
         scan_interval: float = 1.0,
         commands: CommandRegistry | None = None,
         answer_edits: bool = False,
+        stages: Sequence[Stage] = (),
+        approvals: ApprovalGate | None = None,
     ) -> None:
-        self.agents = agents
+        self._agents = agents
         self.commands = commands or CommandRegistry()
         self.inbox = inbox
         self.writer = writer
@@ -141,13 +118,9 @@ class TurnPipeline:
         self.scan_interval = scan_interval
         self.answer_edits = answer_edits
         self.attachments: dict[str, Attachment] = {}
-        # Set before `start` when conversations can be handed to people (the runtime does).
-        self.handoff: HandoffDesk | None = None
-        # Who may use commands that act on others (`access.admins`); None: anyone.
-        self.access: Access | None = None
+        self.stages = tuple(stages)  # in their declared order (`threadline.stages`)
         # Decides tool approvals as their button presses arrive (see `agents.approvals`).
-        self.approvals: ApprovalGate | None = None
-        self.clock: Clock = SystemClock()  # when a scheduled turn's slot has passed
+        self.approvals = approvals
         self._wanted: set[str] = set()
         self._owners: dict[str, asyncio.Task[None]] = {}
         self._waiting: dict[str, list[asyncio.Future[list[AgentResult]]]] = {}
@@ -216,7 +189,7 @@ class TurnPipeline:
 
     async def edit(self, conversation_id: str, turn_id: str, content: str) -> None:
         """A person edited a message: a turn not answered yet is answered as edited (the
-        worker that took it reads it back once it has stored it: `_record_taken`); a stored
+        worker that took it reads it back once it has stored it: `record`); a stored
         one is edited in the history (and answered again when `answer_edits` is on)."""
         bound = log.bind(conversation_id=conversation_id, turn_id=turn_id)
         # Edited text is kept like a new turn's: codes masked, unstorable characters replaced.
@@ -404,58 +377,65 @@ class TurnPipeline:
 
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:
+        """What kind of turn this is and whom it is for, walked through the stages."""
         attachment = self.attachments.get(channel_name or "", self.default)
-        scheduled = ScheduledTurn.read(message)
-        if scheduled is not None:
-            return await self._answer_scheduled(scheduled, message, attachment, bound,
-                                                retried=retried)
-        command = self._command_in(message, attachment)
-        if command is not None:
-            return await self._answer_command(command, message, bound, retried=retried)
-        quiet = await self.handoff.screen(message) if self.handoff is not None else None
-        if quiet is not None:
-            await self._record_taken(quiet)  # said while people answer: kept, not answered
-            return []
+        turn = Turn(message=message, attachment=attachment, retried=retried, log=bound,
+                    actions=self, scheduled=ScheduledTurn.read(message),
+                    command=self._command_in(message, attachment))
+        if turn.scheduled is None and turn.command is None:
+            turn = replace(turn, routes=await self._routes(message, attachment))
+        return await walk(self.stages, turn, self._answer_routes)
+
+    async def _routes(self, message: StoredMessage, attachment: Attachment
+                      ) -> tuple[tuple[str, str], ...]:
+        """Who answers a message, and why (`history.addressing.route`), decided once."""
+        return tuple(route(message, attachment.listeners,
+                           bot_aliases=self._bot_aliases(attachment),
+                           author_of_replied=await self._author_of_replied(message),
+                           answer_bots=self.answer_bots))
+
+    async def _answer_routes(self, turn: Turn) -> list[AgentResult]:
+        """The last step: the turn stored, and the agents it addresses answer, then those
+        their replies hand it to, within the turn's budgets."""
         # In the history, in the order turns are answered, as its author left it.
-        current = await self._record_taken(message)
-        if current is None:
+        message = await self.record(turn.message)
+        if message is None:
             return []
-        message = current
-        routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
-                       author_of_replied=await self._author_of_replied(message),
-                       answer_bots=self.answer_bots)
-        tracing.routed(routes)
+        routes = turn.routes
+        if message.content != turn.message.content:  # edited since it was taken
+            routes = tuple(r for r in await self._routes(message, turn.attachment)
+                           if r[0] not in turn.refused)
+        tracing.routed(list(routes))
         if not routes:
             return []
-        message = await self._in_reply_thread(message, attachment.channel)
+        message = await self._in_reply_thread(message, turn.attachment.channel)
         results: list[AgentResult] = []
-        pending = deque([(message, 0, routes)])
+        pending = deque([(message, 0, list(routes))])
         while pending:
-            inbound, hops, routes = pending.popleft()
-            for name, reason in routes:
+            inbound, hops, onward_routes = pending.popleft()
+            for name, reason in onward_routes:
                 if len(results) >= self.max_agent_turns:
-                    bound.warning("pipeline.turn_budget_spent", agent=name,
-                                  max_agent_turns=self.max_agent_turns)
+                    turn.log.warning("pipeline.turn_budget_spent", agent=name,
+                                     max_agent_turns=self.max_agent_turns)
                     return results
-                result = await self._run_agent(self.agents[name], inbound, attachment,
-                                               reason=reason, retried=retried, bound=bound)
+                result = await self.run_agent(self._agents[name], inbound, turn, reason=reason)
                 if result is None:
                     continue
                 results.append(result)
                 if result.outbound is None:
                     continue
                 self._remember_reply(inbound, result)
-                onward = route(result.outbound, attachment.listeners, handoff=True)
+                onward = route(result.outbound, turn.attachment.listeners, handoff=True)
                 if not onward:
                     continue
                 if hops + 1 > self.max_hops:
-                    bound.warning("pipeline.hop_limit", agent=name, hops=hops,
-                                  max_hops=self.max_hops)
+                    turn.log.warning("pipeline.hop_limit", agent=name, hops=hops,
+                                     max_hops=self.max_hops)
                     continue
                 pending.append((result.outbound, hops + 1, onward))
         return results
 
-    async def _record_taken(self, message: StoredMessage) -> StoredMessage | None:
+    async def record(self, message: StoredMessage) -> StoredMessage | None:
         """Store the turn being answered, then read it back from the inbox: as its author left
         it (an edit that came in since it was taken is stored too), or None when they
         deleted it meanwhile (it leaves the history; nobody answers it).
@@ -482,15 +462,15 @@ class TurnPipeline:
             stored = current.content
             bound.info("pipeline.taken_turn_stored_as_edited")
 
-    async def _run_agent(self, agent: Agent, inbound: StoredMessage, attachment: Attachment,
-                         *, reason: str, retried: bool, bound: Any,
-                         whole: bool = False) -> AgentResult | None:
+    async def run_agent(self, agent: Agent, inbound: StoredMessage, turn: Turn, *,
+                        reason: str, whole: bool = False) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
         (only a turn taken again after a crash can have one). `whole`: posted once finished,
         never shown while written."""
+        bound, attachment = turn.log, turn.attachment
         reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
-        if retried:
+        if turn.retried:
             try:
                 earlier = await self.inbox.delivery(reply_id)
             except StoreError as exc:
@@ -542,11 +522,20 @@ class TurnPipeline:
                            output=reply.content, outbound=reply,
                            delivered_ids=earlier.platform_ids, stop_reason=stop_reason)
 
-    # -- commands ----------------------------------------------------------------------------
+    # -- what the stages are given (`threadline.stages.TurnActions`) ------------------------
+
+    @property
+    def agents(self) -> Mapping[str, Agent]:
+        return self._agents
+
+    @property
+    def outbox(self) -> Outbox | None:
+        return self.writer.outbox
 
     def _command_in(self, message: StoredMessage, attachment: Attachment
                     ) -> CommandTurn | None:
-        """The registered command this turn sends, and the channel whose agents it is for.
+        """The registered command this turn sends, the channel whose agents it is for, and
+        the agents it names (else all of them).
 
         `/name@bot` is for the bot named (another of our channels, perhaps); a bot we do not
         run makes it someone else's command, an ordinary turn here.
@@ -557,58 +546,48 @@ class TurnPipeline:
         if found is None:
             return None
         command, call = found
-        if call.target is None:
-            return CommandTurn(command, call, attachment)
-        target = normalize_mention(call.target)
-        for candidate in (attachment, *self.attachments.values()):
-            if target in {normalize_mention(a) for a in self._bot_aliases(candidate)}:
-                return CommandTurn(command, call, candidate)
-        return None
+        chosen: Attachment | None = attachment
+        if call.target is not None:
+            target = normalize_mention(call.target)
+            chosen = next((c for c in (attachment, *self.attachments.values())
+                           if target in {normalize_mention(a) for a in self._bot_aliases(c)}),
+                          None)
+        if chosen is None:
+            return None
+        named = {normalize_mention(word) for word in call.args.split()}
+        targets = tuple(a for a in chosen.agents if normalize_mention(a.name) in named)
+        return CommandTurn(command, call, chosen, targets or chosen.agents)
 
-    async def _answer_command(self, turn: CommandTurn, message: StoredMessage, bound: Any, *,
-                              retried: bool) -> list[AgentResult]:
-        """Answer a command with its handler: recorded both ways, delivered once, no model.
-
-        It is for the agents it names, else for every agent of the channel; the first of them
-        answers. A command taken again after a crash is answered from the reply ledger.
-        """
-        name = turn.command.name
-        marked = await self._record_taken(replace(message, metadata=replace(
-            message.metadata, extra={**message.metadata.extra, "command": name})))
-        if marked is None:
-            return []
-        message = marked
-        recorded = await self.store.get_by_ids(message.conversation_id, [message.id])
-        if not recorded:  # a handler reads the history up to the command's sequence
-            raise StoreError(f"command turn {message.id} is not in the store yet (it waits in "
-                             "the outbox); answered once it is")
-        present = turn.attachment.agents
-        named = {normalize_mention(word) for word in turn.call.args.split()}
-        targets = tuple(a for a in present if normalize_mention(a.name) in named) or present
-        responder = targets[0]
-        bound = bound.bind(command=name, agent=responder.name)
-        earlier = (await self.inbox.delivery(reply_turn_id(message, responder.name))
-                   if retried else None)
-        if earlier is not None:
-            return [await self._earlier_reply(responder, earlier, bound)]
+    async def answer(self, turn: Turn, responder: Agent, answer: CommandReply, *,
+                     stop_reason: str, command: str | None = None,
+                     reply_id: str | None = None) -> AgentResult:
+        """An answer written without a model (a command's, a schedule's post, a notice),
+        delivered and recorded like every reply; an earlier attempt's, when it posted it.
+        `reply_id` names an answer other than the turn's own reply (a notice elsewhere);
+        an answer's `private_text` is what is posted, its masked `text` what is kept."""
+        inbound = turn.message
+        if turn.retried and reply_id is None:
+            earlier = await self.inbox.delivery(reply_turn_id(inbound, responder.name))
+            if earlier is not None:
+                return await self._earlier_reply(responder, earlier, turn.log)
+        reply = responder.reply_turn(inbound, answer.text)
+        reply = replace(reply, id=reply_id or reply.id, metadata=replace(
+            reply.metadata, extra={**answer.detail, **({"command": command} if command else {})}))
         channel = turn.attachment.channel
-        identity = channel.identity if channel is not None else None
-        if (turn.command.acts_on_others and self.access is not None
-                and not await self.access.is_admin(self.store, message)):
-            bound.info("pipeline.command_refused", reason="not an admin")
-            answer = CommandReply(f"Only an admin may use /{name} here: it changes the "
-                                  "conversation for everyone. Ask one of them.")
-        else:
-            answer = await turn.command.handler(CommandRequest(
-                call=turn.call, message=recorded[0], present=present, targets=targets,
-                bot=identity.username or identity.display_name if identity is not None
-                else None, store=self.store, outbox=self.writer.outbox,
-                channel=channel.name if channel is not None else None,
-                notify=partial(self._notify, command=name)))
-        result = await self._post_answer(channel, message, responder, answer, reply_id=None,
-                                         command=name)
-        bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
-        return [result]
+        deliver = None
+        if channel is not None:
+            post: Post = (partial(channel.send_choices, choices=answer.choices)
+                          if answer.choices else channel.send_reply)
+            if answer.private_text is not None:
+                post = _posting(post, answer.private_text)
+            deliver = self._deliver(channel, inbound, responder.name, post=post)
+        return await self._deliver_and_record(deliver, AgentResult(
+            agent_name=responder.name, conversation_id=inbound.conversation_id,
+            output=reply.content, outbound=reply, stop_reason=stop_reason))
+
+    def notifier(self, command: str) -> Notify:
+        """How `command`'s handler posts where an earlier turn was said (`CommandRequest`)."""
+        return partial(self._notify, command=command)
 
     def _reply_step(self, deliver: Deliver | None) -> Interceptor:
         """An agent turn's outermost step: the status shown while the agent runs, then its
@@ -640,26 +619,6 @@ class TurnPipeline:
             span.set({"threadline.delivered_ids": list(result.delivered_ids)})
         return result
 
-    async def _post_answer(self, channel: Channel | None, inbound: StoredMessage,
-                           responder: Agent, answer: CommandReply, *, reply_id: str | None,
-                           command: str) -> AgentResult:
-        """A command's answer to `inbound`, delivered and recorded like every reply.
-        `reply_id` names an answer other than the command's own reply (a notice elsewhere);
-        an answer's `private_text` is what is posted, its masked `text` what is kept."""
-        reply = responder.reply_turn(inbound, answer.text)
-        reply = replace(reply, id=reply_id or reply.id, metadata=replace(
-            reply.metadata, extra={**answer.detail, "command": command}))
-        deliver = None
-        if channel is not None:
-            post: Post = (partial(channel.send_choices, choices=answer.choices)
-                          if answer.choices else channel.send_reply)
-            if answer.private_text is not None:
-                post = _posting(post, answer.private_text)
-            deliver = self._deliver(channel, inbound, responder.name, post=post)
-        return await self._deliver_and_record(deliver, AgentResult(
-            agent_name=responder.name, conversation_id=inbound.conversation_id,
-            output=reply.content, outbound=reply, stop_reason="command"))
-
     async def _notify(self, origin: Origin, text: str, *, choices: tuple[CommandChoice, ...] = (),
                       tag: str, command: str) -> bool:
         """A command's message posted where `origin` was said, on the channel that took it
@@ -674,49 +633,12 @@ class TurnPipeline:
         if not found:
             return False
         responder = attachment.agents[0]
-        result = await self._post_answer(
-            attachment.channel, found[0], responder, CommandReply(text, choices=choices),
-            reply_id=f"{reply_turn_id(found[0], responder.name)}:{tag}", command=command)
+        there = Turn(message=found[0], attachment=attachment, retried=False, log=log,
+                     actions=self)
+        result = await self.answer(
+            there, responder, CommandReply(text, choices=choices), stop_reason="command",
+            command=command, reply_id=f"{reply_turn_id(found[0], responder.name)}:{tag}")
         return bool(result.delivered_ids)
-
-    # -- scheduled turns ---------------------------------------------------------------------
-
-    async def _answer_scheduled(self, due: ScheduledTurn, message: StoredMessage,
-                                attachment: Attachment, bound: Any, *,
-                                retried: bool) -> list[AgentResult]:
-        """A schedule's turn: its text posted as written (no model), or its prompt answered
-        by its agent with the conversation's history; once, through the reply ledger. A slot
-        whose successor is due already is given up (a recurring post never piles up)."""
-        bound = bound.bind(schedule_id=due.schedule_id, agent=due.agent)
-        agent = self.agents.get(due.agent)
-        if agent is None:
-            bound.error("pipeline.schedule_without_agent",
-                        detail=f"schedule {due.schedule_id} is for agent {due.agent!r}, which "
-                               "this deployment does not run; cancel it or add the agent")
-            return []
-        if due.expires is not None and self.clock.now() >= due.expires:
-            bound.warning("pipeline.schedule_slot_passed", expires=due.expires.isoformat())
-            return []
-        if due.kind == "prompt":
-            await self.writer.record(message)  # the agent's prompt, in the history
-            result = await self._run_agent(agent, message, attachment, reason="schedule",
-                                           retried=retried, bound=bound, whole=True)
-            return [result] if result is not None else []
-        earlier = (await self.inbox.delivery(reply_turn_id(message, agent.name))
-                   if retried else None)
-        if earlier is not None:
-            return [await self._earlier_reply(agent, earlier, bound)]
-        reply = agent.reply_turn(message, due.text)
-        reply = replace(reply, metadata=replace(reply.metadata, extra={
-            "schedule": due.schedule_id}))
-        channel = attachment.channel
-        deliver = (self._deliver(channel, message, agent.name, post=channel.send_reply)
-                   if channel is not None else None)
-        result = await self._deliver_and_record(deliver, AgentResult(
-            agent_name=agent.name, conversation_id=message.conversation_id,
-            output=reply.content, outbound=reply, stop_reason="scheduled"))
-        bound.info("pipeline.schedule_posted", delivered=len(result.delivered_ids))
-        return [result]
 
     def _deliver(self, channel: Channel, inbound: StoredMessage, agent_name: str, *,
                  post: Post | None = None) -> Deliver:

@@ -19,7 +19,7 @@ import asyncio
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -30,13 +30,16 @@ from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
-from threadline.agents.mcp import McpServer, McpToolset
+from threadline.agents.observe import TurnObserver
 from threadline.backends import Backend, BackendOptions, build_backend
 from threadline.channels.base import Channel
+from threadline.channels.files import FileIntake
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
+from threadline.commands import CommandRegistry
 from threadline.config import Settings
 from threadline.errors import ConfigError, StoreError
+from threadline.features import BuiltFeatures, Service, build_features
 from threadline.history.embedding_model import shared_embedder
 from threadline.history.indexer import VectorIndexer, indexer_for
 from threadline.history.model import StoredMessage
@@ -45,13 +48,10 @@ from threadline.inspector.console import PREFIX as CONSOLE_PREFIX
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext, Interceptor
 from threadline.interceptors.error_reply import ErrorReplyInterceptor
-from threadline.interceptors.rate_limit import Rate, RateLimitInterceptor
 from threadline.interceptors.turn_log import TurnLogInterceptor
 from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
-from threadline.people.access import Access, AccessInterceptor, PeopleList
-from threadline.people.link_codes import link_command
-from threadline.proactive import Proactive
+from threadline.people.access import Access, PeopleList
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, metered, publish_today
 from threadline.team import Team, default_commands
@@ -92,6 +92,66 @@ def access_for(settings: Settings) -> Access:
         agents={name: PeopleList.of(agent.access.allow, agent.access.deny)
                 for name, agent in settings.agents.items() if agent.access is not None},
         admins=frozenset(settings.access.admins))
+
+
+def backend_for_settings(settings: Settings) -> Backend:
+    """The backend the `store:` and `files:` sections describe, not opened yet."""
+    outbox = settings.store.outbox_path
+    return build_backend(settings.store.url, BackendOptions(
+        busy_timeout=settings.store.busy_timeout,
+        outbox_path=Path(outbox) if outbox else None,
+        files_directory=Path(settings.files.directory),
+        files_inline_max_bytes=settings.files.inline_max_bytes))
+
+
+def files_for(settings: Settings, backend: Backend
+              ) -> tuple[FileIntake | None, dict[str, FileIntake]]:
+    """Where people's files are taken in: the team's intake and each channel's own."""
+    files = settings.files
+    if not files.enabled or backend.files is None:
+        return None, {}
+    return file_intakes(
+        backend.files, max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
+        channels=list(settings.channels),
+        speech_url=files.speech.base_url if files.speech else None,
+        speech_model=files.speech.model if files.speech else "",
+        speech_key_env=files.speech.api_key_env if files.speech else None)
+
+
+def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvider | None,
+                 metrics: Metrics, features: BuiltFeatures, approvals: ApprovalGate,
+                 observer: TurnObserver | None) -> list[Agent]:
+    """Each agent of the settings, with its model, tools and what the features add.
+
+    `provider` (tests) replaces every agent's provider."""
+    providers = Providers(settings)
+    summarizer = providers.summarizer(provider, wrap=metered(settings))
+    # A friendly reply instead of a stack trace, one log line per turn, the Prometheus
+    # figures, and the daily budgets (checked before the model).
+    interceptors: list[Interceptor] = [
+        ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
+    spend_limit = build_spend_limit(settings, backend, providers, metrics)
+    if spend_limit is not None:
+        interceptors.append(spend_limit)
+    return [
+        Agent(
+            name=name, system_prompt=settings.system_prompt(name),
+            model=providers.agents[name].model,
+            tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
+            conversation_history=backend.history, description=agent.description,
+            assembler_options=agent.memory.options(settings.people.memory),
+            aliases=agent.aliases,
+            interceptors=interceptors, summarizer=summarizer,
+            provider=provider or providers.for_agent(name)[0],
+            fallbacks=providers.fallbacks_for(name) if provider is None else (),
+            thinking=agent.thinking,
+            max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
+            observer=observer, turn_tools=features.turn_tools,
+            toolsets=features.toolsets(name), approvals=approvals,
+            require_approval=agent.require_approval, sees_images=agent.sees_images,
+        )
+        for name, agent in settings.agents.items()
+    ]
 
 
 class MetricsInterceptor:
@@ -148,15 +208,14 @@ class Runtime:
 
     def __init__(self, *, settings: Settings, backend: Backend, team: Team,
                  channels: Sequence[Channel], metrics: Metrics, inspector: Inspector,
-                 proactive: Proactive | None = None,
-                 stop_requested: asyncio.Event | None = None,
-                 mcp_servers: Sequence[McpServer] = ()) -> None:
+                 features: Mapping[str, Service] | None = None,
+                 stop_requested: asyncio.Event | None = None) -> None:
         self.settings = settings
         self.backend = backend
         self.store = store = backend.history
         self.team = team
         self.inspector = inspector
-        self.proactive = proactive or Proactive(settings, backend)
+        self.features = dict(features or {})  # services, by feature name, in start order
         history = settings.history
         self.retention = HistoryRetention(store, history.retention_days,
                                           history.retention_days_for,
@@ -165,12 +224,13 @@ class Runtime:
         # when both halves are there (the embeddings extra's model, a backend keeping vectors).
         self.indexer: VectorIndexer | None = None
         self.channels = tuple(channels)
-        self.mcp_servers = tuple(mcp_servers)
         self.metrics = metrics
         self.ops: OpsServer | None = None
         self.events = CountedEvents(team, metrics)
         metrics.count_skipped_events(self.channels)
         self._started: set[str] = set()
+        self._features_started: list[Service] = []
+        self._not_ready: dict[str, str] = {}  # feature -> why it gave up at start
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
         self.tracing: Tracing | None = None  # exporting spans between start and stop
@@ -182,94 +242,27 @@ class Runtime:
 
         `interactive=False` keeps channels off this process's terminal (`run --no-input`).
         """
-        outbox = settings.store.outbox_path
-        backend = build_backend(settings.store.url, BackendOptions(
-            busy_timeout=settings.store.busy_timeout,
-            outbox_path=Path(outbox) if outbox else None,
-            files_directory=Path(settings.files.directory),
-            files_inline_max_bytes=settings.files.inline_max_bytes))
-        store = backend.history
+        backend = backend_for_settings(settings)
         metrics = Metrics()
-        # Each agent's own provider and model; `provider` (tests) replaces every provider.
-        providers = Providers(settings)
-        summarizer = providers.summarizer(provider, wrap=metered(settings))
-        # Capture first (always), then a friendly reply instead of a stack trace, one log line
-        # per turn, the Prometheus figures, and the daily budgets (checked before the model).
-        interceptors: list[Interceptor] = [
-            ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
-        spend_limit = build_spend_limit(settings, backend, providers, metrics)
-        if spend_limit is not None:
-            interceptors.append(spend_limit)
         access = access_for(settings)
-        # Before anything that answers or spends: who may ask, then how often.
-        interceptors.insert(1, AccessInterceptor(access))
-        rate = settings.access.rate_limit
-        if rate is not None:
-            interceptors.insert(2, RateLimitInterceptor(
-                per_conversation=None, per_user=None,
-                per_person=Rate(rate.turns, rate.per_seconds),
-                reply=settings.access.rate_limit_reply))
+        channels: dict[str, Channel] = {}  # filled below, after the agents that post there
+        features = build_features(settings, backend, access=access, channels=channels)
         inspector = Inspector.for_settings(settings, backend)
-        proactive = Proactive(settings, backend)  # schedules and handoff
-        mcp_servers = {name: McpServer(name, entry)
-                       for name, entry in settings.mcp_servers.items()}
-        channel_by_name: dict[str, Channel] = {}
         # Without the backend's approval book, tools that need approval are refused, not run.
-        approvals = ApprovalGate(backend.approvals, store=store, channels=channel_by_name,
+        approvals = ApprovalGate(backend.approvals, store=backend.history, channels=channels,
                                  access=access, approvers=settings.approvals.approvers,
                                  timeout=settings.approvals.timeout_seconds)
-
-        def toolsets(agent: str) -> list[McpToolset]:
-            chosen = settings.agents[agent].mcp
-            if not chosen.allow:
-                return []
-            used = {entry.partition("/")[0] for entry in chosen.allow}
-            return [McpToolset([s for n, s in mcp_servers.items() if n in used],
-                               allow=tuple(chosen.allow), deny=tuple(chosen.deny))]
-
-        agents = [
-            Agent(
-                name=name, system_prompt=settings.system_prompt(name),
-                model=providers.agents[name].model,
-                tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
-                conversation_history=store, description=agent.description,
-                assembler_options=agent.memory.options(settings.people.memory),
-                aliases=agent.aliases,
-                interceptors=interceptors, summarizer=summarizer,
-                provider=provider or providers.for_agent(name)[0],
-                fallbacks=providers.fallbacks_for(name) if provider is None else (),
-                thinking=agent.thinking,
-                max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
-                observer=inspector.recorder, turn_tools=proactive.turn_tools(),
-                toolsets=toolsets(name), approvals=approvals,
-                require_approval=agent.require_approval,
-            )
-            for name, agent in settings.agents.items()
-        ]
-        files = settings.files
-        intake, own_intake = file_intakes(
-            backend.files,
-            max_file_mb=files.max_file_mb, max_file_mb_for=files.max_file_mb_for,
-            channels=list(settings.channels),
-            speech_url=files.speech.base_url if files.speech else None,
-            speech_model=files.speech.model if files.speech else "",
-            speech_key_env=files.speech.api_key_env if files.speech else None,
-        ) if files.enabled and backend.files is not None else (None, {})
-        for agent in agents:
-            agent.sees_images = settings.agents[agent.name].sees_images
-        commands = default_commands()
-        if settings.people.link_codes and backend.people is not None:
-            commands.register(link_command(minutes=settings.people.code_minutes))
-        team = Team(agents, lock=backend.lock, inbox=backend.inbox, commands=commands,
-                    answer_edits=settings.history.answer_edits, files=intake)
-        team.pipeline.access = access
-        if any(a.require_approval for a in settings.agents.values()) or any(
-                s.require_approval for s in settings.mcp_servers.values()):
-            team.pipeline.approvals = approvals
-            for command in approvals.commands():
-                team.pipeline.commands.register(command)
-        proactive.register(team)
-        channels = []
+        agents = build_agents(settings, backend=backend, provider=provider, metrics=metrics,
+                              features=features, approvals=approvals,
+                              observer=inspector.recorder)
+        intake, own_intake = files_for(settings, backend)
+        asks = any(a.require_approval for a in settings.agents.values()) or any(
+            s.require_approval for s in settings.mcp_servers.values())
+        team = Team(agents, lock=backend.lock, inbox=backend.inbox,
+                    commands=CommandRegistry((*default_commands(), *features.commands,
+                                              *(approvals.commands() if asks else ()))),
+                    answer_edits=settings.history.answer_edits, files=intake,
+                    stages=features.stages, approvals=approvals if asks else None)
         stop_requested = asyncio.Event()
         for name, channel_settings in settings.channels.items():
             joined = [(a, e) for a in agents for e in settings.agents[a.name].channels
@@ -286,12 +279,10 @@ class Runtime:
             channel.file_intake = own_intake.get(name)
             team.attach(channel, agents=[a for a, _ in joined],
                         respond_to_all=[a.name for a, e in joined if e.respond_to_all])
-            channels.append(channel)
-            proactive.channels[name] = channel
-            channel_by_name[name] = channel
-        return cls(settings=settings, backend=backend, team=team, channels=channels,
-                   metrics=metrics, inspector=inspector, proactive=proactive,
-                   stop_requested=stop_requested, mcp_servers=list(mcp_servers.values()))
+            channels[name] = channel
+        return cls(settings=settings, backend=backend, team=team, channels=list(channels.values()),
+                   metrics=metrics, inspector=inspector, features=features.services,
+                   stop_requested=stop_requested)
 
     async def start(self) -> None:
         """Start tracing (when configured), open the store (migrating it), start the ops
@@ -317,8 +308,6 @@ class Runtime:
                                        await shared_embedder())
         if self.indexer is not None:
             self.indexer.start()
-        for server in self.mcp_servers:
-            server.start()  # in the background: a server that is down is retried, not awaited
         if self.settings.ops.enabled:
             console = self.settings.inspector.console
             app = self.inspector.console(self.team.agents) if console else None
@@ -329,12 +318,24 @@ class Runtime:
             await self.ops.start()
             if console:
                 log.info("console.listening", url=self.console_url)
-        await self.team.start(self.events)
-        await self.proactive.start(self.team)
+        for service in self.features.values():
+            await service.start(self.team)
+            self._features_started.append(service)
+        await self.team.start(self.events, before_answering=self._features_ready)
         self._started.update(channel.name for channel in self.channels)
         log.info("runtime.started", channels=sorted(self._started),
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
+
+    async def _features_ready(self) -> None:
+        """Every feature ready, or given up after its own timeout (said, in the log and in
+        `/readyz`): only then are turns answered."""
+        names = list(self.features)
+        problems = await asyncio.gather(*(self.features[n].ready() for n in names))
+        self._not_ready = {n: p for n, p in zip(names, problems, strict=True) if p}
+        for name, problem in self._not_ready.items():
+            log.warning("runtime.feature_not_ready", feature=name, problem=problem,
+                        detail="answering without it")
 
     @property
     def console_url(self) -> str | None:
@@ -358,6 +359,8 @@ class Runtime:
         for channel in self.channels:
             checks[f"channel:{channel.name}"] = (
                 channel.receiving() if channel.name in self._started else "not connected")
+        for name in self._not_ready:
+            checks[f"feature:{name}"] = self._not_ready[name]
         return checks
 
     def holding(self) -> dict[str, dict[str, object]]:
@@ -385,7 +388,6 @@ class Runtime:
         log.info("runtime.stopping")
         self._started.clear()
         try:
-            await self.proactive.stop()
             await self.team.stop(drain_timeout=self.settings.shutdown_timeout)
         finally:
             for agent in self.team.agents:
@@ -394,8 +396,10 @@ class Runtime:
             await self.retention.stop()
             if self.indexer is not None:
                 await self.indexer.stop()
-            for server in self.mcp_servers:
-                await server.stop()
+            # After the turns that use their tools, in reverse order of starting (a schedule
+            # firing meanwhile is recorded and answered after the next start).
+            while self._features_started:
+                await self._features_started.pop().stop()
             if self.ops is not None:
                 await self.ops.stop()
             await self.team.lock.close()

@@ -14,13 +14,15 @@ and stored, is the turn pipeline's job (`threadline.pipeline`), and who answers 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from threadline.agents.agent import Agent
+from threadline.agents.approvals import ApprovalGate
 from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
 from threadline.channels.files import FileIntake
 from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
+from threadline.commands.stage import CommandStage
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, Listener, normalize_mention
 from threadline.history.inbox import MemoryInbox, TurnInbox
@@ -29,7 +31,9 @@ from threadline.interceptors.capture import DurableWriter
 from threadline.locks import ConversationLock, SingleProcessLock
 from threadline.people.forget_me import FORGET_ME
 from threadline.people.link_codes import UNLINK
-from threadline.pipeline import Attachment, TurnPipeline
+from threadline.pipeline import TurnPipeline
+from threadline.schedules.stage import ScheduleStage
+from threadline.stages import Attachment, Stage, in_order
 from threadline.turn import AgentResult
 
 
@@ -76,6 +80,9 @@ class Team:
     `files`: where the files people send are kept and how (size limit, speech to text); every
     channel takes files in with it unless it was given its own, and every agent reads them.
     Without it a file is not taken and the turn says so.
+    `stages`: the turn stages by slot (`threadline.stages`: access lists, rate limits, handoff,
+    ...); commands and schedules' turns are answered unless a stage there replaces them.
+    `approvals`: decides tool approvals as their button presses arrive.
     """
 
     def __init__(
@@ -93,6 +100,8 @@ class Team:
         commands: CommandRegistry | None = None,
         answer_edits: bool = False,
         files: FileIntake | None = None,
+        stages: Mapping[str, Stage] | None = None,
+        approvals: ApprovalGate | None = None,
     ) -> None:
         if not agents:
             raise ConfigError("a Team needs at least one agent")
@@ -122,7 +131,10 @@ class Team:
             lock=self.lock, default=_attachment(None, self.agents, respond_to_all),
             max_hops=max_hops, max_agent_turns=max_agent_turns, answer_bots=answer_bots,
             scan_interval=scan_interval, answer_edits=answer_edits,
-            commands=default_commands() if commands is None else commands)
+            commands=default_commands() if commands is None else commands,
+            stages=in_order({"commands": CommandStage(), "schedules": ScheduleStage(),
+                             **(stages or {})}),
+            approvals=approvals)
         self._channels: list[Channel] = []
         self.files = files
         for agent in agents:
@@ -151,17 +163,21 @@ class Team:
         self.pipeline.attachments[channel.name] = _attachment(channel, chosen, respond_to_all)
         self._channels.append(channel)
 
-    async def start(self, events: ChannelEvents | None = None) -> None:
+    async def start(self, events: ChannelEvents | None = None, *,
+                    before_answering: Callable[[], Awaitable[None]] | None = None) -> None:
         """Start every attached channel, then answer: turns left from before first.
 
         `events` is what the channels deliver to: the team itself, or a wrapper around it
         (the runtime's, which counts inbound events for its metrics). Turns they hand over
-        while others are still connecting are recorded and answered once all are.
+        while others are still connecting, or while `before_answering` runs (the features
+        getting ready), are recorded and answered once it is done.
         """
         for channel in self._channels:
             channel.commands = tuple(self.pipeline.commands)  # offered on its platform
             channel.file_intake = channel.file_intake or self.files
             await channel.start(events or self)
+        if before_answering is not None:
+            await before_answering()
         self.pipeline.start()
 
     async def stop(self, *, drain_timeout: float = 30.0) -> None:

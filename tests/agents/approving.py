@@ -8,7 +8,8 @@ from threadline.agents.llm import ModelProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.approvals import SqlApprovalBook
 from threadline.channels.base import Channel
-from threadline.team import Team
+from threadline.commands import CommandRegistry
+from threadline.team import Team, default_commands
 
 
 class Refunds:
@@ -29,9 +30,7 @@ def approving_team(store: SqlConversationStore, provider: ModelProvider, channel
                         timeout=timeout, poll=0.05)
     agent = Agent(name="support", conversation_history=store, provider=provider,
                   tools=[refunds.refund], approvals=gate, require_approval=["refund"])
-    team = Team([agent])
-    team.pipeline.approvals = gate
-    for command in gate.commands():
-        team.pipeline.commands.register(command)
+    team = Team([agent], approvals=gate,
+                commands=CommandRegistry((*default_commands(), *gate.commands())))
     team.attach(channel)
     return team

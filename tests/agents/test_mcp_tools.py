@@ -22,8 +22,9 @@ from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.agents.mcp import McpServer, McpServerSettings, McpToolset
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.approvals import SqlApprovalBook
+from threadline.commands import CommandRegistry
 from threadline.history.assembler import AssemblerOptions
-from threadline.team import Team
+from threadline.team import Team, default_commands
 
 fake = fake_anthropic_fixture()
 
@@ -233,10 +234,8 @@ async def test_a_server_that_requires_approval_waits_for_the_asker(
                             poll=0.05)
         agent = Agent(name="support", conversation_history=store, provider=model,
                       toolsets=[McpToolset([guarded])], approvals=gate)
-        team = Team([agent])
-        team.pipeline.approvals = gate
-        for command in gate.commands():
-            team.pipeline.commands.register(command)
+        team = Team([agent], approvals=gate,
+                    commands=CommandRegistry((*default_commands(), *gate.commands())))
         team.attach(channel, respond_to_all=True)
         await team.start()
         try:

@@ -19,8 +19,10 @@ from threadline.config import load_settings
 from threadline.errors import ConfigError
 from threadline.history.model import Participant
 from threadline.interceptors.rate_limit import DEFAULT_REPLY, Rate, RateLimitInterceptor
-from threadline.people.access import Access, AccessInterceptor, PeopleList
+from threadline.people.access import Access, PeopleList
+from threadline.people.stages import AccessStage, RateLimitStage
 from threadline.runtime import access_for
+from threadline.stages import Stage
 from threadline.team import Team
 
 
@@ -51,11 +53,11 @@ async def open_room(sqlite_url: str, access: Access, *,
                     rate: RateLimitInterceptor | None = None) -> AsyncIterator[Room]:
     async with SqlConversationStore(sqlite_url) as store:
         model = ScriptedModel(lambda request: ModelResponse(text="Happy to help."))
-        interceptors = [AccessInterceptor(access), *([rate] if rate else [])]
-        agent = Agent(name="support", conversation_history=store, provider=model,
-                      interceptors=interceptors)
-        team = Team([agent])
-        team.pipeline.access = access
+        stages: dict[str, Stage] = {"access": AccessStage(access)}
+        if rate is not None:
+            stages["rate_limit"] = RateLimitStage(rate)
+        agent = Agent(name="support", conversation_history=store, provider=model)
+        team = Team([agent], stages=stages)
         channel = RecordingChannel(name="room")
         team.attach(channel, respond_to_all=True)
         await team.start()

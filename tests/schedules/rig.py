@@ -17,9 +17,12 @@ from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.channels.local import LocalChannel
+from threadline.commands import CommandRegistry
 from threadline.handoff import HandoffDesk, TeamDesk, handoff_commands
+from threadline.handoff.stage import HandoffStage
 from threadline.schedules import Scheduler, schedule_commands, schedule_tool
-from threadline.team import Team
+from threadline.schedules.stage import ScheduleStage
+from threadline.team import Team, default_commands
 
 
 class FakeClock:
@@ -73,16 +76,15 @@ async def rig(url: str, model: FakeAnthropic, clock: FakeClock, *,
         tools: list[Callable[..., object]] = [schedule_tool(scheduler)]
         agent = Agent(name="support", conversation_history=store,
                       provider=AnthropicProvider(model.client()), turn_tools=tools)
-        team = Team([agent])
+        team = Team([agent], stages={"handoff": HandoffStage(desk),
+                                     "schedules": ScheduleStage(clock)},
+                    commands=CommandRegistry((*default_commands(), *schedule_commands(scheduler),
+                                              *handoff_commands(desk))))
         channel, desk_channel = LocalChannel(name="local"), LocalChannel(name="desk",
                                                                           room="team")
         team.attach(channel)
         team.attach(desk_channel)
-        team.pipeline.clock = clock
-        team.pipeline.handoff = desk
         scheduler.wake = team.pipeline.wake
-        for command in (*schedule_commands(scheduler), *handoff_commands(desk)):
-            team.pipeline.commands.register(command)
         await team.start()
         desk.attach({"desk": desk_channel}, team.pipeline.inbox)
         try:

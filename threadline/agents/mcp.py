@@ -285,10 +285,11 @@ class McpTool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    held: bool = False  # named in the agent's `require_approval`
 
     @property
     def requires_approval(self) -> bool:
-        return self.server.settings.require_approval
+        return self.held or self.server.settings.require_approval
 
     async def run(self, input: dict[str, Any]) -> str:
         return await self.server.call(self.remote_name, input)
@@ -299,12 +300,15 @@ class McpToolset:
     """One agent's MCP tools: the servers' current tools through its allow and deny lists.
 
     An entry is a server name (all its tools) or `server/tool`. An empty allow list allows
-    every tool of every server given; deny wins over allow.
+    every tool of every server given; deny wins over allow. `approval` lists the tools whose
+    calls wait for a person: by the tool's own name, as `server/tool`, or by the name the
+    model sees (`server__tool`); one name means the tool whichever way it is written.
     """
 
     servers: Sequence[McpServer]
     allow: Sequence[str] = ()
     deny: Sequence[str] = ()
+    approval: Sequence[str] = ()
 
     def allowed(self, server: str, tool: str) -> bool:
         def listed(entries: Sequence[str]) -> bool:
@@ -320,11 +324,12 @@ class McpToolset:
                 spec = server.tools[remote]
                 schema = dict(spec.inputSchema or {})
                 schema.setdefault("type", "object")
+                name = model_tool_name(server.name, remote)
                 offered.append(McpTool(
-                    server=server, remote_name=remote,
-                    name=model_tool_name(server.name, remote),
+                    server=server, remote_name=remote, name=name,
                     description=spec.description or f"{remote} (from MCP server {server.name})",
-                    input_schema=schema))
+                    input_schema=schema, held=bool({remote, f"{server.name}/{remote}", name}
+                                                   & set(self.approval))))
         return offered
 
 

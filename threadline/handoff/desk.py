@@ -86,6 +86,8 @@ class HandoffDesk:
             **message.metadata.extra, "handoff": role}))
 
     def _role(self, message: StoredMessage, handoff: Handoff) -> str:
+        if message.participant.kind == "system":
+            return "system"  # a schedule's turn: held too, and it moves nothing on
         if message.participant.id == handoff.customer_id:
             return "customer"
         if from_bot(message):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from threadline.errors import ConfigError
+from threadline.history.model import StoredMessage
 from threadline.history.speakers import identity_of
 from threadline.interceptors.base import CallNext
 from threadline.turn import AgentResult, TurnContext
@@ -105,37 +106,45 @@ class RateLimitInterceptor:
         self._told: OrderedDict[str, None] = OrderedDict()
         self._max_keys = max_keys
 
-    def _limit_hit(self, context: TurnContext) -> str | None:
-        now = self.clock()
-        # Agents talking to each other are bounded by the team's hop limit, not by user limits.
-        participant = context.inbound.participant
-        person = identity_of(context.inbound)
-        if self._people is not None and person is not None and not self._people.take(
-            person, now
-        ):
-            return "per_person"
-        if self._users is not None and participant.kind == "user" and not self._users.take(
-            f"{context.conversation_id}\x00{participant.id}", now
-        ):
-            return "per_user"
-        if self._conversations is not None and not self._conversations.take(
-            context.conversation_id, now
-        ):
-            return "per_conversation"
-        return None
-
-    async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
-        limit = self._limit_hit(context)
-        author = f"{context.conversation_id}\x00{context.inbound.participant.id}"
+    def verdict(self, inbound: StoredMessage) -> tuple[str, str] | None:
+        """None when `inbound` may be answered; else the limit it hit and what to reply
+        (empty: its author was told already, and is not told again)."""
+        limit = self._limit_hit(inbound)
+        author = f"{inbound.conversation_id}\x00{inbound.participant.id}"
         if limit is None:
             self._told.pop(author, None)
-            return await call_next()
+            return None
         told = author in self._told
         self._told[author] = None
         self._told.move_to_end(author)
         if len(self._told) > self._max_keys:
             self._told.popitem(last=False)
-        reply = "" if told else self.reply or ""
+        return limit, "" if told else self.reply or ""
+
+    def _limit_hit(self, inbound: StoredMessage) -> str | None:
+        now = self.clock()
+        # Agents talking to each other are bounded by the team's hop limit, not by user limits.
+        participant = inbound.participant
+        person = identity_of(inbound)
+        if self._people is not None and person is not None and not self._people.take(
+            person, now
+        ):
+            return "per_person"
+        if self._users is not None and participant.kind == "user" and not self._users.take(
+            f"{inbound.conversation_id}\x00{participant.id}", now
+        ):
+            return "per_user"
+        if self._conversations is not None and not self._conversations.take(
+            inbound.conversation_id, now
+        ):
+            return "per_conversation"
+        return None
+
+    async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
+        verdict = self.verdict(context.inbound)
+        if verdict is None:
+            return await call_next()
+        limit, reply = verdict
         context.log.warning("turn.rate_limited", limit=limit,
                             participant=context.inbound.participant.id,
                             action="replied" if reply else "dropped")

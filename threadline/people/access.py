@@ -8,7 +8,8 @@ someone on Slack allows them on Telegram too once they linked the two.
 A turn from someone a list keeps out is still stored (the channel's history stays whole) but
 never answered, and the log says so (`turn.not_allowed`, with the list that refused it). Admins
 are the only ones who may use a command that acts on other people's conversation (`/forget`,
-`/bot on`) once an admin list is set; with no admin list anyone may, as before.
+`/bot on`) once an admin list is set; with no admin list anyone may, as before. The `access`
+stage (`threadline.people.stages`) holds every kind of turn to these lists.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from dataclasses import dataclass, field
 from threadline.history.model import StoredMessage
 from threadline.history.speakers import identity_of
 from threadline.history.store import ConversationStore
-from threadline.interceptors.base import CallNext
 from threadline.people.directory import people_for
-from threadline.turn import AgentResult, TurnContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,21 +76,3 @@ class Access:
         if not self.admins:
             return True
         return bool(await self.names_of(store, message) & self.admins)
-
-
-class AccessInterceptor:
-    """Keeps people the lists refuse from being answered (their turn is already stored)."""
-
-    def __init__(self, access: Access) -> None:
-        self.access = access
-
-    async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
-        refused_by = await self.access.refusal(context.store, context.inbound,
-                                               channel=context.channel,
-                                               agent=context.agent.name)
-        if refused_by is None:
-            return await call_next()
-        context.log.info("turn.not_allowed", refused_by=refused_by,
-                         participant=context.inbound.participant.id,
-                         detail="stored, not answered")
-        return context.agent.reply_result(context, "", stop_reason="not_allowed")

@@ -21,6 +21,7 @@ from threadline.schedules.timing import zone
 if TYPE_CHECKING:
     from threadline.schedules.schedule import Schedule
 
+CONFIG_AUTHOR = "config"  # `created_by` of the YAML's schedules
 SCHEDULE_PARTICIPANT = Participant(kind="system", id="schedule", display_name="schedule")
 NOTHING_TO_SAY = "NOTHING"
 _PROMPT = ("Scheduled prompt (set by {by}{recurring}): {text}\n"
@@ -37,6 +38,8 @@ class ScheduledTurn:
     agent: str
     text: str
     expires: datetime | None
+    by: str | None = None  # the participant who set it (None: the config file)
+    by_name: str = ""
 
     @classmethod
     def read(cls, message: StoredMessage) -> ScheduledTurn | None:
@@ -45,9 +48,12 @@ class ScheduledTurn:
         if message.participant != SCHEDULE_PARTICIPANT or not isinstance(raw, Mapping):
             return None
         expires = raw.get("expires")
+        by = raw.get("by")
         return cls(schedule_id=str(raw["id"]), kind=str(raw["kind"]), agent=str(raw["agent"]),
                    text=message.content,
-                   expires=datetime.fromisoformat(expires) if expires else None)
+                   expires=datetime.fromisoformat(expires) if expires else None,
+                   by=str(by) if by and by != CONFIG_AUTHOR else None,
+                   by_name=str(raw.get("by_name") or ""))
 
 
 def late_note(schedule: Schedule, slot: datetime, late_by: float) -> str:
@@ -72,6 +78,7 @@ def scheduled_turn(schedule: Schedule, *, slot: datetime, late_by: float | None,
     extra: dict[str, Any] = {"schedule": {
         "id": schedule.id, "kind": schedule.kind, "agent": schedule.agent,
         "slot": slot.isoformat(), "late_by": late_by,
+        "by": schedule.created_by, "by_name": schedule.created_by_name,
         "expires": expires.isoformat() if expires else None}}
     return StoredMessage(
         id=f"schedule:{schedule.id}:{int(slot.timestamp())}",
