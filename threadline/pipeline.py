@@ -54,6 +54,7 @@ import structlog
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.channels.base import Channel, Post
+from threadline.channels.files import read_files
 from threadline.commands import (
     Command,
     CommandCall,
@@ -420,7 +421,9 @@ class TurnPipeline:
         current = await self._record_taken(message)
         if current is None:
             return []
-        message = current
+        # Its documents and voice notes are read now, off the platform's acknowledgement.
+        message = await read_files(current, store=self.store, intake=(
+            attachment.channel.file_intake if attachment.channel is not None else None))
         routes = route(message, attachment.listeners, bot_aliases=self._bot_aliases(attachment),
                        author_of_replied=await self._author_of_replied(message),
                        answer_bots=self.answer_bots)

@@ -212,9 +212,10 @@ class FakeSlack:
         return f"http://127.0.0.1:{self._port}/api/"
 
     def channel_settings(self, *, mode: str = "http") -> dict[str, Any]:
-        """Settings for a `SlackChannel` (or a `threadline run` config) pointed at this fake."""
+        """Settings for a `SlackChannel` (or a `threadline run` config) pointed at this fake;
+        its files, served on loopback, are named in `file_hosts`."""
         settings: dict[str, Any] = {"bot_token": self.bot_token, "api_base_url": self.url,
-                                    "mode": mode}
+                                    "mode": mode, "file_hosts": [f"127.0.0.1:{self._port}"]}
         if mode == "http":
             settings.update(signing_secret=self.signing_secret, host="127.0.0.1", port=0)
         else:
