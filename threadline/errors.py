@@ -18,6 +18,8 @@
     └── ChannelError                a platform call failed
         ├── ChannelAuthError        a token, signature or secret was rejected
         └── ChannelPermanentError   retrying cannot help (channel gone, bot removed, too long)
+            ├── FileRefusedError    a file URL names a host or address the channel does not fetch
+            └── FileTooLargeError   a download went past the channel's file size limit
 
 Every message says which conversation, channel or setting was involved and what to do.
 """
@@ -103,3 +105,12 @@ class ChannelAuthError(ChannelError):
 
 class ChannelPermanentError(ChannelError):
     """A platform call failed in a way that retrying cannot fix."""
+
+
+class FileRefusedError(ChannelPermanentError):
+    """A platform named a file at a host or address its channel does not fetch from (another
+    host, loopback, a private range, this process's own ports); nothing was sent there."""
+
+
+class FileTooLargeError(ChannelPermanentError):
+    """A download went past the channel's size limit and was stopped there."""

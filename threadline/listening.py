@@ -5,6 +5,10 @@ HTTP mode, Telegram's webhook) binds through `serve`; a port already taken, a pr
 or an address this machine does not have becomes a `PortUnavailableError` naming the port and
 the setting that chose it, instead of an `OSError` traceback. `threadline check` asks
 `port_problem` about the same `Listener`s before anything runs.
+
+`serve` also remembers every port it bound (`own_ports`): the file fetcher
+(`threadline.channels.fetch_policy`) never connects to them on a local address, so a file URL
+cannot make the bot read its own ops server or console, which trust loopback callers.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from threadline.errors import PortUnavailableError
+
+_own_ports: set[int] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,14 @@ async def serve(runner: web.AppRunner, listener: Listener) -> int:
     except OSError as error:
         raise PortUnavailableError(listener.problem(error)) from error
     addresses = runner.addresses
-    return int(addresses[0][1]) if addresses else listener.port
+    bound = int(addresses[0][1]) if addresses else listener.port
+    _own_ports.update(int(address[1]) for address in addresses)
+    return bound
+
+
+def own_ports() -> frozenset[int]:
+    """The ports this process has served on (never fetched from on a local address)."""
+    return frozenset(_own_ports)
 
 
 def port_problem(listener: Listener) -> str | None:

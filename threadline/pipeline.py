@@ -55,6 +55,7 @@ import structlog
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.channels.base import Channel, Post
+from threadline.channels.files import read_files
 from threadline.commands import CommandChoice, CommandRegistry, CommandReply
 from threadline.commands.registry import Notify, Origin
 from threadline.errors import StoreError, TurnNotRecordedError
@@ -405,6 +406,10 @@ class TurnPipeline:
         if message.content != turn.message.content:  # edited since it was taken
             routes = tuple(r for r in await self._routes(message, turn.attachment)
                            if r[0] not in turn.refused)
+        # Its documents and voice notes are read now, off the platform's acknowledgement.
+        channel = turn.attachment.channel
+        message = await read_files(message, store=self.store, intake=(
+            channel.file_intake if channel is not None else None))
         tracing.routed(list(routes))
         if not routes:
             return []

@@ -21,15 +21,16 @@ def png(width: int = 64, height: int = 48) -> bytes:
             + chunk(b"IEND", b""))
 
 
-def pdf(text: str) -> bytes:
-    """A one-page PDF whose page shows `text` (ASCII), with a correct cross-reference table."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+def pdf(text: str, *, stream: bytes | None = None) -> bytes:
+    """A one-page PDF whose page shows `text` (ASCII), with a correct cross-reference table;
+    `stream` replaces the page's content object whole."""
+    shown = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
         b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        stream or b"<< /Length %d >>\nstream\n" % len(shown) + shown + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     out = bytearray(b"%PDF-1.4\n")
@@ -43,6 +44,14 @@ def pdf(text: str) -> bytes:
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1, xref)
     return bytes(out)
+
+
+def slow_pdf(operations: int = 400_000) -> bytes:
+    """A small PDF that takes pypdf long to read: one page whose compressed content stream
+    inflates to `operations` text operators (about 30 s for the default on a laptop)."""
+    stream = zlib.compress(b"BT (x) Tj 1 0 0 1 0 0 Tm " * operations, 9)
+    return pdf("", stream=b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream)
+               + stream + b"\nendstream")
 
 
 def ogg_voice() -> bytes:

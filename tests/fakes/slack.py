@@ -143,6 +143,7 @@ class FakeSlack:
         self.bot_token = bot_token
         self.files: dict[str, bytes] = {}  # file id -> bytes served at url_private
         self.file_downloads: list[str] = []
+        self.redirects: list[str] = []  # targets of `redirecting_to` URLs
         self.pending_uploads: dict[str, dict[str, Any]] = {}
         self.uploaded: list[dict[str, Any]] = []  # files the bot shared (files upload v2)
         self.app_token = app_token
@@ -184,6 +185,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/files-pri/{file_id}/{name}", self._file)
+        app.router.add_get("/files-redirect/{number}", self._file_redirect)
         app.router.add_post("/upload/v1/{file_id}", self._receive_upload)
         app.router.add_get("/socket", self._socket_endpoint)
         app.router.add_post("/commands/{trigger}", self._command_response)
@@ -212,9 +214,10 @@ class FakeSlack:
         return f"http://127.0.0.1:{self._port}/api/"
 
     def channel_settings(self, *, mode: str = "http") -> dict[str, Any]:
-        """Settings for a `SlackChannel` (or a `threadline run` config) pointed at this fake."""
+        """Settings for a `SlackChannel` (or a `threadline run` config) pointed at this fake;
+        its files, served on loopback, are named in `file_hosts`."""
         settings: dict[str, Any] = {"bot_token": self.bot_token, "api_base_url": self.url,
-                                    "mode": mode}
+                                    "mode": mode, "file_hosts": [f"127.0.0.1:{self._port}"]}
         if mode == "http":
             settings.update(signing_secret=self.signing_secret, host="127.0.0.1", port=0)
         else:
@@ -372,6 +375,19 @@ class FakeSlack:
         self.files[file_id] = data
         return {"id": file_id, "name": name, "size": len(data) if size is None else size,
                 "url_private": f"http://127.0.0.1:{self._port}/files-pri/{file_id}/{name}"}
+
+    def file_at(self, url: str, *, name: str, size: int = 100) -> dict[str, Any]:
+        """A file object whose `url_private` is `url`, wherever it points (a forged event)."""
+        return {"id": f"F{len(self.files) + 1:04d}", "name": name, "size": size,
+                "url_private": url}
+
+    def redirecting_to(self, target: str) -> str:
+        """A URL on this fake that answers 302 to `target` (Slack's host sending the bot on)."""
+        self.redirects.append(target)
+        return f"http://127.0.0.1:{self._port}/files-redirect/{len(self.redirects) - 1}"
+
+    async def _file_redirect(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound(self.redirects[int(request.match_info["number"])])
 
     async def _file(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file_id"]

@@ -184,6 +184,7 @@ class FakeTelegram:
         self._queue: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}  # file_id -> bytes served by getFile's file route
         self.file_downloads: list[str] = []  # the file paths fetched, in order
+        self.file_paths: dict[str, str] = {}  # file_id -> the file_path getFile answers instead
         self.uploads: list[dict[str, Any]] = []  # files the bot sent (sendPhoto, sendDocument)
         self.uploads_in_flight: dict[str, tuple[str, bytes]] = {}
         self._confirmed_offset = 0
@@ -396,7 +397,8 @@ class FakeTelegram:
         if file_id not in self.files:
             return _Failure(400, "Bad Request: invalid file_id")
         return {"file_id": file_id, "file_unique_id": f"u{file_id}",
-                "file_size": len(self.files[file_id]), "file_path": file_id}
+                "file_size": len(self.files[file_id]),
+                "file_path": self.file_paths.get(file_id, file_id)}
 
     def raw_update(self, **fields: Any) -> dict[str, Any]:
         """An update with the next id and exactly these fields (malformed ones, for tests of

@@ -32,7 +32,8 @@ class TurnFile:
 
     `text` is what the prompt shows for it (a document's extracted text, a voice note's
     transcript); `note` says why it was not taken (over the limit, a refused type, a failed
-    download) so the answer can say so. A file with a note has no stored bytes.
+    download) so the answer can say so. A file with a note has no stored bytes. `unread`: kept,
+    but not read yet (reading waits until the platform is acknowledged).
     """
 
     name: str
@@ -44,6 +45,7 @@ class TurnFile:
     height: int = 0
     text: str = ""
     transcribed: bool = False
+    unread: bool = False
     note: str = ""
 
     @property
@@ -69,9 +71,12 @@ class TurnFile:
         if self.kind == "image":
             size = f", {self.width}x{self.height}" if self.width else ""
             return f"[image {self.name}{size}]"
+        if self.unread:
+            return f"[{'audio' if self.kind == 'audio' else 'document'} {self.name}, not read yet]"
         if self.kind == "audio":
-            return f"[voice message {self.name}, transcribed]" if self.transcribed else (
-                f"[audio {self.name}, not transcribed]")
+            if self.transcribed:
+                return f"[voice message {self.name}, transcribed]"
+            return f"[audio {self.name}, not transcribed{': ' + self.text if self.text else ''}]"
         if self.text:
             return f"[document {self.name}]\n{self.text}"
         return f"[file {self.name}, {self.media_type}, {self.size:,} bytes]"

@@ -92,7 +92,8 @@ async def test_a_photo_a_pdf_and_a_voice_note_reach_the_model_and_stay(tmp_path:
         photo, document, voice = (files_of(t.metadata.extra)[0] for t in turns)
         assert (photo.media_type, photo.width, photo.height) == ("image/png", 800, 600)
         assert document.media_type == "application/pdf"
-        assert voice.transcribed and voice.media_type == "audio/ogg"
+        # Recorded as taken in before the ack (read later): what was heard is the turn's text.
+        assert voice.sha256 and voice.media_type == "audio/ogg"
         assert turns[2].content.startswith("this is what the voice note says")
         assert await store.search(f"telegram:{CHAT.id}", "error 500")  # the description
         kept = SqlFileStore(store, directory=tmp_path / "files", inline_max_bytes=200)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import discord
 
-from threadline.channels.files import IncomingFile
+from threadline.channels.files import Fetch, IncomingFile
+from threadline.errors import FileTooLargeError
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
 
 CHANNEL_TYPE = "discord"
@@ -115,7 +116,18 @@ def render_text(message: discord.Message, *, bot_user_id: int) -> tuple[str, tup
 def incoming_files(message: discord.Message) -> list[IncomingFile]:
     """The message's attachments, each fetched from the CDN URL the event gives."""
     return [IncomingFile(name=a.filename, platform_id=str(a.id), declared_size=a.size,
-                         fetch=a.read) for a in message.attachments]
+                         fetch=_reader(a)) for a in message.attachments]
+
+
+def _reader(attachment: discord.Attachment) -> Fetch:
+    # discord.py reads an attachment whole; the limit is applied to what it read.
+    async def fetch(limit: int) -> bytes:
+        data = await attachment.read()
+        if len(data) > limit:
+            raise FileTooLargeError(f"attachment {attachment.filename!r} is over {limit:,} "
+                                    "bytes")
+        return data
+    return fetch
 
 
 def _reply_target(message: discord.Message) -> tuple[str | None, str | None]:

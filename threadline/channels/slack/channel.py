@@ -84,6 +84,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.fetch_policy import FileHosts, fetch_file
 from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
@@ -134,6 +135,8 @@ SlackMode = Literal["http", "socket"]
 # Display names are worth this long before the ack; after it the turn keeps the user ids (the
 # lookup goes on in the background and is cached for the next message).
 _LOOKUP_BUDGET_SECONDS = 1.0
+# Where Slack serves `url_private`: the only host that gets the bot token with a file request.
+SLACK_FILE_HOSTS = ("files.slack.com",)
 PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "invalid_auth",
     "account_inactive", "token_revoked", "no_permission", "restricted_action",
@@ -182,6 +185,7 @@ class SlackChannel(Channel):
         streaming: bool = True,
         stream_interval: float = 1.0,
         oauth: SlackOAuth | None = None,
+        file_hosts: Sequence[str] = (),
     ) -> None:
         """`api_base_url` is the Web API root (default slack_sdk's); `host`/`port`/`path` are
         where HTTP mode listens (put TLS in front); `agent_name_as_username` posts as the
@@ -190,7 +194,8 @@ class SlackChannel(Channel):
         thread. `streaming` shows replies as they are written, calling Slack at most once per
         `stream_interval` seconds per Slack channel (see `slack.live`). With `oauth` the app
         is installed in many workspaces and each is answered with its own token (`slack.oauth`);
-        `bot_token` is then unused."""
+        `bot_token` is then unused. Files are fetched from `files.slack.com` only, plus the
+        `file_hosts` named (`host` or `host:port`, for a proxy; see `channels.fetch_policy`)."""
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"Slack channel {name!r}"
         if not bot_token and oauth is None:
@@ -234,6 +239,13 @@ class SlackChannel(Channel):
         self._rate_limit_retries = rate_limit_retries
         self._connect_timeout = connect_timeout
         self._applied_changes = RecentKeys()  # edits and deletions, by event_id
+        self._file_hosts = FileHosts.of(channel=name, platform_hosts=SLACK_FILE_HOSTS,
+                                        configured=file_hosts,
+                                        setting=f"channels.{name}.file_hosts")
+        # Posts recorded (or being taken in) by this process, by stored id: Slack's retry of
+        # one is acknowledged without downloading its files again.
+        self._taken_posts = RecentKeys()
+        self._posts_in_flight: set[str] = set()
         self._in_flight = 0  # listeners recording an event; `stop` waits for them
         self._idle = asyncio.Event()
         self._idle.set()
@@ -832,22 +844,20 @@ class SlackChannel(Channel):
             return BoltResponse(status=503, body="not started")
         bound = self._log.bind(conversation_id=change.conversation_id, event_id=event_id)
         if isinstance(change, SlackPost):
-            try:
-                turn = await self._turn(change, workspace, bound)
-            except Exception as error:  # an event we cannot read: acked and skipped
-                self.skip_event(event_id or change.stored_id, error)
+            if change.stored_id in self._posts_in_flight:
+                return BoltResponse(status=503, body="being taken in; deliver again later")
+            if not self._taken_posts.first_sighting(change.stored_id):
+                bound.info("slack_retry_already_taken", message_id=change.stored_id)
                 return None
+            self._posts_in_flight.add(change.stored_id)
             try:
-                await events.on_message(turn, self)
-            except TurnNotRecordedError as error:
-                bound.warning("slack_turn_not_recorded", message_id=change.stored_id,
-                              error=str(error), outcome="answered 503 so Slack delivers it again")
-                return BoltResponse(status=503, body="not recorded; deliver again later")
-            except Exception:
-                bound.exception("slack_event_failed", message_id=change.stored_id,
-                                outcome="answered 500 so Slack delivers it again")
-                return BoltResponse(status=500, body="not recorded; deliver again later")
-            return None
+                refusal = await self._take_post(change, workspace, events, bound,
+                                                event_id=event_id)
+            finally:
+                self._posts_in_flight.discard(change.stored_id)
+            if refusal is not None:
+                self._taken_posts.forget(change.stored_id)  # so Slack's retry takes it
+            return refusal
         if event_id and not self._applied_changes.first_sighting(event_id):
             bound.debug("slack_duplicate_change", change=type(change).__name__)
             return None
@@ -863,6 +873,27 @@ class SlackChannel(Channel):
             bound.exception("slack_change_failed", change=type(change).__name__,
                             outcome="answered 500 so Slack delivers it again")
             return BoltResponse(status=500, body="not applied; deliver again later")
+        return None
+
+    async def _take_post(self, post: SlackPost, workspace: SlackWorkspace,
+                         events: ChannelEvents, bound: Any, *, event_id: str
+                         ) -> BoltResponse | None:
+        """Record a post with its files kept (not read: see `channels.files`); None acks it."""
+        try:
+            turn = await self._turn(post, workspace, bound)
+        except Exception as error:  # an event we cannot read: acked and skipped
+            self.skip_event(event_id or post.stored_id, error)
+            return None
+        try:
+            await events.on_message(turn, self)
+        except TurnNotRecordedError as error:
+            bound.warning("slack_turn_not_recorded", message_id=post.stored_id,
+                          error=str(error), outcome="answered 503 so Slack delivers it again")
+            return BoltResponse(status=503, body="not recorded; deliver again later")
+        except Exception:
+            bound.exception("slack_event_failed", message_id=post.stored_id,
+                            outcome="answered 500 so Slack delivers it again")
+            return BoltResponse(status=500, body="not recorded; deliver again later")
         return None
 
     async def _turn(self, post: SlackPost, workspace: SlackWorkspace, bound: Any
@@ -885,17 +916,14 @@ class SlackChannel(Channel):
 
     def _incoming(self, shared: Mapping[str, Any], client: AsyncWebClient) -> IncomingFile:
         """A shared file, fetched from its `url_private` with the workspace's bot token
-        (Slack's rule)."""
+        (Slack's rule), only from Slack's file hosts (the URL comes with the event)."""
         url = str(shared.get("url_private_download") or shared.get("url_private") or "")
 
-        async def fetch() -> bytes:
+        async def fetch(limit: int) -> bytes:
             if not url:
                 raise ChannelError(f"Slack file {shared.get('id')!r} has no url_private")
-            async with aiohttp.ClientSession(
-                    timeout=aiohttp.ClientTimeout(total=60)) as session, session.get(
-                    url, headers={"Authorization": f"Bearer {client.token}"}) as response:
-                response.raise_for_status()
-                return await response.read()
+            return await fetch_file(url, hosts=self._file_hosts, limit=limit,
+                                    credential={"Authorization": f"Bearer {client.token}"})
 
         return IncomingFile(name=str(shared.get("name") or shared.get("id") or "file"),
                             platform_id=str(shared.get("id") or ""),

@@ -118,6 +118,10 @@ class SlackSettings(LiveReplySettings):
     """The path Slack posts events, slash commands and button presses to."""
     api_base_url: str | None = None
     """The Web API root, for a proxy or a local server (default: Slack's)."""
+    file_hosts: list[str] = Field(default_factory=list)
+    """More hosts shared files may be fetched from with the bot token, as host or host:port
+    (*.example.com for subdomains), for a proxy or a local server; these may be private or
+    loopback addresses (default: none; files come from files.slack.com only)."""
     reply_in_thread: bool = True
     """Answer a top-level channel message in a thread under it (false: in the channel)."""
     agent_name_as_username: bool = False
@@ -152,7 +156,8 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         oauth=_oauth(name, settings.oauth, context) if settings.oauth else None,
         signing_secret=settings.signing_secret, app_token=settings.app_token,
         host=settings.host, port=settings.port, path=settings.path,
-        api_base_url=settings.api_base_url, reply_in_thread=settings.reply_in_thread,
+        api_base_url=settings.api_base_url, file_hosts=settings.file_hosts,
+        reply_in_thread=settings.reply_in_thread,
         agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
         assistant_prompts=[p.model_dump() for p in settings.assistant_prompts],
         streaming=settings.streaming, stream_interval=settings.stream_interval)

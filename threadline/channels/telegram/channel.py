@@ -63,8 +63,10 @@ from telegram.error import (
     TimedOut,
 )
 from telegram.ext import AIORateLimiter, ExtBot
+from yarl import URL
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.fetch_policy import FileHosts
 from threadline.channels.files import take_in
 from threadline.channels.live import RateGate
 from threadline.channels.telegram.inbound import (
@@ -101,6 +103,8 @@ Mode = Literal["polling", "webhook"]
 _ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _RATE_LIMIT_RETRIES = 5
+# PTB's default file route: Telegram's own file host is where files come from.
+TELEGRAM_FILE_ROUTE = "https://api.telegram.org/file/bot"
 # The Bot API address PTB uses when base_url is not set (named in errors only then).
 _BOT_API_URL = "https://api.telegram.org/bot"
 
@@ -139,11 +143,13 @@ class TelegramChannel(Channel):
         allow_bots: bool = False,
         streaming: bool = True,
         stream_interval: float = 1.0,
+        file_hosts: Sequence[str] = (),
     ) -> None:
         """Settings; `base_url`/`base_file_url` follow PTB: the token is appended, or replaces
         `{token}` (e.g. `http://127.0.0.1:8081/bot` for a self-hosted Bot API server).
         `streaming` shows replies as they are written, changing a chat's reply at most once
-        per `stream_interval` seconds (see `telegram.live`)."""
+        per `stream_interval` seconds (see `telegram.live`). Files are fetched from the host
+        of the file route only (Telegram's, or `base_file_url`'s), plus `file_hosts`."""
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
         where = f"telegram channel {name!r}"
         if not token:
@@ -172,6 +178,12 @@ class TelegramChannel(Channel):
         self._webhook_secret_token = webhook_secret_token
         self._base_url = base_url
         self._base_file_url = base_file_url
+        file_route = URL(base_file_url or TELEGRAM_FILE_ROUTE)
+        route_host = f"{file_route.host}:{file_route.port}"
+        self._file_hosts = FileHosts.of(
+            channel=name, setting=f"channels.{name}.file_hosts",
+            platform_hosts=() if base_file_url else (route_host,),
+            configured=[*((route_host,) if base_file_url else ()), *file_hosts])
         self._drop_pending_updates = drop_pending_updates
         self._throttle = throttle
         self._bot: ExtBot[Any] | None = None
@@ -319,7 +331,8 @@ class TelegramChannel(Channel):
         if turn is None:
             return  # stickers, joins and other messages without text
         assert self._bot is not None
-        turn = await take_in(turn, incoming_files(message, self._bot), self.file_intake)
+        turn = await take_in(turn, incoming_files(message, self._bot, self._file_hosts),
+                             self.file_intake)
         await self._events.on_message(turn, self)
 
     async def _deliver_press(self, query: CallbackQuery) -> None:

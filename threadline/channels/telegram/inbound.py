@@ -18,13 +18,16 @@ message a reply to the topic's creation notice; that is not a reply to anyone an
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from telegram import Bot, CallbackQuery, Chat, Message, MessageEntity
 
 from threadline.channels.base import BotIdentity
+from threadline.channels.fetch_policy import FileHosts, fetch_file
 from threadline.channels.files import IncomingFile
+from threadline.errors import FileRefusedError
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
 
 
@@ -120,9 +123,28 @@ def text_of(message: Message) -> tuple[str, dict[MessageEntity, str]] | None:
     return None
 
 
-def incoming_files(message: Message, bot: Bot) -> list[IncomingFile]:
+def file_url(file_path: str | None, *, file_route: str) -> str:
+    """The URL of a `getFile` answer's file, always inside the bot's `file_route`.
+
+    The Bot API names a file by a path relative to the file route; python-telegram-bot keeps a
+    `file_path` that names an existing local file as it is (for a local-mode server) and its
+    download would read that file from disk. A server that is hostile or proxied could name
+    `/etc/passwd` or `../../.env` that way, so a path that is not a plain name inside the
+    route (absolute, with `..`, `.`, an empty or a backslashed segment, even percent-encoded)
+    is refused, and nothing is ever read from disk.
+    """
+    prefix = f"{file_route}/"
+    name = file_path[len(prefix):] if file_path and file_path.startswith(prefix) else None
+    segments = urllib.parse.unquote(name).split("/") if name else [""]
+    if name is None or any(s in ("", ".", "..") or "\\" in s for s in segments):
+        raise FileRefusedError(f"Telegram's getFile named {file_path!r}, not a file inside its "
+                               "file route; it was not fetched (and no local file is read)")
+    return prefix + urllib.parse.quote(name)
+
+
+def incoming_files(message: Message, bot: Bot, hosts: FileHosts) -> list[IncomingFile]:
     """The photo (its largest size), document, voice note or audio a message carries, each
-    fetched by `getFile` and then the file route when it is taken in."""
+    fetched by `getFile` and then the file route (within `hosts`) when it is taken in."""
     found: list[tuple[str, str, int | None]] = []
     if message.photo:
         photo = message.photo[-1]
@@ -133,10 +155,11 @@ def incoming_files(message: Message, bot: Bot) -> list[IncomingFile]:
             name = getattr(media, "file_name", None) or default
             found.append((media.file_id, name, media.file_size))
 
-    def fetcher(file_id: str) -> Callable[[], Awaitable[bytes]]:
-        async def fetch() -> bytes:
+    def fetcher(file_id: str) -> Callable[[int], Awaitable[bytes]]:
+        async def fetch(limit: int) -> bytes:
             located = await bot.get_file(file_id)
-            return bytes(await located.download_as_bytearray())
+            url = file_url(located.file_path, file_route=bot.base_file_url)
+            return await fetch_file(url, hosts=hosts, limit=limit)
         return fetch
 
     return [IncomingFile(name=name, platform_id=file_id, declared_size=size or 0,

@@ -37,7 +37,11 @@ class TelegramSettings(LiveReplySettings):
     base_url: str | None = None
     """The Bot API root, for a proxy or a local Bot API server (default: Telegram's)."""
     base_file_url: str | None = None
-    """The file download root of that server."""
+    """The file download root of that server (files are fetched from its host only, which
+    may then be a private or loopback address; default: Telegram's)."""
+    file_hosts: list[str] = Field(default_factory=list)
+    """More hosts files may be fetched from, as host or host:port, if that server's file
+    route redirects elsewhere (default: none)."""
     drop_pending_updates: bool = False
     """Skip the updates Telegram kept while the bot was stopped."""
 
@@ -53,6 +57,7 @@ def build(name: str, settings: TelegramSettings, context: ChannelContext) -> Tel
         webhook_path=settings.webhook_path, webhook_listen=settings.webhook_listen,
         webhook_port=settings.webhook_port, webhook_secret_token=settings.webhook_secret_token,
         base_url=settings.base_url, base_file_url=settings.base_file_url,
+        file_hosts=settings.file_hosts,
         drop_pending_updates=settings.drop_pending_updates, allow_bots=settings.allow_bots,
         streaming=settings.streaming, stream_interval=settings.stream_interval)
 
