@@ -8,7 +8,7 @@ it before the team, so no schedule fires into a pipeline that is draining.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
@@ -19,6 +19,7 @@ from threadline.config import Settings
 from threadline.handoff import HandoffDesk, TeamDesk, hand_off_tool, handoff_commands
 from threadline.schedules import (
     Schedule,
+    ScheduleLimits,
     Scheduler,
     TimeZones,
     parse_when,
@@ -42,6 +43,9 @@ class Proactive:
                                                  per_channel=timing.channel_timezones,
                                                  channels=self.channels),
             admins=timing.admins, poll_interval=timing.poll_interval,
+            limits=ScheduleLimits(floor=timedelta(minutes=timing.min_interval_minutes),
+                                  per_person=timing.max_per_person,
+                                  per_conversation=timing.max_per_conversation),
             late_after=timing.late_after, grace=timing.grace_hours * 3600,
         ) if timing.enabled and backend.schedules is not None else None
         handoff = settings.handoff
