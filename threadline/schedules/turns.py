@@ -71,7 +71,7 @@ def scheduled_turn(schedule: Schedule, *, slot: datetime, late_by: float | None,
     origin = dict(schedule.origin)
     extra: dict[str, Any] = {"schedule": {
         "id": schedule.id, "kind": schedule.kind, "agent": schedule.agent,
-        "slot": slot.isoformat(), "late_by": late_by,
+        "slot": slot.isoformat(), "late_by": late_by, "configured": schedule.name is not None,
         "expires": expires.isoformat() if expires else None}}
     return StoredMessage(
         id=f"schedule:{schedule.id}:{int(slot.timestamp())}",
@@ -80,6 +80,15 @@ def scheduled_turn(schedule: Schedule, *, slot: datetime, late_by: float | None,
         scope=origin.pop("scope", "channel"),
         metadata=MessageMetadata(**{k: v for k, v in origin.items() if v is not None},
                                  extra=extra))
+
+
+def operator_wrote(inbound: StoredMessage) -> bool:
+    """Whether a post answering `inbound` is the operator's own words: a fixed message of a
+    schedule the YAML keeps (so it may notify a whole channel; nothing a member or a model
+    wrote may)."""
+    raw = inbound.metadata.extra.get("schedule")
+    return (inbound.participant == SCHEDULE_PARTICIPANT and isinstance(raw, Mapping)
+            and raw.get("kind") == "message" and raw.get("configured") is True)
 
 
 def nothing_to_say(inbound: StoredMessage, text: str) -> bool:
