@@ -338,7 +338,10 @@ class SchedulerSettings(_Section):
     platform says (Slack), else `channel_timezones[channel]`, else `timezone`. A slot that
     fell due while no process ran is posted late (with a note, when over `late_after`
     seconds) within `grace_hours`, else skipped. `admins` (identities such as `slack:T1:U7`)
-    may cancel anyone's schedule; `tool` gives every agent the `schedule` tool."""
+    may cancel anyone's schedule; `tool` gives every agent the `schedule` tool. What people
+    schedule is held to a floor (`min_interval_minutes` between a recurring schedule's posts)
+    and caps (`max_per_person`, `max_per_conversation` active schedules), so a member cannot
+    turn the bot into a flood; the YAML's own schedules are the operator's and are not."""
 
     enabled: bool = True
     """Run scheduled posts and prompts."""
@@ -358,6 +361,13 @@ class SchedulerSettings(_Section):
     """Identities (slack:T1:U7) that may cancel anyone's schedule."""
     tool: bool = True
     """Give every agent the schedule tool."""
+    min_interval_minutes: float = Field(default=5.0, gt=0)
+    """The shortest gap between two posts of a recurring schedule a person makes (the tool,
+    /remind); a cron firing more often, or with a seconds field, is refused."""
+    max_per_person: int = Field(default=10, ge=1)
+    """Active schedules one person may keep (the tool and /remind; the YAML's do not count)."""
+    max_per_conversation: int = Field(default=20, ge=1)
+    """Active schedules people may keep in one conversation (the YAML's do not count)."""
 
 
 class SpeechSettings(_Section):

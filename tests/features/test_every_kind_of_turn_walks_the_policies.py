@@ -116,7 +116,7 @@ async def test_a_scheduled_prompt_in_a_conversation_handed_to_people_is_not_answ
         assert len(await room.scheduler.fire_due()) == 1
         await room.team.pipeline.scan()
         async with asyncio.timeout(30):
-            while await room.team.pipeline.inbox.conversations_waiting(limit=10):
+            while await room.team.pipeline.inbox.conversations_waiting(limit=10):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
         assert fake.requests == []  # the agent was not asked
         posted = [r.text for r in room.channel.sent]

@@ -1,9 +1,10 @@
 """Rate limiting per conversation, per user in a conversation and per person, with token buckets.
 
 Why it exists: one chatty user, a script, or two bots answering each other must not run up the
-model bill or take the model away from everyone else. A limited author gets one short polite
-reply (or, if configured, none), then silence until their bucket lets a turn through again, so
-the limit is not itself a flood; the log says which limit was hit each time.
+model bill or take the model away from everyone else. A limited person gets one short polite
+reply (or, if configured, none) per window (the longest `per_seconds` of the limits), however
+many threads and conversations they are limited in, so the limit is not itself a flood; the
+log says which limit was hit each time.
 """
 
 from __future__ import annotations
@@ -102,24 +103,19 @@ class RateLimitInterceptor:
         self._conversations = _Buckets(per_conversation, max_keys) if per_conversation else None
         self._users = _Buckets(per_user, max_keys) if per_user else None
         self._people = _Buckets(per_person, max_keys) if per_person else None
-        # Authors already told they are limited, till a turn of theirs gets through again.
-        self._told: OrderedDict[str, None] = OrderedDict()
+        # When each person was last told they are limited: told again only a window later.
+        self._told: OrderedDict[str, float] = OrderedDict()
+        self._window = max((rate.per_seconds for rate in (per_conversation, per_user, per_person)
+                            if rate is not None), default=0.0)
         self._max_keys = max_keys
 
     def verdict(self, inbound: StoredMessage) -> tuple[str, str] | None:
         """None when `inbound` may be answered; else the limit it hit and what to reply
-        (empty: its author was told already, and is not told again)."""
+        (empty: its person was told within the last window, and is not told again)."""
         limit = self._limit_hit(inbound)
-        author = f"{inbound.conversation_id}\x00{inbound.participant.id}"
         if limit is None:
-            self._told.pop(author, None)
             return None
-        told = author in self._told
-        self._told[author] = None
-        self._told.move_to_end(author)
-        if len(self._told) > self._max_keys:
-            self._told.popitem(last=False)
-        return limit, "" if told else self.reply or ""
+        return limit, self.reply or "" if self._first_notice(inbound) else ""
 
     def _limit_hit(self, inbound: StoredMessage) -> str | None:
         now = self.clock()
@@ -139,6 +135,20 @@ class RateLimitInterceptor:
         ):
             return "per_conversation"
         return None
+
+    def _first_notice(self, inbound: StoredMessage) -> bool:
+        """Whether this limited turn's person has not been told in the last window (and note
+        that they are told now)."""
+        person = identity_of(inbound) or f"{inbound.conversation_id}\x00{inbound.participant.id}"
+        now = self.clock()
+        last = self._told.get(person)
+        if last is not None and now - last < self._window:
+            return False
+        self._told[person] = now
+        self._told.move_to_end(person)
+        if len(self._told) > self._max_keys:
+            self._told.popitem(last=False)
+        return True
 
     async def __call__(self, context: TurnContext, call_next: CallNext) -> AgentResult:
         verdict = self.verdict(context.inbound)

@@ -8,11 +8,13 @@ like any turn: posted through the reply ledger, recorded in the history.
 from threadline.schedules.book import Firing, ScheduleBook
 from threadline.schedules.clock import Clock, SystemClock
 from threadline.schedules.commands import schedule_commands
+from threadline.schedules.limits import ScheduleLimits, ScheduleRefused
 from threadline.schedules.schedule import Schedule
 from threadline.schedules.scheduler import Scheduler
 from threadline.schedules.timing import Timing, parse_when
 from threadline.schedules.tool import schedule_tool
 from threadline.schedules.zones import TimeZones
 
-__all__ = ["Clock", "Firing", "Schedule", "ScheduleBook", "Scheduler", "SystemClock",
-           "TimeZones", "Timing", "parse_when", "schedule_commands", "schedule_tool"]
+__all__ = ["Clock", "Firing", "Schedule", "ScheduleBook", "ScheduleLimits", "ScheduleRefused",
+           "Scheduler", "SystemClock", "TimeZones", "Timing", "parse_when", "schedule_commands",
+           "schedule_tool"]

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Protocol
 
 from threadline.history.model import StoredMessage
+from threadline.schedules.limits import ScheduleLimits
 from threadline.schedules.schedule import Schedule, State
 
 
@@ -46,6 +47,12 @@ class ScheduleBook(Protocol):
     """Schedules kept by the backend (its `schedules` part); see the module docstring."""
 
     async def add(self, schedule: Schedule) -> Schedule:
+        ...
+
+    async def add_within(self, schedule: Schedule, limits: ScheduleLimits) -> Schedule:
+        """Add a schedule a person asked for unless they, or its conversation, already keep
+        `limits`' cap of active ones (`ScheduleRefused`, saying which); the count and the add
+        are one transaction."""
         ...
 
     async def add_many(self, schedules: Sequence[Schedule]) -> None:

@@ -26,11 +26,11 @@ def schedule_commands(scheduler: Scheduler) -> tuple[Command, Command]:
         try:
             when, what = split_when(request.call.args)
             timing = parse_when(when, now=scheduler.clock.now(), tz=tz)
-        except ValueError as exc:
-            return CommandReply(f"Not scheduled: {exc}.")
-        schedule = await scheduler.book.add(Schedule.asked_in(
-            message, channel=channel, agent=request.targets[0].name, kind="message",
-            text=what, timing=timing, timezone=tz))
+            schedule = await scheduler.add_asked(Schedule.asked_in(
+                message, channel=channel, agent=request.targets[0].name, kind="message",
+                text=what, timing=timing, timezone=tz))
+        except ValueError as exc:  # an unreadable time, or the operator's limits
+            return CommandReply(f"Not scheduled: {exc}.", {"schedule": "refused"})
         local = timing.due_at.astimezone(zone(tz))
         return CommandReply(f"OK, I'll post it at {local:%Y-%m-%d %H:%M} {tz}"
                             f"{' and then ' + repr(timing.cron) if timing.cron else ''} "

@@ -5,11 +5,12 @@ team always has."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from threadline.config import Settings
 from threadline.features import Feature, FeatureContext, FeatureParts
 from threadline.schedules.commands import schedule_commands
+from threadline.schedules.limits import ScheduleLimits
 from threadline.schedules.schedule import Schedule
 from threadline.schedules.scheduler import Scheduler
 from threadline.schedules.timing import parse_when
@@ -74,6 +75,9 @@ def _build(context: FeatureContext) -> FeatureParts | None:
                                                    per_channel=timing.channel_timezones,
                                                    channels=context.channels),
         admins=timing.admins, poll_interval=timing.poll_interval,
+        limits=ScheduleLimits(floor=timedelta(minutes=timing.min_interval_minutes),
+                              per_person=timing.max_per_person,
+                              per_conversation=timing.max_per_conversation),
         late_after=timing.late_after, grace=timing.grace_hours * 3600)
     return FeatureParts(commands=schedule_commands(scheduler),
                         turn_tools=(schedule_tool(scheduler),) if timing.tool else (),

@@ -16,6 +16,8 @@ import structlog
 from threadline.periodic import Periodic
 from threadline.schedules.book import Firing, ScheduleBook
 from threadline.schedules.clock import Clock, SystemClock
+from threadline.schedules.limits import ScheduleLimits, ScheduleRefused
+from threadline.schedules.schedule import Schedule
 from threadline.schedules.zones import TimeZones
 
 log = structlog.get_logger("threadline.schedules")
@@ -23,22 +25,38 @@ log = structlog.get_logger("threadline.schedules")
 
 class Scheduler(Periodic):
     """Fires due schedules into the pipeline; also what the `schedule` tool and `/remind`
-    need (the book, the clock, the time zones and who may cancel others' schedules)."""
+    need (the book, the clock, the time zones, who may cancel others' schedules, and the
+    limits on what a person may schedule)."""
 
     def __init__(self, book: ScheduleBook, *, wake: Callable[[str], None] = lambda _: None,
                  clock: Clock | None = None, zones: TimeZones | None = None,
-                 admins: Collection[str] = (), poll_interval: float = 1.0,
+                 admins: Collection[str] = (), limits: ScheduleLimits | None = None,
+                 poll_interval: float = 1.0,
                  late_after: float = 60.0, grace: float = 86_400.0, batch: int = 200) -> None:
         self.book = book
         self.wake = wake  # the turn pipeline's: its scan would find the turns a second later
         self.clock = clock or SystemClock()
         self.zones = zones or TimeZones()
         self.admins = frozenset(admins)
+        self.limits = limits or ScheduleLimits()
         self.late_after = late_after
         self.grace = grace
         self.batch = batch
         self._wait = poll_interval
         super().__init__(self._round, every=poll_interval, name="schedules.round")
+
+    async def add_asked(self, schedule: Schedule) -> Schedule:
+        """Keep a schedule a person asked for (the tool, `/remind`), within the operator's
+        limits: `ScheduleRefused` saying the floor or the cap it would break."""
+        try:
+            if schedule.cron is not None:
+                self.limits.check_cron(schedule.cron, tz=schedule.timezone,
+                                       now=self.clock.now())
+            return await self.book.add_within(schedule, self.limits)
+        except ScheduleRefused as exc:
+            log.info("schedules.refused", conversation_id=schedule.conversation_id,
+                     created_by=schedule.created_by, reason=str(exc))
+            raise
 
     async def fire_due(self) -> list[Firing]:
         """Claim every schedule due now and wake the conversations they post in."""

@@ -54,11 +54,12 @@ class ScheduleTool:
         tz = await scheduler.zones.of(context.inbound, context.channel)
         try:
             timing = parse_when(input["when"], now=scheduler.clock.now(), tz=tz)
-        except ValueError as exc:
-            return f"error: {exc}"
-        schedule = await scheduler.book.add(Schedule.asked_in(
-            context.inbound, channel=context.channel, agent=context.agent.name,
-            kind=input.get("kind", "message"), text=input["text"], timing=timing, timezone=tz))
+            schedule = await scheduler.add_asked(Schedule.asked_in(
+                context.inbound, channel=context.channel, agent=context.agent.name,
+                kind=input.get("kind", "message"), text=input["text"], timing=timing,
+                timezone=tz))
+        except ValueError as exc:  # an unreadable time, or the operator's limits
+            return f"error: not scheduled: {exc}"
         local = timing.due_at.astimezone(zone(tz))
         repeat = f", then on '{timing.cron}'" if timing.cron else ""
         return (f"Scheduled {schedule.id}: first at {local:%Y-%m-%d %H:%M} {tz}{repeat}. "

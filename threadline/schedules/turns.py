@@ -89,6 +89,15 @@ def scheduled_turn(schedule: Schedule, *, slot: datetime, late_by: float | None,
                                  extra=extra))
 
 
+def operator_wrote(inbound: StoredMessage) -> bool:
+    """Whether a post answering `inbound` is the operator's own words: a fixed message of a
+    schedule the YAML keeps (so it may notify a whole channel; nothing a member or a model
+    wrote may)."""
+    raw = inbound.metadata.extra.get("schedule")
+    return (inbound.participant == SCHEDULE_PARTICIPANT and isinstance(raw, Mapping)
+            and raw.get("kind") == "message" and raw.get("by") == CONFIG_AUTHOR)
+
+
 def nothing_to_say(inbound: StoredMessage, text: str) -> bool:
     """An agent's answer to a scheduled prompt that says there is nothing worth posting."""
     return (ScheduledTurn.read(inbound) is not None

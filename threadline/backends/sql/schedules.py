@@ -15,6 +15,7 @@ from threadline.backends.sql.inbox import insert_new_turns
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.schedules.book import Firing
+from threadline.schedules.limits import ScheduleLimits
 from threadline.schedules.schedule import Schedule, State
 from threadline.schedules.timing import next_occurrence, zone
 from threadline.schedules.turns import scheduled_turn
@@ -59,6 +60,19 @@ _INSERT = (f"INSERT INTO threadline_schedules ({_COLUMNS}) VALUES (:id, :name, :
 def _add(conn: SqlRunner, schedules: Sequence[Schedule]) -> None:
     for schedule in schedules:
         conn.rowcount(_INSERT, _params(schedule))
+
+
+def _add_within(conn: SqlRunner, schedule: Schedule, limits: ScheduleLimits) -> None:
+    """Add a person's schedule unless they, or its conversation, already have their cap (the
+    count and the insert in one transaction)."""
+    [(person, conversation)] = conn.rows(
+        "SELECT SUM(CASE WHEN created_by = :by THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN conversation_id = :cid THEN 1 ELSE 0 END) FROM threadline_schedules "
+        "WHERE state = 'active' AND name IS NULL AND (created_by = :by OR conversation_id = :cid)",
+        {"by": schedule.created_by, "cid": schedule.conversation_id})
+    limits.check_counts(person=int(person or 0), conversation=int(conversation or 0),
+                        who=schedule.created_by_name or schedule.created_by)
+    conn.rowcount(_INSERT, _params(schedule))
 
 
 def _put_named(conn: SqlRunner, schedule: Schedule) -> bool:
@@ -180,6 +194,12 @@ class SqlScheduleBook:
 
     async def add(self, schedule: Schedule) -> Schedule:
         await self.store.run("add a schedule", _add, [schedule], write=True)
+        return schedule
+
+    async def add_within(self, schedule: Schedule, limits: ScheduleLimits) -> Schedule:
+        """Add a schedule a person asked for, within `limits`' caps (ScheduleRefused when
+        they or the conversation have their cap)."""
+        await self.store.run("add a schedule", _add_within, schedule, limits, write=True)
         return schedule
 
     async def add_many(self, schedules: Sequence[Schedule]) -> None:

@@ -125,6 +125,7 @@ from threadline.errors import (
 from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 from threadline.listening import Listener, serve
+from threadline.schedules.turns import operator_wrote
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -503,7 +504,8 @@ class SlackChannel(Channel):
 
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
                     choices: Sequence[CommandChoice] = ()) -> list[str]:
-        parts = split_text(escape_outgoing(text), self.max_message_chars)
+        parts = split_text(escape_outgoing(text, broadcast=operator_wrote(inbound)),
+                           self.max_message_chars)
         last = len(parts) - 1
         response_url = self._response_urls.pop(inbound.id, None)
         if response_url is not None:

@@ -41,8 +41,12 @@ if TYPE_CHECKING:
 _POST_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message", "bot_message"})
 _MARKUP = re.compile(r"<([@#!]?)([^>|]+)(?:\|([^>]*))?>")
 _USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
-# Markup an agent may write on purpose (mentions, channel links, @here, links); kept as is.
+# Markup an agent may write on purpose (mentions, channel links, dates, links); kept as is.
 _OUTGOING_MARKUP = re.compile(r"<(?:[@#!][^<>\s]+|(?:https?|mailto):[^<>\s]+)>")
+# Special mentions that notify a crowd: `<!channel>`, `<!here>`, `<!everyone>`, user groups
+# (`<!subteam^S1>`); every `<!...>` but a date is one.
+_BROADCAST = re.compile(r"^<!(?!date\^)")
+_MARKDOWN_BROADCAST = re.compile(r"<!(?!date\^)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,16 +147,31 @@ def render_mentions(text: str, names: Mapping[str, str]) -> str:
     return html.unescape(_MARKUP.sub(readable, text)) if "<" in text or "&" in text else text
 
 
-def escape_outgoing(text: str) -> str:
-    """Escape `&`, `<`, `>` as Slack asks, leaving deliberate markup (`<@U1>`, links) intact."""
+def escape_outgoing(text: str, *, broadcast: bool = False) -> str:
+    """Escape `&`, `<`, `>` as Slack asks, leaving deliberate markup (`<@U1>`, links) intact.
+
+    Broadcast mentions (`<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^...>`) are posted
+    inert, shown as written without notifying anyone, unless `broadcast`: a model's text or a
+    member's reminder can hold them, and one member must not ping a whole workspace through
+    the bot.
+    """
     pieces: list[str] = []
     position = 0
     for match in _OUTGOING_MARKUP.finditer(text):
+        markup = match.group(0)
+        inert = not broadcast and _BROADCAST.match(markup) is not None
         pieces.append(_escape(text[position:match.start()]))
-        pieces.append(match.group(0))
+        pieces.append(_escape(markup) if inert else markup)
         position = match.end()
     pieces.append(_escape(text[position:]))
     return "".join(pieces)
+
+
+def inert_markdown(text: str) -> str:
+    """A streamed reply's `markdown_text` with its broadcast mentions made inert (a zero-width
+    space after `<`: shown as written, not read as markup); a model's stream is never the
+    operator's, so it never pings a crowd."""
+    return _MARKDOWN_BROADCAST.sub("<\u200b!", text)
 
 
 def _escape(text: str) -> str:

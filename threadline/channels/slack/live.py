@@ -23,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from threadline.channels.base import LiveReply
 from threadline.channels.live import RateGate, TextPacer
-from threadline.channels.slack.events import escape_outgoing
+from threadline.channels.slack.events import escape_outgoing, inert_markdown
 from threadline.channels.text import split_text
 from threadline.errors import ChannelError
 from threadline.history.model import StoredMessage
@@ -96,6 +96,7 @@ class SlackLiveReply(LiveReply):
     # -- text ------------------------------------------------------------------------------
 
     async def _push(self, text: str) -> None:
+        text = inert_markdown(text)
         api = await self._client()
         if self._ts is None:
             await self._open(api, text)
@@ -133,6 +134,7 @@ class SlackLiveReply(LiveReply):
     async def _finish_shown(self, ts: str, text: str) -> list[str]:
         """End the shown message as `text`: the rest appended (or the whole updated) on a
         stream; on a kept-up-to-date post, the first part updated and the others posted."""
+        text = inert_markdown(text)
         posted = [ts]
         parts = split_text(escape_outgoing(text), self._channel.max_message_chars)
         api = await self._client()
