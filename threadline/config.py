@@ -873,6 +873,13 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     return _settings(_Source(path), path.resolve().parent, env)
 
 
+def load_config_text(text: str, path: Path, *, env: Mapping[str, str] | None = None
+                     ) -> Settings:
+    """`load_settings` for a config not written yet (`threadline init` reads what it will
+    write); `path` is where it will be."""
+    return _settings(_Source(path, text=text), path.resolve().parent, env)
+
+
 def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
     """The built-in default (what an empty file gives), for a command run without a config;
     relative paths start in the working folder."""
