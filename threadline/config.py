@@ -54,6 +54,7 @@ from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
 from threadline.errors import ConfigError
+from threadline.history.addressing import normalize_mention
 from threadline.history.assembler import AssemblerOptions
 from threadline.provider_setup import key_variable
 from threadline.provider_setup import problems as provider_problems
@@ -93,6 +94,9 @@ class StoreSettings(_Section):
             backend_for(url)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        except ValueError as exc:  # the URL's own parts (a port that is not a number)
+            raise ValueError(f"not a database URL this can read ({exc}); write it as "
+                             "sqlite:///PATH or postgresql+asyncpg://USER@HOST:PORT/DB") from None
         return url
 
 
@@ -171,7 +175,8 @@ class SpendSettings(_Section):
         try:
             ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError("an IANA time zone such as UTC or Europe/Berlin") from None
+            raise ValueError(f"unknown time zone {timezone!r}; write an IANA name such as UTC "
+                             "or Europe/Berlin") from None
         return timezone
 
 
@@ -552,7 +557,8 @@ class AgentSettings(_Section):
     require_approval: list[str] = Field(default_factory=list)
     """Tools (by the name the model sees) whose calls wait for a person's approval."""
     aliases: list[str] = Field(default_factory=list)
-    """Other names that address the agent (@help), matched like its name."""
+    """Other names that address the agent (@help), matched like its name; none may be another
+    agent's name or alias."""
     memory: MemorySettings = Field(default_factory=MemorySettings)
     """How much of the shared history the agent sees (the keys below)."""
     channels: list[AgentChannel] = Field(default_factory=list)
@@ -572,7 +578,8 @@ class AgentSettings(_Section):
     def _tool_references(cls, tools: list[str]) -> list[str]:
         for reference in tools:
             if ":" not in reference:
-                raise ValueError(f"a 'module:function' reference, found {reference!r}")
+                raise ValueError(f"{reference!r} is not a 'module:function' reference (for "
+                                 "example tools:weather)")
         return tools
 
 
@@ -592,7 +599,8 @@ def channel_settings(entry: Any) -> Any:
         return entry
     kind = entry.get("type")
     if not isinstance(kind, str):
-        raise ValueError("a `type:` naming the platform")
+        raise ValueError(f"missing `type:` naming the platform (one of "
+                         f"{', '.join(platform_names())})")
     return platform_for(kind).settings.model_validate(entry)
 
 
@@ -801,7 +809,12 @@ def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
     return list(current.model_fields) if current is not None else []
 
 
-def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
+def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None, *,
+                    written: Any = None) -> str:
+    """One validation error as a sentence. Pydantic's own ("Input should be a valid integer")
+    read as "expected ..., found VALUE"; our validators' messages are whole sentences and are
+    shown as written. A value that came from `${VARIABLE}` (`written`, the file's text) is
+    shown as that reference, never as its value, which may be a secret."""
     kind = error["type"]
     found = error.get("input")
     if kind == "missing":
@@ -812,11 +825,28 @@ def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = No
         close = difflib.get_close_matches(key, [k for k in known if k != "base_dir"], n=1)
         hint = f"did you mean {close[0]!r}?" if close else "check the spelling"
         return f"unknown setting ({hint} see `threadline init` for every option)"
-    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
-    shown = repr(found)
+    from_environment = isinstance(written, str) and _REFERENCE.search(written) is not None
+    if kind == "value_error":
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if from_environment and isinstance(found, str) and found:
+            message = message.replace(found, str(written))
+        return message
+    # Pydantic's second clause repeats the first ("a valid integer, unable to parse ...").
+    message = str(error["msg"]).removeprefix("Input should be ").split(", ")[0]
+    shown = f"{written} (from the environment)" if from_environment else repr(found)
     if len(shown) > 60:
         shown = shown[:57] + "..."
     return f"expected {message[0].lower()}{message[1:]}, found {shown}"
+
+
+def _written(data: Any, path: KeyPath) -> Any:
+    """The value at `path` as the file has it (`${VARIABLE}` unresolved), or None."""
+    for part in path:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 def _error_path(loc: tuple[Any, ...]) -> KeyPath:
@@ -843,8 +873,10 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
             problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
             model = platform_for(str(entry["type"])).settings
-            problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
-                         f"{_describe_error(e, model)}" for e in exc.errors()]
+            for e in exc.errors():
+                path = where + _error_path(tuple(e["loc"]))
+                problems.append(f"{source.where(path)}: "
+                                f"{_describe_error(e, model, written=_written(source.data, path))}")
     return validated, problems
 
 
@@ -852,6 +884,13 @@ def load_settings(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     """Read, resolve and validate a config file; every problem names file, line and key."""
     path = Path(path)
     return _settings(_Source(path), path.resolve().parent, env)
+
+
+def load_config_text(text: str, path: Path, *, env: Mapping[str, str] | None = None
+                     ) -> Settings:
+    """`load_settings` for a config not written yet (`threadline init` reads what it will
+    write); `path` is where it will be."""
+    return _settings(_Source(path, text=text), path.resolve().parent, env)
 
 
 def default_settings(*, env: Mapping[str, str] | None = None) -> Settings:
@@ -880,8 +919,10 @@ def _settings(source: _Source, base_dir: Path, env: Mapping[str, str] | None) ->
     try:
         settings = Settings.model_validate({**resolved, "base_dir": base_dir})
     except ValidationError as exc:
-        problems += [f"{source.where(_error_path(tuple(e['loc'])))}: "
-                     f"{_describe_error(e, Settings)}" for e in exc.errors()]
+        for e in exc.errors():
+            path = _error_path(tuple(e["loc"]))
+            problems.append(f"{source.where(path)}: "
+                            f"{_describe_error(e, Settings, written=_written(source.data, path))}")
         raise ConfigError("\n".join(problems)) from exc
     problems = problems or cross_check(settings, source)
     if problems:
@@ -961,6 +1002,7 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         if agent_settings.system_prompt and agent_settings.system_prompt_file:
             problems.append(f"{source.where(('agents', agent))}: set system_prompt or "
                             "system_prompt_file, not both")
+    problems += [f"{source.where(path)}: {problem}" for path, problem in _alias_clashes(settings)]
     for name in settings.access.channels:
         if name not in settings.channels:
             problems.append(f"{source.where(('access', 'channels', name))}: unknown channel "
@@ -983,6 +1025,21 @@ def cross_check(settings: Settings, source: _Source) -> list[str]:
         problems += [f"{source.where(path)}: {problem}"
                      for path, problem in provider_problems(settings)]
     return problems
+
+
+def _alias_clashes(settings: Settings) -> Iterator[tuple[KeyPath, str]]:
+    """Aliases that would address two agents at once: one equal to another agent's name or
+    alias (compared as mentions are: case and a leading @ ignored), where both would answer."""
+    owners: dict[str, str] = {normalize_mention(name): name for name in settings.agents}
+    for agent, agent_settings in settings.agents.items():
+        for index, alias in enumerate(agent_settings.aliases):
+            key = normalize_mention(alias)
+            owner = owners.setdefault(key, agent)
+            if owner != agent:
+                what = "the name" if owner == key else "an alias"
+                yield (("agents", agent, "aliases", index),
+                       f"{alias!r} is already {what} of agent {owner!r}, so @{key} would "
+                       "address both and both would answer; give each agent its own aliases")
 
 
 def _timing_problems(settings: Settings) -> Iterator[tuple[KeyPath, str]]:

@@ -328,8 +328,12 @@ def checks(settings: Settings) -> dict[str, Callable[[], Awaitable[str]]]:
 
 
 def offline_by_default(settings: Settings) -> bool:
-    """`provider: auto` found no key for the default provider: the keyless fallback answers."""
-    return settings.model.provider == "auto" and settings.resolved_provider() == AUTO[-1]
+    """`provider: auto` found no key for the default provider, and an agent answers with it:
+    the keyless fallback answers that agent. (Agents all on other providers need no key.)"""
+    if settings.model.provider != "auto" or settings.resolved_provider() != AUTO[-1]:
+        return False
+    return any(chosen.provider.entry == DEFAULT_ENTRY
+               for agent in agent_models(settings).values() for chosen in agent.chain)
 
 
 async def _offline_by_default() -> str:

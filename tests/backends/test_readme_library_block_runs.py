@@ -37,3 +37,12 @@ def test_the_readme_library_program_answers_from_the_shared_history(tmp_path: Pa
             "SELECT participant_id FROM threadline_messages ORDER BY sequence")]
     assert stored.count("sam") == 2
     assert {"ada", "bob"} <= set(stored)
+
+
+def test_the_readme_transcript_shows_what_the_offline_model_says(tmp_path: Path) -> None:
+    """The terminal transcript's answers are the offline model's words today: no timestamps
+    the output no longer has."""
+    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    said = [line for line in readme.splitlines() if line.startswith("support> [offline model]")]
+    assert said, "the README shows no offline answer"
+    assert not [line for line in said if re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d", line)]

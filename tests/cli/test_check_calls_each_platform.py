@@ -62,7 +62,7 @@ async def test_every_connection_ok(tmp_path: Path) -> None:
         assert "will be created on first run" in outcome.out
         assert "no ANTHROPIC_API_KEY" in outcome.out
         assert len(slack.calls_to("auth.test")) == 1
-        assert [c.method for c in telegram.calls] == ["getMe"]
+        assert [c.method for c in telegram.calls] == ["getMe", "getWebhookInfo"]
         assert not (tmp_path / "threadline.db").exists()  # check creates nothing
 
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import httpx
 import structlog
@@ -39,6 +40,8 @@ log = structlog.get_logger("threadline.mcp")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
 _PING_EVERY = 15.0
+# A failure names the server's last stderr line (this long at most), read until it ends.
+_STDERR_CHARS, _STDERR_DRAIN = 300, 1.0
 
 
 class McpOAuth(BaseModel):
@@ -107,13 +110,16 @@ def model_tool_name(server: str, tool: str) -> str:
 class McpServer:
     """One supervised connection to an MCP server, with its current tool list."""
 
-    def __init__(self, name: str, settings: McpServerSettings) -> None:
+    def __init__(self, name: str, settings: McpServerSettings, *, retry: bool = True) -> None:
         self.name = name
         self.settings = settings
         self.tools: dict[str, Any] = {}  # remote name -> mcp.types.Tool
         self.problem: str | None = "not connected yet"
+        # False for `threadline check`: one attempt, its problem reported, nothing retried.
+        self.retry = retry
         self._session: Any = None
         self._up = asyncio.Event()
+        self._gave_up = asyncio.Event()
         self._broken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(mcp_server=name)
@@ -131,13 +137,16 @@ class McpServer:
             self._task = None
 
     async def wait_up(self, within: float) -> bool:
-        """True once connected (within `within` seconds)."""
+        """True once connected (within `within` seconds); False at once when a server that is
+        not retried failed its one attempt."""
+        waits = [asyncio.ensure_future(self._up.wait()), asyncio.ensure_future(
+            self._gave_up.wait())]
         try:
-            async with asyncio.timeout(within):
-                await self._up.wait()
-        except TimeoutError:
-            return False
-        return True
+            await asyncio.wait(waits, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return self._up.is_set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
         """Run a tool once and return its text; `ToolReportedError` when the tool failed."""
@@ -170,6 +179,9 @@ class McpServer:
                 delay = _BACKOFF_FIRST
             except Exception as exc:  # an ExceptionGroup from the SDK's task groups too
                 self.problem = _short(exc)
+                if not self.retry:
+                    self._gave_up.set()
+                    return
                 self._log.warning("mcp.server_down", problem=self.problem, retry_in=delay)
             finally:
                 self._up.clear()
@@ -181,7 +193,12 @@ class McpServer:
         from mcp import ClientSession
 
         async with AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(self._transport())
+            stderr = await stack.enter_async_context(ServerStderr(self._log))
+            stack.push_async_exit(stderr.explain)  # after the transport has ended the server
+            try:
+                read, write = await stack.enter_async_context(self._transport(stderr))
+            finally:
+                stderr.started()
             session = await stack.enter_async_context(
                 ClientSession(read, write, message_handler=self._on_message))
             async with asyncio.timeout(self.settings.connect_timeout):
@@ -204,7 +221,7 @@ class McpServer:
                         self._mark_broken(f"ping failed: {exc!r}")
             raise ConnectionError(self.problem or "connection lost")
 
-    def _transport(self) -> Any:
+    def _transport(self, stderr: ServerStderr) -> Any:
         from mcp.client.sse import sse_client
         from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
@@ -213,7 +230,7 @@ class McpServer:
         if settings.command is not None:
             return _two_streams(stdio_client(StdioServerParameters(
                 command=settings.command, args=settings.args, env=settings.env or None,
-                cwd=settings.cwd)))
+                cwd=settings.cwd), errlog=stderr.writer))
         assert settings.url is not None
         headers = dict(settings.headers)
         if settings.token:
@@ -342,7 +359,7 @@ def check_lists(servers: Mapping[str, Any], entries: Sequence[str]) -> list[str]
 
 async def probe(name: str, settings: McpServerSettings, within: float = 10.0) -> str:
     """Connect once and list the tools (`threadline check`); `ToolServerUnavailable` if not."""
-    server = McpServer(name, settings)
+    server = McpServer(name, settings, retry=False)
     server.start()
     try:
         if not await server.wait_up(within):
@@ -350,6 +367,63 @@ async def probe(name: str, settings: McpServerSettings, within: float = 10.0) ->
         return f"{len(server.tools)} tool(s): {', '.join(sorted(server.tools))}"
     finally:
         await server.stop()
+
+
+class ServerStderr:
+    """A local server's stderr, kept off the terminal (`check`'s output, the terminal chat):
+    each line is logged at debug, and the last one joins the reason the connection failed."""
+
+    def __init__(self, log: Any) -> None:
+        self._log = log
+        self._last = ""
+        self._reader: asyncio.Task[None] | None = None
+        read_fd, write_fd = os.pipe()
+        self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8")  # the server's end
+        self._read_end = os.fdopen(read_fd, "rb")
+
+    async def __aenter__(self) -> ServerStderr:
+        stream = asyncio.StreamReader()
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), self._read_end)
+        self._reader = asyncio.create_task(self._read(stream, transport))
+        return self
+
+    def started(self) -> None:
+        """The server was started (or failed to be) with its copy of the pipe: close ours, so
+        the reader sees the end when the server exits."""
+        if not self.writer.closed:
+            self.writer.close()
+
+    async def _read(self, stream: asyncio.StreamReader, transport: asyncio.BaseTransport
+                    ) -> None:
+        try:
+            while line := await stream.readline():
+                text = line.decode("utf-8", "replace").rstrip()
+                if text:
+                    self._last = text[:_STDERR_CHARS]
+                    self._log.debug("mcp.server_stderr", line=text)
+        finally:
+            transport.close()
+
+    async def explain(self, kind: type[BaseException] | None, exc: BaseException | None,
+                      tb: Any) -> bool:
+        """On the way out: a failure carries the server's last stderr line, if it said one."""
+        self.started()
+        if self._reader is not None:
+            with suppress(TimeoutError):  # a grandchild may hold the pipe open
+                async with asyncio.timeout(_STDERR_DRAIN):
+                    await asyncio.shield(self._reader)
+            self._reader.cancel()
+        if exc is not None and self._last and not isinstance(exc, asyncio.CancelledError):
+            raise ConnectionError(f"{_short(exc)} (the server's stderr said: "
+                                  f"{self._last})") from exc
+        return False
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.started()
+        if self._reader is not None:
+            self._reader.cancel()
+        self._read_end.close()
 
 
 class _two_streams:

@@ -5,6 +5,7 @@ channel starts: it asks the platform who the bot is and reports what would keep 
 mute (missing scopes, privacy mode, intents) as warnings. Each model provider the agents use is
 tried with its plug's own check (a model list: proves the key and the address); each MCP server
 is connected and its tools listed (a server down here does not stop `run`, it is retried there);
+each agent's tools are imported as `run` imports them (one that cannot be is a failure here too);
 SQLite files that do not exist yet are not created, only their folder is checked. When a
 `threadline run` of this config answers on its ops port, its `/readyz` says which channels are
 not receiving. With tracing on, the trace receiver is sent an empty export.
@@ -33,6 +34,7 @@ from threadline.errors import PortUnavailableError, ThreadlineError
 from threadline.listening import Listener, port_problem
 from threadline.ops import ops_listener
 from threadline.provider_setup import checks as provider_checks
+from threadline.runtime import load_tool
 from threadline.spend.setup import spend_today
 from threadline.tracing.export import probe_receiver, wanted
 
@@ -71,6 +73,15 @@ async def check_store(settings: Settings) -> str:
         conversations = await backend.history.count()
         spent = await spend_today(settings, backend)
         return f"{backend.shown_url}: {conversations} turns stored; spent {spent}"
+
+
+async def check_tools(agent: str, settings: Settings) -> str:
+    """Imports the agent's `tools:` references as `run` does, so a missing module or name
+    fails here with `run`'s own words rather than at start."""
+    references = settings.agents[agent].tools
+    for reference in references:
+        load_tool(reference, agent=agent, settings=settings)
+    return f"{len(references)} tool(s) import: {', '.join(references)}"
 
 
 async def check_channel(name: str, settings: ChannelSettings, app: Settings) -> Report:
@@ -164,6 +175,9 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel,
                                                              settings)
+    for name, agent in settings.agents.items():
+        if agent.tools:
+            checks[f"agent {name} tools"] = partial(check_tools, name, settings)
     for name, server in settings.mcp_servers.items():
         # Within the check's own time limit, so the server's last problem is what is reported.
         checks[f"mcp server {name}"] = partial(probe, name, server,

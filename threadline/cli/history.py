@@ -26,6 +26,7 @@ from typing import IO, TextIO
 from threadline.backends import open_backend
 from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.backends.sql.database_url import sqlite_file
+from threadline.cli.invoked import command
 from threadline.config import FilesSettings, load_settings
 from threadline.errors import ConfigError
 from threadline.history.beside import parts_beside
@@ -88,11 +89,14 @@ def files_directory(args: argparse.Namespace) -> str:
 
 
 def require_database(url: str) -> None:
-    """Refuse to read from a SQLite file that does not exist (opening would create it)."""
+    """Refuse to read from a SQLite file that does not exist (opening would create it): it is
+    made by the first `threadline run`, or by `threadline db upgrade` before that."""
     path = sqlite_file(url)
     if path is not None and not path.exists():
-        raise ConfigError(f"no database at {str(path)!r}; pass --db PATH, --url URL or "
-                          "--config FILE to say which one")
+        raise ConfigError(f"no database at {str(path)!r} yet: `{command()} run` creates it on "
+                          f"its first start, or create it now with `{command()} db upgrade` "
+                          "(with the same --db, --url or --config); if it is elsewhere, pass "
+                          "--db PATH, --url URL or --config FILE")
 
 
 class Progress:

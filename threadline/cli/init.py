@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
 from threadline.agents.providers import default_plug
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.cli.config_file import DEFAULT_CONFIG
 from threadline.cli.invoked import command
+from threadline.commands.registry import Command
 from threadline.errors import ConfigError
-from threadline.team import default_commands
 
 HEADER = """\
 # Threadline configuration. Check it with `threadline check {path}`, start with
@@ -115,11 +117,25 @@ def render(platform: str | None, path: str) -> str:
                                joined=joined)
 
 
+def offered_commands(text: str, path: Path) -> list[Command]:
+    """The commands `threadline run` of this config text answers: the registry the runtime
+    builds for it (`/human` with handoff on, `/remind` with the scheduler, `/link` with link
+    codes...), for a platform that declares its commands ahead of time (Slack's manifest).
+    Its `${VARIABLES}` need no values for that: each stands in as its own name."""
+    from threadline.config import load_config_text
+    from threadline.runtime import Runtime
+
+    stand_ins = {name: name for name in re.findall(r"\$\{(\w+)\}", text)}
+    settings = load_config_text(text, path, env=stand_ins)
+    return list(Runtime.build(settings, interactive=False).team.pipeline.commands)
+
+
 def main(args: argparse.Namespace) -> int:
     """`threadline init [--platform P] [PATH]`: the config, and the platform's set-up files
     beside it (Slack's app manifest)."""
-    extra = (platform_for(args.platform).setup_files(default_commands()) if args.platform
-             else {})
+    text = render(args.platform, str(args.path))
+    extra = (platform_for(args.platform).setup_files(offered_commands(text, args.path))
+             if args.platform else {})
     targets = [args.path, *(args.path.parent / name for name in extra)]
     if not args.force:
         for target in targets:
@@ -128,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
                                   "give another path")
     if not args.path.parent.exists():
         raise ConfigError(f"the folder {str(args.path.parent)!r} does not exist")
-    args.path.write_text(render(args.platform, str(args.path)), encoding="utf-8")
+    args.path.write_text(text, encoding="utf-8")
     print(f"wrote {args.path}", file=sys.stderr)
     for name, text in extra.items():
         (args.path.parent / name).write_text(text, encoding="utf-8")

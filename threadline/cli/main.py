@@ -7,6 +7,7 @@ this one builds the parser, runs the chosen command and turns errors into exit c
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -205,6 +206,14 @@ def _chosen_command(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
+def _unknown_command(word: str) -> str:
+    """What to say of a command that does not exist: the nearest one, as config keys get."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
+    hint = f"did you mean `{command()} {close[0]}`?" if close else (
+        f"the commands are {', '.join(COMMANDS)}")
+    return f"no command {word!r}; {hint} (`{command()} --help` says what each does)"
+
+
 def run_main(args: argparse.Namespace) -> int:
     """`threadline run CONFIG`."""
     import asyncio
@@ -258,7 +267,11 @@ def _logs_off_the_terminal(settings: Settings, log_file: ExitStack) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(_chosen_command(argv)).parse_args(argv)
+    chosen = _chosen_command(argv)
+    if chosen and chosen not in COMMANDS:
+        _error(_unknown_command(chosen))
+        return EXIT_USAGE
+    args = build_parser(chosen).parse_args(argv)
     from threadline.log import configure_logging
 
     # Quiet by default: stdout is the command's output; `run` reconfigures from its settings.

@@ -114,9 +114,13 @@ class HandoffDesk:
             return ("This conversation is already with the team; a person will answer here "
                     "(the bot stays quiet until someone sends /bot on).")
         notified = await self._notify(asking, channel, reason=reason, summary=summary)
-        told = " The team has been told." if notified else ""
-        return (f"A person will answer here; the bot stays quiet in this conversation until "
-                f"someone sends /bot on (or {hours:g} hours after the last human reply).{told}")
+        quiet = (f"the bot stays quiet in this conversation until someone sends /bot on (or "
+                 f"{hours:g} hours after the last human reply)")
+        if notified:
+            return f"A person will answer here; {quiet}. The team has been told."
+        # Nobody was told (no handoff.notify, or it failed): promise no one.
+        return (f"OK, {quiet}. Nobody was notified, so a person answers only if one is "
+                "reading this conversation.")
 
     async def give_back(self, conversation_id: str) -> bool:
         """The bot answers this conversation again; False when it was not handed over."""

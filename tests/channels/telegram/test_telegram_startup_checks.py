@@ -85,7 +85,7 @@ async def test_polling_refuses_to_take_over_a_registered_webhook(
     fake.webhook = {"url": "https://127.0.0.1:8443/other-deployment", "secret_token": None}
     channel = TelegramChannel(name="tg", **fake.channel_settings())
 
-    with pytest.raises(ChannelError, match=r"'tg'.*webhook is set.*mode='webhook'"):
+    with pytest.raises(ChannelError, match=r"'tg'.*webhook is set.*mode: webhook"):
         await channel.start(events)
 
     assert fake.calls_to("deleteWebhook") == []
@@ -121,7 +121,7 @@ async def test_check_before_start_asks_once_and_start_twice_is_refused(
     [privacy] = await channel.check()  # before start, as `threadline check` calls it
     assert "Privacy mode is on for @support_bot" in privacy
     assert channel.identity is not None and channel.identity.user_id == "4242"
-    assert [c.method for c in fake.calls] == ["getMe"]
+    assert [c.method for c in fake.calls] == ["getMe", "getWebhookInfo"]  # polling: no webhook
     await channel.start(events)
     try:
         with pytest.raises(ChannelError, match="already started"):

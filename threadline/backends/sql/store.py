@@ -121,6 +121,12 @@ class SqlConversationStore:
             hint = "another process holds the database lock longer than the busy timeout"
         elif "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
             hint = "the database is read-only; check the file's permissions and folder"
+        elif "database" in lowered and "does not exist" in lowered:
+            url, name = self.url, self.url.database
+            options = "".join(f" {flag} {value}" for flag, value in (
+                ("-h", url.host), ("-p", url.port), ("-U", url.username)) if value)
+            hint = (f"create it once: `createdb{options} {name}` or CREATE DATABASE "
+                    f"\"{name}\"; Threadline creates its tables itself")
         else:
             hint = "check that the database is running and reachable"
         return StoreUnavailableError(
@@ -172,7 +178,7 @@ class SqlConversationStore:
     async def _migrate(self) -> None:
         try:
             await self._backend.migrate()
-        except _UNAVAILABLE as exc:
+        except (*_UNAVAILABLE, DBAPIError) as exc:  # a database that does not exist, too
             raise self._unavailable(exc, "open or upgrade its schema") from exc
         if self._listener is not None:
             try:

@@ -247,14 +247,7 @@ class TelegramChannel(Channel):
                     drop_pending_updates=self._drop_pending_updates,
                 )
                 return receiver
-            webhook = await bot.get_webhook_info()
-            if webhook.url:
-                raise ChannelError(
-                    f"telegram channel {self.name!r}: a webhook is set for this bot token "
-                    f"({webhook.url}), so Telegram hands out no updates by polling and another "
-                    "deployment may be receiving them. Stop that deployment and delete the "
-                    "webhook (Bot API deleteWebhook), or run this channel with mode='webhook'."
-                )
+            await self._refuse_a_webhook(bot)
             poller = UpdatePoller(bot=bot, take=self._on_update, allowed_updates=_ALLOWED_UPDATES,
                                   on_error=self._on_polling_error, skip=self.skip_event,
                                   log=self._log, channel=self.name)
@@ -262,6 +255,18 @@ class TelegramChannel(Channel):
             return poller
         except TelegramError as exc:
             raise self._failure(exc, action=f"start receiving updates ({self._mode})") from exc
+
+    async def _refuse_a_webhook(self, bot: ExtBot[Any]) -> None:
+        """Polling gets nothing while a webhook is set on the token: `start` refuses to poll
+        then, and `check` (which asks the same) fails with the same words."""
+        webhook = await bot.get_webhook_info()
+        if webhook.url:
+            raise ChannelError(
+                f"telegram channel {self.name!r}: a webhook is set for this bot token "
+                f"({webhook.url}), so Telegram hands out no updates by polling and another "
+                "deployment may be receiving them. Stop that deployment and delete the "
+                "webhook (Bot API deleteWebhook), or run this channel with mode: webhook."
+            )
 
     async def stop(self) -> None:
         bot, self._bot = self._bot, None
@@ -497,11 +502,14 @@ class TelegramChannel(Channel):
 
     async def check(self) -> list[str]:
         """Settings that keep the bot from reading groups. Before `start()` it asks getMe
-        itself, once, and learns who the bot is (`threadline check`)."""
+        itself, once, and learns who the bot is (`threadline check`); a polling channel also
+        asks whether a webhook is set on the token, which `start()` would refuse."""
         try:
             if self._bot is None:
                 async with self._build_bot() as bot:  # initializing asks getMe once
                     me = bot.bot
+                    if self._mode == "polling":
+                        await self._refuse_a_webhook(bot)
                 self._learn_identity(me)
             else:
                 me = await self._bot.get_me()
