@@ -327,6 +327,25 @@ class Runtime:
                  agents=[a.name for a in self.team.agents],
                  model=self.settings.resolved_provider())
 
+    async def start_unless_stopped(self) -> bool:
+        """`start`, given up where it is when a stop is asked for meanwhile (a signal while
+        a channel connects or a feature gets ready); True when it started. `stop` then stops
+        whatever had started."""
+        starting = asyncio.ensure_future(self.start())
+        stopping = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if starting.done():
+            starting.result()
+            return True
+        starting.cancel()
+        with suppress(asyncio.CancelledError):
+            await starting
+        log.info("runtime.start_interrupted", detail="asked to stop while starting")
+        return False
+
     async def _features_ready(self) -> None:
         """Every feature ready, or given up after its own timeout (said, in the log and in
         `/readyz`): only then are turns answered."""

@@ -136,6 +136,7 @@ class Team:
                              **(stages or {})}),
             approvals=approvals)
         self._channels: list[Channel] = []
+        self._starting: list[Channel] = []  # started (or starting) and not stopped yet
         self.files = files
         for agent in agents:
             agent.files = files.store if files is not None else None
@@ -175,6 +176,7 @@ class Team:
         for channel in self._channels:
             channel.commands = tuple(self.pipeline.commands)  # offered on its platform
             channel.file_intake = channel.file_intake or self.files
+            self._starting.append(channel)  # stopped even if it fails or is cut off here
             await channel.start(events or self)
         if before_answering is not None:
             await before_answering()
@@ -187,8 +189,8 @@ class Team:
         yet answered stay in the inbox and are answered at the next start.
         """
         await self.pipeline.stop(drain_timeout=drain_timeout)
-        for channel in self._channels:
-            await channel.stop()
+        while self._starting:
+            await self._starting.pop(0).stop()
         await self.writer.close()
 
     # -- ChannelEvents ---------------------------------------------------------------------

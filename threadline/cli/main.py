@@ -236,7 +236,8 @@ def run_main(args: argparse.Namespace) -> int:
                 _logs_off_the_terminal(settings, log_file)
             runtime.install_signal_handlers()
             try:
-                await runtime.start()
+                if not await runtime.start_unless_stopped():
+                    return
                 print(f"threadline: running {len(runtime.channels)} channel(s); "
                       "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
                 if runtime.console_url:
