@@ -22,6 +22,7 @@ settings turn off, builds nothing (`Feature.build` returns None) and says so onc
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -151,21 +152,31 @@ def load_feature(name: str) -> Feature:
     return feature
 
 
+def feature_settings(settings: Settings) -> dict[Feature, BaseModel | None]:
+    """Every registered feature, in registry order, with its `features:` section validated
+    by its own model; a `ConfigError` names a section no feature has, or what is wrong in
+    one (`check` and `run` both ask, before anything starts)."""
+    names = feature_names()
+    unknown = sorted(set(settings.features) - set(names))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"features: no feature is named {', '.join(unknown)} (installed: "
+                          f"{', '.join(names)}){hint}")
+    features = [load_feature(name) for name in names]
+    return {f: _options(f, settings.features.get(f.name, {})) for f in features}
+
+
 def build_features(settings: Settings, backend: Backend, *, access: Access,
                    channels: Mapping[str, Channel]) -> BuiltFeatures:
     """Every registered feature built for this deployment, in registry order."""
-    unknown = sorted(set(settings.features) - set(feature_names()))
-    if unknown:
-        raise ConfigError(f"features: no feature is named {', '.join(unknown)} (installed: "
-                          f"{', '.join(feature_names())})")
     built = BuiltFeatures()
-    for name in feature_names():
-        feature = load_feature(name)
-        parts = feature.build(FeatureContext(
-            settings=settings, backend=backend, access=access, channels=channels,
-            options=_options(feature, settings.features.get(name, {}))))
+    for feature, options in feature_settings(settings).items():
+        parts = feature.build(FeatureContext(settings=settings, backend=backend,
+                                             access=access, channels=channels,
+                                             options=options))
         if parts is not None:
-            built.parts[name] = parts
+            built.parts[feature.name] = parts
     return built
 
 

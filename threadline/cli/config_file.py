@@ -66,9 +66,12 @@ def settings_for(args: argparse.Namespace) -> Settings:
     """The settings of the chosen config, or the built-in default (said on stderr) without
     one."""
     from threadline.config import default_settings, load_settings
+    from threadline.features import feature_settings
 
     if args.config is not None:
-        return load_settings(args.config)
+        settings = load_settings(args.config)
+        feature_settings(settings)  # each feature's section, by its own model
+        return settings
     print(f"threadline: no ./{DEFAULT_CONFIG}: using the built-in default (SQLite "
           f"./threadline.db, the local channel); `threadline init` writes a config to edit",
           file=sys.stderr)
