@@ -132,12 +132,17 @@ async def test_over_the_rate_limit_one_polite_reply_then_silence_until_the_windo
         assert await room.post("someone else", who=BOB) == ["Happy to help."]
         clock.now += 30.0  # one turn's worth of the window has passed
         assert await room.post("six") == ["Happy to help."]
-        assert await room.post("seven") == [DEFAULT_REPLY]  # told once again, then quiet
-        assert await room.post("eight") == []
+        assert await room.post("seven") == []  # told less than a window ago: not again
+        clock.now += 60.0  # a window since she was told
+        assert await room.post("eight") == ["Happy to help."]
+        assert await room.post("nine") == ["Happy to help."]
+        assert await room.post("ten") == [DEFAULT_REPLY]  # told once again, then quiet
+        assert await room.post("eleven") == []
         stored = [m.content for m in await room.store.get("local:room", limit=100)
                   if m.participant.id == "U_ANN"]
-        assert stored == ["one", "two", "three", "four", "five", "six", "seven", "eight"]
-        assert len(room.model.requests) == 4
+        assert stored == ["one", "two", "three", "four", "five", "six", "seven", "eight",
+                          "nine", "ten", "eleven"]
+        assert len(room.model.requests) == 6  # Bob's turn too
 
 
 def test_the_yaml_lists_become_the_lists_turns_are_held_to(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -42,6 +42,9 @@ log = structlog.get_logger("threadline.handoff")
 
 NOTICE_AUTHOR = Participant(kind="agent", id="handoff", display_name="handoff")
 _SUMMARY_TURNS = 8
+# The team's desk hears of one person, and of one conversation, at most once in this window.
+DESK_WINDOW = timedelta(minutes=30)
+_MAX_TOLD = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class HandoffDesk:
         self.clock = clock or SystemClock()
         self._channels: Mapping[str, Channel] = {}
         self._inbox: TurnInbox | None = None
+        self._told: dict[str, datetime] = {}  # who the desk heard of, and when
 
     def attach(self, channels: Mapping[str, Channel], inbox: TurnInbox) -> None:
         """The channels the team's notice may go out on, and the ledger it goes through."""
@@ -103,6 +107,7 @@ class HandoffDesk:
         the channel it was asked on (the link to it is that platform's)."""
         now = self.clock.now()
         customer = asking.participant
+        asking = self._scoped(asking, channel)
         new = await self.book.start(Handoff(
             conversation_id=asking.conversation_id, customer_id=customer.id,
             customer_name=customer.display_name, reason=reason, started_at=now,
@@ -122,6 +127,32 @@ class HandoffDesk:
         return (f"OK, {quiet}. Nobody was notified, so a person answers only if one is "
                 "reading this conversation.")
 
+    def _scoped(self, asking: StoredMessage, channel_name: str | None) -> StoredMessage:
+        """What one person may hand over: the conversation their reply lives in. Where the
+        platform answers a channel post in its own thread (Slack), that thread, so one member
+        cannot quiet the bot for everyone in the channel."""
+        channel = self._channels.get(channel_name or "")
+        if channel is None:
+            return asking
+        home = channel.reply_conversation_id(asking)
+        if home == asking.conversation_id:
+            return asking
+        return replace(asking, conversation_id=home, scope="thread", metadata=replace(
+            asking.metadata, thread_id=asking.metadata.message_id))
+
+    def _told_lately(self, asking: StoredMessage) -> bool:
+        """Whether the team heard of this person, or of this conversation, within
+        `DESK_WINDOW` (noted now if not): one member's /human in many threads is one notice."""
+        now = self.clock.now()
+        keys = (f"person:{asking.participant.id}", f"conversation:{asking.conversation_id}")
+        if any(now - self._told.get(key, now - DESK_WINDOW) < DESK_WINDOW for key in keys):
+            return True
+        for key in keys:
+            self._told[key] = now
+        while len(self._told) > _MAX_TOLD:
+            self._told.pop(next(iter(self._told)))
+        return False
+
     async def give_back(self, conversation_id: str) -> bool:
         """The bot answers this conversation again; False when it was not handed over."""
         ended = await self.book.end(conversation_id, self.clock.now())
@@ -133,6 +164,10 @@ class HandoffDesk:
         desk = self.desk
         if desk is None or self._inbox is None:
             return False
+        if self._told_lately(asking):
+            log.info("handoff.desk_told_lately", conversation_id=asking.conversation_id,
+                     customer=asking.participant.id, window_minutes=DESK_WINDOW.seconds // 60)
+            return True
         team_channel = self._channels.get(desk.channel)
         if team_channel is None:
             log.error("handoff.no_team_channel", conversation_id=asking.conversation_id,
