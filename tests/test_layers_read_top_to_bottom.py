@@ -17,6 +17,9 @@ names its channel): that is one concept split over files, not a circle anything 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +202,45 @@ def test_the_checks_see_a_climbing_import_and_a_circle() -> None:
     assert any(i.importer == "threadline.team" and i.imported == "threadline.pipeline"
                for i in ALL_IMPORTS)
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Package faces that may load their package at import, each with its reason. Every other
+# `__init__.py` names its exports lazily (`threadline.plugs.lazy_exports`): importing one
+# module of a package (its settings, say) must not load the rest of it.
+HEAVY_FACES: dict[str, str] = {
+    "threadline.channels.slack": "a platform's face is imported only when a config uses it",
+    "threadline.channels.telegram": "a platform's face is imported only when a config uses it",
+    "threadline.channels.discord": "a platform's face is imported only when a config uses it",
+    "threadline.backends.sql": "a backend's face registers how it finds its parts "
+                               "(`add_adopter`); imported only when a store URL names it",
+    "threadline.inspector.console": "the console's web app, imported only to serve it",
+    "threadline.cli": "the command line's entry point",
+}
+
+
+def face_imports(path: Path) -> list[str]:
+    """What a package's `__init__.py` imports of threadline at run time."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in tree.body:  # top level only: `if TYPE_CHECKING:` blocks are not run
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return [m for m in found if m.startswith("threadline") and m != "threadline.plugs"]
+
+
+def test_package_faces_load_nothing_until_a_name_is_used() -> None:
+    heavy = {module_name(path): face_imports(path) for path in ROOT.rglob("__init__.py")
+             if "migrations" not in path.parts}
+    assert {name: imported for name, imported in heavy.items()
+            if imported and name not in HEAVY_FACES} == {}
+
+
+def test_reading_the_settings_loads_no_database_library() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, threadline.config; print(' '.join(sys.modules))"],
+        capture_output=True, text=True, check=True, cwd=ROOT.parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT.parent)}).stdout.split()
+    assert [m for m in loaded if m.split(".")[0] in {
+        "sqlalchemy", "alembic", "asyncpg", "aiosqlite", "sqlite3"}] == []

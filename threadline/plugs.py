@@ -10,8 +10,9 @@ registry checks what it loaded and says, in its own words, what to install when 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
+from typing import Any
 
 
 def plug_references(group: str, built_in: Mapping[str, str]) -> dict[str, str]:
@@ -27,3 +28,22 @@ def load_plug(reference: str) -> object | None:
     when the module or one of its dependencies is not installed."""
     module_name, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module_name), attribute, None)
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's `__getattr__` that imports each exported name's module on first use.
+
+    A package face lists what a user may import (`from threadline.agents import Agent`)
+    without loading it: importing one module of the package (its settings, say) then loads
+    that module and what it needs, not the agent loop or a database driver beside it.
+    `exports` maps each name to the module that defines it; type checkers read the same
+    names from the package's `if TYPE_CHECKING:` imports.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__

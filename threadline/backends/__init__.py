@@ -11,14 +11,22 @@
 
 from __future__ import annotations
 
-from threadline.backends import memory, sql  # noqa: F401  (their adopters, see `parts_of`)
-from threadline.backends.base import Backend, BackendOptions, BackendPlug
-from threadline.backends.parts import parts_of, remember
-from threadline.backends.registry import backend_for, backend_schemes
+from typing import TYPE_CHECKING
+
+from threadline.plugs import lazy_exports
+
+if TYPE_CHECKING:
+    from threadline.backends.base import Backend, BackendOptions, BackendPlug
+    from threadline.backends.parts import parts_of
+    from threadline.backends.registry import backend_schemes
 
 
 def build_backend(url: str, options: BackendOptions | None = None) -> Backend:
     """The backend a store URL names, built but not opened (`async with` opens it)."""
+    from threadline.backends.base import BackendOptions
+    from threadline.backends.parts import remember
+    from threadline.backends.registry import backend_for
+
     return remember(backend_for(url).build(url, options or BackendOptions()))
 
 
@@ -29,3 +37,11 @@ def open_backend(url: str, options: BackendOptions | None = None) -> Backend:
 
 __all__ = ["Backend", "BackendOptions", "BackendPlug", "backend_schemes", "build_backend",
            "open_backend", "parts_of"]
+
+__getattr__ = lazy_exports(__name__, {
+    "Backend": "threadline.backends.base",
+    "BackendOptions": "threadline.backends.base",
+    "BackendPlug": "threadline.backends.base",
+    "parts_of": "threadline.backends.parts",
+    "backend_schemes": "threadline.backends.registry",
+})

@@ -9,7 +9,22 @@ platform's channel is imported from its own package:
     from threadline.channels.local import LocalChannel
 """
 
-from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
-from threadline.channels.text import split_text
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadline.plugs import lazy_exports
+
+if TYPE_CHECKING:
+    from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+    from threadline.channels.text import split_text
 
 __all__ = ["BotIdentity", "Channel", "ChannelEvents", "LiveReply", "split_text"]
+
+__getattr__ = lazy_exports(__name__, {
+    "BotIdentity": "threadline.channels.base",
+    "Channel": "threadline.channels.base",
+    "ChannelEvents": "threadline.channels.base",
+    "LiveReply": "threadline.channels.base",
+    "split_text": "threadline.channels.text",
+})

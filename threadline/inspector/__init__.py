@@ -9,14 +9,21 @@ web pages (also mounted on `threadline run`'s ops server), and `replay` re-runs 
 with today's options or another model without posting anything.
 """
 
-from threadline.inspector.record import ReplyRecord
-from threadline.inspector.recorder import ReplyRecorder
-from threadline.inspector.records import (
-    InMemoryReplyRecords,
-    RecordedConversation,
-    ReplyRecords,
-)
-from threadline.inspector.redaction import Redactor, redactor_for
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadline.plugs import lazy_exports
+
+if TYPE_CHECKING:
+    from threadline.inspector.record import ReplyRecord
+    from threadline.inspector.recorder import ReplyRecorder
+    from threadline.inspector.records import (
+        InMemoryReplyRecords,
+        RecordedConversation,
+        ReplyRecords,
+    )
+    from threadline.inspector.redaction import Redactor, redactor_for
 
 __all__ = [
     "InMemoryReplyRecords",
@@ -27,3 +34,13 @@ __all__ = [
     "ReplyRecords",
     "redactor_for",
 ]
+
+__getattr__ = lazy_exports(__name__, {
+    "ReplyRecord": "threadline.inspector.record",
+    "ReplyRecorder": "threadline.inspector.recorder",
+    "InMemoryReplyRecords": "threadline.inspector.records",
+    "RecordedConversation": "threadline.inspector.records",
+    "ReplyRecords": "threadline.inspector.records",
+    "Redactor": "threadline.inspector.redaction",
+    "redactor_for": "threadline.inspector.redaction",
+})

@@ -6,19 +6,26 @@ stops it cleanly. Without the `tracing` extra, or when it is not configured, eve
 function returns a span that does nothing. See docs/tracing.md.
 """
 
-from threadline.tracing.export import Tracing, TracingOptions, start_tracing
-from threadline.tracing.spans import (
-    NO_SPAN,
-    agent_span,
-    current_span,
-    current_trace_id,
-    deliver_span,
-    explain_prompt,
-    model_span,
-    routed,
-    tool_span,
-    turn_span,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadline.plugs import lazy_exports
+
+if TYPE_CHECKING:
+    from threadline.tracing.export import Tracing, TracingOptions, start_tracing
+    from threadline.tracing.spans import (
+        NO_SPAN,
+        agent_span,
+        current_span,
+        current_trace_id,
+        deliver_span,
+        explain_prompt,
+        model_span,
+        routed,
+        tool_span,
+        turn_span,
+    )
 
 __all__ = [
     "NO_SPAN",
@@ -35,3 +42,19 @@ __all__ = [
     "tool_span",
     "turn_span",
 ]
+
+__getattr__ = lazy_exports(__name__, {
+    "Tracing": "threadline.tracing.export",
+    "TracingOptions": "threadline.tracing.export",
+    "start_tracing": "threadline.tracing.export",
+    "NO_SPAN": "threadline.tracing.spans",
+    "agent_span": "threadline.tracing.spans",
+    "current_span": "threadline.tracing.spans",
+    "current_trace_id": "threadline.tracing.spans",
+    "deliver_span": "threadline.tracing.spans",
+    "explain_prompt": "threadline.tracing.spans",
+    "model_span": "threadline.tracing.spans",
+    "routed": "threadline.tracing.spans",
+    "tool_span": "threadline.tracing.spans",
+    "turn_span": "threadline.tracing.spans",
+})
