@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from threadline.agents.agent import Agent
     from threadline.channels.base import Channel
     from threadline.commands import Command, CommandCall, CommandReply
-    from threadline.commands.registry import Notify
     from threadline.history.addressing import Listener
     from threadline.history.inbox import TurnInbox
     from threadline.history.store import ConversationStore
@@ -150,8 +149,9 @@ class TurnActions(Protocol):
         recorded (taken from the ledger when an earlier attempt posted it)."""
         ...
 
-    def notifier(self, command: str) -> Notify:
-        """How `command`'s handler posts where an earlier turn was said."""
+    @property
+    def attachments(self) -> Mapping[str, Attachment]:
+        """Each channel's agents, by the channel's name."""
         ...
 
     async def run_agent(self, agent: Agent, inbound: StoredMessage, turn: Turn, *,

@@ -205,11 +205,11 @@ class Team:
 
     async def on_edit(self, conversation_id: str, message_id: str, content: str) -> None:
         """An edit: the pipeline's (a waiting turn is answered as edited)."""
-        await self.pipeline.edit(conversation_id, message_id, content)
+        await self.pipeline.edits.edit(conversation_id, message_id, content)
 
     async def on_delete(self, conversation_id: str, message_id: str) -> None:
         """A deletion: the pipeline's (a waiting turn is not answered)."""
-        await self.pipeline.delete(conversation_id, message_id)
+        await self.pipeline.edits.delete(conversation_id, message_id)
 
     async def on_context(self, message: StoredMessage) -> None:
         """Record a context turn in its conversation's history (durable: the outbox takes it

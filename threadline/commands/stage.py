@@ -9,11 +9,21 @@ no command either, and one that acts on others needs an admin there.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
-from threadline.commands.registry import CommandRequest
+import structlog
+
+from threadline.commands.registry import (
+    CommandChoice,
+    CommandReply,
+    CommandRequest,
+    Origin,
+)
 from threadline.errors import StoreError
 from threadline.stages import Next, Turn
-from threadline.turn import AgentResult
+from threadline.turn import AgentResult, reply_turn_id
+
+log = structlog.get_logger("threadline.pipeline")
 
 
 class CommandStage:
@@ -44,8 +54,32 @@ class CommandStage:
             bot=identity.username or identity.display_name if identity is not None else None,
             store=actions.store, outbox=actions.outbox,
             channel=channel.name if channel is not None else None,
-            notify=actions.notifier(name)))
+            notify=partial(_notify, turn, command=name)))
         result = await actions.answer(turn, responder, answer, command=name,
                                       stop_reason="command")
         bound.info("pipeline.command_answered", delivered=len(result.delivered_ids))
         return [result]
+
+
+async def _notify(turn: Turn, origin: Origin, text: str, *,
+                  choices: tuple[CommandChoice, ...] = (), tag: str, command: str) -> bool:
+    """A command's message posted where `origin` was said, on the channel that took it
+    (`CommandRequest.notify`), through the reply ledger like every answer; False when that
+    channel is not here, the turn is unknown, or it could not be posted."""
+    actions = turn.actions
+    attachment = actions.attachments.get(origin.channel)
+    if attachment is None or attachment.channel is None or not attachment.agents:
+        log.warning("pipeline.notice_not_posted", channel=origin.channel,
+                    conversation_id=origin.conversation_id,
+                    reason="that channel does not run in this process")
+        return False
+    found = await actions.store.get_by_ids(origin.conversation_id, [origin.turn_id])
+    if not found:
+        return False
+    responder = attachment.agents[0]
+    there = Turn(message=found[0], attachment=attachment, retried=False, log=turn.log,
+                 actions=actions)
+    result = await actions.answer(
+        there, responder, CommandReply(text, choices=choices), stop_reason="command",
+        command=command, reply_id=f"{reply_turn_id(found[0], responder.name)}:{tag}")
+    return bool(result.delivered_ids)

@@ -1,0 +1,130 @@
+"""Owning conversations: one process at a time answers a conversation's open turns, in order.
+
+A conversation is woken when a turn of it is recorded (or found waiting by the scan); this
+process then tries to hold it (`ConversationLock.try_hold`: an advisory lock on PostgreSQL, so
+replicas take turns) and answers its open turns in arrival order until none is left. A process
+that dies releases it, and whoever owns it next answers what was left: the scan looks for
+conversations with turns waiting every `scan_interval` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from threadline.errors import StoreError
+from threadline.history.inbox import InboxTurn, TurnInbox
+from threadline.locks import ConversationLock
+
+log = structlog.get_logger("threadline.pipeline")
+
+SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
+
+
+class ConversationOwners:
+    """This process's owners of conversations; see the module docstring."""
+
+    def __init__(self, *, inbox: TurnInbox, lock: ConversationLock,
+                 answer: Callable[[InboxTurn], Awaitable[None]],
+                 scan_interval: float = 1.0) -> None:
+        self.inbox = inbox
+        self.lock = lock
+        self.answer = answer
+        self.scan_interval = scan_interval
+        self.started = False
+        self.closing = False
+        self._wanted: set[str] = set()
+        self._owners: dict[str, asyncio.Task[None]] = {}
+        self._scanner: asyncio.Task[None] | None = None
+        # Conversations answered at once in this process (each held one costs the lock a
+        # database connection on PostgreSQL); the others wait their turn here.
+        self._slots = asyncio.Semaphore(lock.concurrency)
+
+    def wake(self, conversation_id: str) -> None:
+        """Make sure this process tries to own the conversation and answer its open turns."""
+        if self.closing:
+            return  # recorded; answered after the restart
+        self._wanted.add(conversation_id)
+        if self.started and conversation_id not in self._owners:
+            self._owners[conversation_id] = asyncio.get_running_loop().create_task(
+                self._own(conversation_id), name=f"threadline-turns-{conversation_id}")
+
+    async def scan(self) -> None:
+        """Wake every conversation with turns still to answer (after a crash, or left by a
+        process that died)."""
+        for conversation_id in await self.inbox.conversations_waiting(limit=1000):
+            if conversation_id not in self._owners:
+                log.info("pipeline.open_turns_found", conversation_id=conversation_id)
+                self.wake(conversation_id)
+
+    def start(self) -> None:
+        """Own what was woken meanwhile, and scan for turns left from before."""
+        self.closing = False
+        self.started = True
+        for conversation_id in list(self._wanted):
+            self.wake(conversation_id)
+        if self._scanner is None:
+            self._scanner = asyncio.get_running_loop().create_task(self._scan_forever())
+
+    async def stop(self, *, drain_timeout: float) -> None:
+        """Finish the turns being answered (for at most `drain_timeout` s); take no new ones."""
+        self.closing = True
+        self.started = False
+        if self._scanner is not None:
+            self._scanner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scanner
+            self._scanner = None
+        owners = [t for t in self._owners.values() if t is not asyncio.current_task()]
+        if owners:
+            _, late = await asyncio.wait(owners, timeout=drain_timeout)
+            if late:
+                log.warning("pipeline.shutdown_timeout", in_flight=len(late),
+                            drain_timeout=drain_timeout)
+
+    async def _own(self, conversation_id: str) -> None:
+        """Answer the conversation's open turns while it is wanted and ours to own."""
+        second_look = True
+        try:
+            while conversation_id in self._wanted and not self.closing:
+                self._wanted.discard(conversation_id)
+                async with self._slots, self.lock.try_hold(conversation_id) as owned:
+                    if owned:
+                        await self._answer_open_turns(conversation_id)
+                        continue
+                # Another process owns it and answers what it finds. It may have let go just
+                # before our turn was recorded: look once more in a moment; after that the scan
+                # looks every `scan_interval` (polling here would cost every process a query
+                # per conversation it does not own).
+                if second_look:
+                    second_look = False
+                    await asyncio.sleep(SECOND_LOOK)
+                    self._wanted.add(conversation_id)
+        except StoreError as exc:
+            log.warning("pipeline.store_unavailable", conversation_id=conversation_id,
+                        error=str(exc), retry_in=self.scan_interval)
+        except Exception:
+            log.exception("pipeline.owner_failed", conversation_id=conversation_id)
+        finally:
+            del self._owners[conversation_id]
+
+    async def _answer_open_turns(self, conversation_id: str) -> None:
+        while not self.closing:
+            turns = await self.inbox.open_turns(conversation_id)
+            if not turns:
+                return
+            for turn in turns:
+                if self.closing:
+                    return
+                await self.answer(turn)
+
+    async def _scan_forever(self) -> None:
+        while True:
+            try:
+                await self.scan()
+            except StoreError as exc:
+                log.warning("pipeline.scan_failed", error=str(exc))
+            await asyncio.sleep(self.scan_interval)
