@@ -19,7 +19,7 @@ import asyncio
 import importlib
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,30 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
     ]
 
 
+def attach_channels(settings: Settings, team: Team, backend: Backend, *,
+                    intakes: Mapping[str, FileIntake], interactive: bool,
+                    request_stop: Callable[[], None]) -> dict[str, Channel]:
+    """Each channel of the settings, built by its platform and attached to the team with the
+    agents that join it (a channel no agent joins is left out, and said)."""
+    channels: dict[str, Channel] = {}
+    for name, channel_settings in settings.channels.items():
+        joined = [(a, e) for a in team.agents for e in settings.agents[a.name].channels
+                  if e.name == name]
+        if not joined:
+            log.warning("runtime.channel_without_agents", channel=name)
+            continue
+        context = ChannelContext(agents=tuple(a.name for a, _ in joined),
+                                 interactive=interactive, request_stop=request_stop,
+                                 platform_part=backend.platform_part(channel_settings.type),
+                                 shard_leases=backend.shard_leases)
+        channel = platform_for(channel_settings.type).build(name, channel_settings, context)
+        channel.file_intake = intakes.get(name)
+        team.attach(channel, agents=[a for a, _ in joined],
+                    respond_to_all=[a.name for a, e in joined if e.respond_to_all])
+        channels[name] = channel
+    return channels
+
+
 class MetricsInterceptor:
     """Counts each agent turn, its latency and tokens, labelled with channel and agent."""
 
@@ -264,22 +288,9 @@ class Runtime:
                     answer_edits=settings.history.answer_edits, files=intake,
                     stages=features.stages, approvals=approvals if asks else None)
         stop_requested = asyncio.Event()
-        for name, channel_settings in settings.channels.items():
-            joined = [(a, e) for a in agents for e in settings.agents[a.name].channels
-                      if e.name == name]
-            if not joined:
-                log.warning("runtime.channel_without_agents", channel=name)
-                continue
-            context = ChannelContext(agents=tuple(a.name for a, _ in joined),
-                                     interactive=interactive, request_stop=stop_requested.set,
-                                     platform_part=backend.platform_part(
-                                         channel_settings.type),
-                                     shard_leases=backend.shard_leases)
-            channel = platform_for(channel_settings.type).build(name, channel_settings, context)
-            channel.file_intake = own_intake.get(name)
-            team.attach(channel, agents=[a for a, _ in joined],
-                        respond_to_all=[a.name for a, e in joined if e.respond_to_all])
-            channels[name] = channel
+        channels.update(attach_channels(settings, team, backend, intakes=own_intake,
+                                        interactive=interactive,
+                                        request_stop=stop_requested.set))
         return cls(settings=settings, backend=backend, team=team, channels=list(channels.values()),
                    metrics=metrics, inspector=inspector, features=features.services,
                    stop_requested=stop_requested)
