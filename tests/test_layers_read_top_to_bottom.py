@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1] / "threadline"
 # Lowest first. A module belongs to the layer of the longest name that prefixes it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.plugs",
+     "threadline.settings_section", "threadline.listening_hosts",
      "threadline.listening"),
     ("threadline.history",),
     ("threadline.turn", "threadline.locks", "threadline.schedules.clock",
@@ -40,10 +41,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.channels",),
     ("threadline.people",),
     ("threadline.agents", "threadline.tracing"),
-    ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book"),
+    ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book",
+     "threadline.handoff.settings"),
     ("threadline.stages", "threadline.commands.stage", "threadline.schedules.stage",
      "threadline.people.stages"),
-    ("threadline.config", "threadline.ops", "threadline.spend",
+    ("threadline.config", "threadline.config_loader", "threadline.ops", "threadline.spend",
      "threadline.inspector", "threadline.backends"),
     ("threadline.reply_delivery", "threadline.pipeline", "threadline.team", "threadline.owners",
      "threadline.routing", "threadline.turn_edits",
