@@ -45,7 +45,7 @@ from tests.fakes.anthropic import MIN_CACHEABLE_TOKENS, FakeAnthropic, Reply  # 
 from tests.fakes.anthropic import text as anthropic_text  # noqa: E402
 from tests.fakes.openai import FakeOpenAI  # noqa: E402
 from tests.fakes.openai import text as openai_text  # noqa: E402
-from threadline.agents.agent import Agent  # noqa: E402
+from threadline.agents.agent import Agent, Memory  # noqa: E402
 from threadline.agents.anthropic_provider import (  # noqa: E402
     DEFAULT_MODEL,
     DEFAULT_SUMMARY_MODEL,
@@ -118,8 +118,9 @@ async def cache_share(turns: int, gap: float, warmup: int, *, recall: bool = Tru
                 summarizer = SummarizerAgent(provider, model=DEFAULT_SUMMARY_MODEL)
                 agents = [Agent(name=name, system_prompt=SYSTEM_PROMPT.format(name=name),
                                 model=DEFAULT_MODEL, conversation_history=store,
-                                provider=provider, summarizer=summarizer,
-                                assembler_options=AssemblerOptions(recall=recall))
+                                provider=provider,
+                                memory=Memory(options=AssemblerOptions(recall=recall),
+                                              summarizer=summarizer))
                           for name in AGENTS]
                 team = Team(agents)
                 everything, steady = CacheFigures(), CacheFigures()

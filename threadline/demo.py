@@ -23,7 +23,7 @@ from typing import TextIO
 
 from aiohttp import web
 
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory
 from threadline.agents.llm import ModelProvider
 from threadline.backends import Backend, open_backend
 from threadline.channels.local import (
@@ -117,15 +117,17 @@ class Demo:
         interceptors = [ShowMachinery(self.turns)]
         self.support = Agent(
             name="support", system_prompt=SUPPORT_PROMPT, conversation_history=store,
-            provider=provider, summarizer=summarizer, interceptors=interceptors,
+            provider=provider, interceptors=interceptors,
             description="answers questions and remembers the customer",
-            assembler_options=AssemblerOptions(token_budget=1500, rolling_summary_threshold=16),
+            memory=Memory(options=AssemblerOptions(token_budget=1500,
+                                                   rolling_summary_threshold=16),
+                          summarizer=summarizer),
             observer=self.inspector.recorder,
         )
         self.billing = Agent(
             name="billing", system_prompt=BILLING_PROMPT, conversation_history=store,
             provider=provider, interceptors=interceptors, description="invoices and refunds",
-            assembler_options=AssemblerOptions(token_budget=800, recall=False),
+            memory=Memory(options=AssemblerOptions(token_budget=800, recall=False)),
             observer=self.inspector.recorder,
         )
         self.team = Team([self.support, self.billing])

@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Answering, Memory, Tooling
 from threadline.agents.approvals import ApprovalGate
 from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
@@ -139,16 +139,16 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
             model=providers.agents[name].model,
             tools=[load_tool(t, agent=name, settings=settings) for t in agent.tools],
             conversation_history=backend.history, description=agent.description,
-            assembler_options=agent.memory.options(settings.people.memory),
-            aliases=agent.aliases,
-            interceptors=interceptors, summarizer=summarizer,
+            aliases=agent.aliases, interceptors=interceptors, observer=observer,
             provider=provider or providers.for_agent(name)[0],
-            fallbacks=providers.fallbacks_for(name) if provider is None else (),
-            thinking=agent.thinking,
-            max_tokens=settings.model.max_tokens, outbox_path=settings.store.outbox_path,
-            observer=observer, turn_tools=features.turn_tools,
-            toolsets=features.toolsets(name), approvals=approvals,
-            require_approval=agent.require_approval, sees_images=agent.sees_images,
+            memory=Memory(options=agent.memory.options(settings.people.memory),
+                          summarizer=summarizer, outbox_path=settings.store.outbox_path),
+            answering=Answering(
+                max_tokens=settings.model.max_tokens, thinking=agent.thinking,
+                fallbacks=providers.fallbacks_for(name) if provider is None else (),
+                sees_images=agent.sees_images),
+            tooling=Tooling(turn_tools=features.turn_tools, toolsets=features.toolsets(name),
+                            approvals=approvals, require_approval=agent.require_approval),
         )
         for name, agent in settings.agents.items()
     ]

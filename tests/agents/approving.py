@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from threadline.agents import Agent
+from threadline.agents.agent import Tooling
 from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import ModelProvider
 from threadline.backends.sql import SqlConversationStore
@@ -29,7 +30,8 @@ def approving_team(store: SqlConversationStore, provider: ModelProvider, channel
     gate = ApprovalGate(SqlApprovalBook(store), store=store, channels={channel.name: channel},
                         timeout=timeout, poll=0.05)
     agent = Agent(name="support", conversation_history=store, provider=provider,
-                  tools=[refunds.refund], approvals=gate, require_approval=["refund"])
+                  tools=[refunds.refund],
+                  tooling=Tooling(approvals=gate, require_approval=["refund"]))
     team = Team([agent], approvals=gate,
                 commands=CommandRegistry((*default_commands(), *gate.commands())))
     team.attach(channel)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.interceptors.scripted import ANN, ScriptedModel, say, tool_call
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Answering
 from threadline.agents.llm import ModelRequest, ModelResponse
 from threadline.backends.sql import SqlConversationStore
 from threadline.history.projection import TRANSCRIPT_NOTE
@@ -87,7 +87,7 @@ async def test_max_tool_rounds_stops_a_model_that_never_stops(
     model = ScriptedModel(lambda r: ModelResponse(
         text="", stop_reason="tool_use", tool_calls=(tool_call("lookup_order", order_id=1),)))
     agent = Agent(name="support", tools=[lookup_order], conversation_history=sqlite_store,
-                  provider=model, max_tool_rounds=3)
+                  provider=model, answering=Answering(max_tool_rounds=3))
     result = await agent.invoke(say("loop forever", conversation_id="c1"))
 
     assert result.stop_reason == "max_tool_rounds"
@@ -111,7 +111,7 @@ async def test_total_timeout_stops_the_turn_and_keeps_finished_tools(
         raise AssertionError("unreachable")
 
     agent = Agent(name="support", tools=[lookup_order], conversation_history=sqlite_store,
-                  provider=ScriptedModel(reply), timeout=0.2)
+                  provider=ScriptedModel(reply), answering=Answering(timeout=0.2))
     result = await agent.invoke(say("where is 7?", conversation_id="c1"))
 
     assert result.stop_reason == "timeout"

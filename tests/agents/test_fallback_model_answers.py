@@ -19,7 +19,7 @@ from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, error, text
 from tests.fakes.openai import FakeOpenAI
 from tests.interceptors.scripted import ANN, say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Answering
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelChoice
 from threadline.backends.parts import records_for
@@ -107,7 +107,7 @@ async def test_a_rejected_request_is_not_passed_to_the_fallback(tmp_path: Path) 
         provider = AnthropicProvider(fake.client())
         agent = Agent(name="support", model=PRIMARY, provider=provider,
                       conversation_history=store,
-                      fallbacks=[ModelChoice(provider, FALLBACK)])
+                      answering=Answering(fallbacks=[ModelChoice(provider, FALLBACK)]))
         try:
             await agent.invoke(say("@support hello", who=ANN))
         except ModelError as exc:

@@ -15,6 +15,7 @@ from tests.fakes import anthropic as fake_anthropic
 from tests.fakes import openai as fake_openai
 from tests.fakes.files import png
 from threadline.agents import Agent
+from threadline.agents.agent import Answering
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.openai_provider import OpenAIProvider
 from threadline.backends.sql import SqlConversationStore
@@ -72,8 +73,9 @@ async def test_a_model_that_cannot_see_gets_the_line(tmp_path: Path) -> None:
     async with fake_anthropic.FakeAnthropic() as fake, SqlConversationStore(
             f"sqlite+aiosqlite:///{tmp_path / 'b.db'}") as store:
         fake.script(fake_anthropic.text("You sent a picture called shot.png."))
-        agent = Agent(name="support", conversation_history=store, sees_images=False,
-                      provider=AnthropicProvider(fake.client(), stream=False))
+        agent = Agent(name="support", conversation_history=store,
+                      provider=AnthropicProvider(fake.client(), stream=False),
+                      answering=Answering(sees_images=False))
         agent.files = SqlFileStore(store)
         await agent.invoke(await _asking(store))
         [body] = fake.bodies

@@ -15,7 +15,7 @@ from tests.agents.mcp_servers import HttpServerProcess, calls, server_pids, stdi
 from tests.agents.test_agent_tool_loop import tools_then_text
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say, tool_call
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory, Tooling
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.approvals import ApprovalGate
 from threadline.agents.llm import ModelRequest, ModelResponse
@@ -70,7 +70,7 @@ def agent_with(server: McpServer, fake: FakeAnthropic, store: SqlConversationSto
                **lists: tuple[str, ...]) -> Agent:
     return Agent(name="support", model="claude-test", conversation_history=store,
                  provider=AnthropicProvider(fake.client(), stream=False),
-                 toolsets=[McpToolset([server], **lists)])
+                 tooling=Tooling(toolsets=[McpToolset([server], **lists)]))
 
 
 async def test_the_model_calls_an_mcp_tool_and_its_result_reaches_the_reply(
@@ -201,9 +201,10 @@ async def test_large_results_are_hidden_later_and_can_be_read_again(
 
     model = ScriptedModel(report_when_asked)
     agent = Agent(name="support", model="claude-test", conversation_history=store,
-                  provider=model, toolsets=[McpToolset([server])],
-                  assembler_options=AssemblerOptions(addressed_only_mode=False,
-                                                     token_budget=50_000))
+                  provider=model,
+                  tooling=Tooling(toolsets=[McpToolset([server])]),
+                  memory=Memory(options=AssemblerOptions(addressed_only_mode=False,
+                                                         token_budget=50_000)))
     for n in range(3):
         await agent.invoke(say(f"report {n}", conversation_id="c1"))
     await agent.invoke(say("and now?", conversation_id="c1"))
@@ -233,7 +234,7 @@ async def test_a_server_that_requires_approval_waits_for_the_asker(
         gate = ApprovalGate(SqlApprovalBook(store), store=store, channels={"room": channel},
                             poll=0.05)
         agent = Agent(name="support", conversation_history=store, provider=model,
-                      toolsets=[McpToolset([guarded])], approvals=gate)
+                      tooling=Tooling(toolsets=[McpToolset([guarded])], approvals=gate))
         team = Team([agent], approvals=gate,
                     commands=CommandRegistry((*default_commands(), *gate.commands())))
         team.attach(channel, respond_to_all=True)

@@ -25,7 +25,7 @@ from tests.fakes.anthropic import (
     tool_use,
 )
 from tests.interceptors.scripted import ANN, RecordingChannel, say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Answering
 from threadline.agents.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
 from threadline.agents.llm import ModelRequest
 from threadline.agents.summarizer import render_turns
@@ -83,12 +83,13 @@ async def test_a_thinking_agent_completes_two_tool_rounds_and_nobody_else_sees_t
     )
     async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
         recorder = ReplyRecorder(records_for(store))
-        thinker = Agent(name="support", model=DEFAULT_MODEL, thinking=2048,
+        thinker = Agent(name="support", model=DEFAULT_MODEL,
                         tools=[function_tool(lookup_order), function_tool(lookup_refund)],
                         conversation_history=store, provider=AnthropicProvider(fake.client()),
-                        observer=recorder)
-        other = Agent(name="billing", model=DEFAULT_MODEL, thinking="off",
-                      conversation_history=store, provider=AnthropicProvider(fake.client()))
+                        observer=recorder, answering=Answering(thinking=2048))
+        other = Agent(name="billing", model=DEFAULT_MODEL, conversation_history=store,
+                      provider=AnthropicProvider(fake.client()),
+                      answering=Answering(thinking="off"))
         team = Team([thinker, other])
         channel = RecordingChannel()
         team.attach(channel)

@@ -17,6 +17,7 @@ import pytest
 
 from tests.fakes.anthropic import FakeAnthropic
 from threadline.agents import Agent
+from threadline.agents.agent import Answering
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
@@ -54,7 +55,7 @@ async def live_team(store: SqlConversationStore, channel: Channel, anthropic: Fa
     interceptors = [ErrorReplyInterceptor()] if friendly_errors else []
     agent = Agent(name="support", conversation_history=store,
                   provider=AnthropicProvider(anthropic.client()), interceptors=interceptors,
-                  tools=tools, timeout=agent_timeout)
+                  tools=tools, answering=Answering(timeout=agent_timeout))
     team = Team([agent], respond_to_all=True)
     team.attach(channel, respond_to_all=True)
     await team.start()

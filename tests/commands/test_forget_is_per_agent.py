@@ -15,6 +15,7 @@ import pytest
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
 from threadline.agents import Agent
+from threadline.agents.agent import Memory
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.summarizer import ExtractiveSummarizer
 from threadline.backends.sql import SqlConversationStore
@@ -110,9 +111,9 @@ async def test_summary_shows_the_standing_summary_then_that_it_was_forgotten(
     async with SqlConversationStore(sqlite_url) as store:
         agent = Agent(name="support", conversation_history=store,
                       provider=AnthropicProvider(fake.client()),
-                      summarizer=ExtractiveSummarizer(),
-                      assembler_options=AssemblerOptions(rolling_summary_threshold=2,
-                                                         addressed_only_mode=False))
+                      memory=Memory(options=AssemblerOptions(rolling_summary_threshold=2,
+                                                             addressed_only_mode=False),
+                                    summarizer=ExtractiveSummarizer()))
         team = Team([agent])
         channel = LocalChannel(name="local")
         team.attach(channel)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory
 from threadline.backends.sql import SqlConversationStore
 from threadline.interceptors.outbox import Outbox
 
@@ -108,7 +108,7 @@ async def test_an_unreachable_postgres_answers_anyway_and_replays_into_the_real_
                                 busy_timeout=0.5)
     model = ScriptedModel()
     agent = Agent(name="support", conversation_history=down, provider=model,
-                  outbox_path=outbox_path)
+                  memory=Memory(outbox_path=outbox_path))
     first = await agent.invoke(say("@support hello?", conversation_id="c1"))
     second = await agent.invoke(say("@support anyone?", conversation_id="c1"))
     # No history to read, but each turn was still answered, seeing at least itself.
@@ -120,7 +120,7 @@ async def test_an_unreachable_postgres_answers_anyway_and_replays_into_the_real_
 
     async with SqlConversationStore(pg_url) as real:
         agent = Agent(name="support", conversation_history=real, provider=model,
-                      outbox_path=outbox_path)
+                      memory=Memory(outbox_path=outbox_path))
         assert await agent.writer.replay()
         stored = [m.content for m in await real.get("c1")]
         assert stored == ["@support hello?", "re: Ann: @support hello?",

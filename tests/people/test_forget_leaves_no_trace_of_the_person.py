@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from threadline.agents import Agent, OfflineModel
+from threadline.agents.agent import Memory
 from threadline.agents.summarizer import ExtractiveSummarizer
 from threadline.backends.parts import people_for, records_for
 from threadline.backends.sql import SqlConversationStore
@@ -53,9 +54,10 @@ async def _conversations(url: str) -> None:
     async with SqlConversationStore(url) as store:
         recorder = ReplyRecorder(records_for(store))
         support = Agent(name="support", conversation_history=store, provider=OfflineModel(),
-                        observer=recorder, summarizer=ExtractiveSummarizer(),
-                        assembler_options=AssemblerOptions(rolling_summary_threshold=4,
-                                                           person_memory=True))
+                        observer=recorder,
+                        memory=Memory(options=AssemblerOptions(rolling_summary_threshold=4,
+                                                               person_memory=True),
+                                      summarizer=ExtractiveSummarizer()))
         team = Team([support])
         room = LocalChannel(name="local", room="shop")
         team.attach(room, respond_to_all=["support"])

@@ -21,6 +21,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import ALICE, FakeTelegram, TgUser, private_chat
 from threadline.agents import Agent
+from threadline.agents.agent import Memory
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.parts import people_for
 from threadline.backends.sql import SqlConversationStore
@@ -62,7 +63,7 @@ async def test_a_code_links_only_when_its_owner_agrees_and_both_are_told(
         slack.add_user("U0ALICE", display_name="Alice")
         support = Agent(name="support", conversation_history=store,
                         provider=AnthropicProvider(model.client(), stream=False),
-                        assembler_options=AssemblerOptions(person_memory=True))
+                        memory=Memory(options=AssemblerOptions(person_memory=True)))
         commands = default_commands()
         commands.register(link_command(minutes=10))
         team = Team([support], commands=commands)

@@ -16,6 +16,7 @@ from typing import Any
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
+from threadline.agents.agent import Memory
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
@@ -35,7 +36,7 @@ async def _ask(fake: FakeSlack, model: FakeAnthropic, db: str, events: list[dict
     async with SqlConversationStore(db) as store:
         support = Agent(name="support", conversation_history=store,
                         provider=AnthropicProvider(model.client(), stream=False),
-                        assembler_options=AssemblerOptions(person_memory=True))
+                        memory=Memory(options=AssemblerOptions(person_memory=True)))
         team = Team([support])
         channel = SlackChannel(**fake.channel_settings())
         team.attach(channel)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from tests.fakes.anthropic import FakeAnthropic
 from threadline.agents import Agent
+from threadline.agents.agent import Tooling
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.handoffs import SqlHandoffBook
@@ -75,7 +76,7 @@ async def rig(url: str, model: FakeAnthropic, clock: FakeClock, *,
                            clock=clock)
         tools: list[Callable[..., object]] = [schedule_tool(scheduler)]
         agent = Agent(name="support", conversation_history=store,
-                      provider=AnthropicProvider(model.client()), turn_tools=tools)
+                      provider=AnthropicProvider(model.client()), tooling=Tooling(turn_tools=tools))
         team = Team([agent], stages={"handoff": HandoffStage(desk),
                                      "schedules": ScheduleStage(clock)},
                     commands=CommandRegistry((*default_commands(), *schedule_commands(scheduler),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.interceptors.scripted import ANN, BOB, ScriptedModel, say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.summarizer import SummarizerAgent
 from threadline.backends.sql import SqlConversationStore
@@ -175,10 +175,10 @@ async def test_summaries_written_for_a_turn_count_against_its_budgets(
     summary_model = ScriptedModel(summarize)
     limit = SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets())
     agent = Agent(name="support", conversation_history=store, provider=ScriptedModel(costly),
-                  interceptors=[limit], assembler_options=AssemblerOptions(
-                      rolling_summary_threshold=4),
-                  summarizer=SummarizerAgent(MeteredProvider(summary_model, Price(input=1.0)),
-                                             model="cheap"))
+                  interceptors=[limit], memory=Memory(
+                      options=AssemblerOptions(rolling_summary_threshold=4),
+                      summarizer=SummarizerAgent(MeteredProvider(summary_model, Price(input=1.0)),
+                                                 model="cheap")))
     for n in range(6):
         await agent.invoke(say(f"@support question {n}"))
     await agent.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.fakes.openai import FakeOpenAI, error, text
 from tests.fakes.otlp import FakeOtlp
 from tests.interceptors.scripted import say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory
 from threadline.agents.openai_provider import OpenAIProvider
 from threadline.agents.summarizer import SummarizerAgent
 from threadline.backends.sql import SqlConversationStore
@@ -55,8 +55,8 @@ async def test_a_summary_written_for_the_prompt_is_its_own_model_span(tmp_path: 
         provider = OpenAIProvider(base_url=fake.url, max_retries=0, stream=False)
         agent = Agent(name="support", model="llama3.1", provider=provider,
                       conversation_history=store,
-                      summarizer=SummarizerAgent(provider, model="llama3.1"),
-                      assembler_options=AssemblerOptions(rolling_summary_threshold=4))
+                      memory=Memory(options=AssemblerOptions(rolling_summary_threshold=4),
+                                    summarizer=SummarizerAgent(provider, model="llama3.1")))
         for number in range(6):
             await store.append(say(f"@support note {number}: the parcel is blue"))
         tracing = start_tracing(TracingOptions(enabled=True, endpoint=otlp.url),

@@ -73,7 +73,6 @@ from threadline.history.model import (
 )
 from threadline.history.person_memory import PersonMemory
 from threadline.history.processors import (
-    Processor,
     ToolResultMasking,
     make_retrieve_tool_result_tool,
 )
@@ -152,6 +151,44 @@ def _as_tool(candidate: Any, agent_name: str) -> Tool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """What the agent's prompt holds and how it keeps it: the assembler's options (budget,
+    addressed-only filtering, recall, ...), the summarizer of older turns, and where turns
+    wait on disk while the store is away (an agent used alone; a team gives one writer)."""
+
+    options: AssemblerOptions = field(default_factory=AssemblerOptions)
+    summarizer: Summarizer | None = None
+    outbox_path: str | Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answering:
+    """How the agent answers a turn: a turn's limits, its model's output and thinking, the
+    models asked when its own stays unavailable, and whether it sees pictures."""
+
+    max_tool_rounds: int = 5
+    timeout: float = 60.0
+    max_tokens: int = 1024
+    thinking: Thinking = "default"
+    # Asked in order when the ones before stay unavailable past their retries.
+    fallbacks: Sequence[ModelChoice] = ()
+    sees_images: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Tooling:
+    """Tools beside the agent's own: made for each turn with its conversation and person in
+    their closure (`schedule`, `hand_off`), ones that come and go while it runs (an MCP
+    server's, read at each turn), and the calls that wait for a person's approval (these
+    names, or any tool with `requires_approval`)."""
+
+    turn_tools: Sequence[TurnTool] = ()
+    toolsets: Sequence[Toolset] = ()
+    approvals: ApprovalGate | None = None
+    require_approval: Iterable[str] = ()
+
+
 class Agent:
     """An LLM persona with a name, a system prompt, tools and a shared conversation store."""
 
@@ -161,28 +198,21 @@ class Agent:
         name: str,
         system_prompt: str = "",
         model: str | None = None,
+        provider: ModelProvider | None = None,
         tools: Iterable[Any] = (),
         conversation_history: ConversationStore | None = None,
         description: str = "",
-        assembler_options: AssemblerOptions | None = None,
         aliases: Iterable[str] = (),
-        processors: Sequence[Processor] = (),
         interceptors: Sequence[Interceptor] = (),
-        provider: ModelProvider | None = None,
-        max_tool_rounds: int = 5,
-        timeout: float = 60.0,
-        summarizer: Summarizer | None = None,
-        max_tokens: int = 1024,
-        outbox_path: str | Path | None = None,
         observer: TurnObserver | None = None,
-        fallbacks: Sequence[ModelChoice] = (),
-        thinking: Thinking = "default",
-        turn_tools: Sequence[TurnTool] = (),
-        toolsets: Sequence[Toolset] = (),
-        approvals: ApprovalGate | None = None,
-        require_approval: Iterable[str] = (),
-        sees_images: bool = True,
+        memory: Memory | None = None,
+        answering: Answering | None = None,
+        tooling: Tooling | None = None,
     ) -> None:
+        memory = memory or Memory()
+        answering = answering or Answering()
+        tooling = tooling or Tooling()
+        max_tool_rounds, timeout = answering.max_tool_rounds, answering.timeout
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
                 f"agent name {name!r} is not usable: people address agents as '@name', so use "
@@ -211,33 +241,28 @@ class Agent:
                 f"agent {name!r}: tool names must be unique and 'conversation_search' is built "
                 f"in; rename {', '.join(clash)}"
             )
-        options = assembler_options or AssemblerOptions()
+        options = memory.options
         self.assembler_options = replace(
-            options, agent_aliases=(*options.agent_aliases, *self.aliases),
-            processors=(*options.processors, *processors),
-        )
+            options, agent_aliases=(*options.agent_aliases, *self.aliases))
         self.interceptors = tuple(interceptors)
         self.provider = provider if provider is not None else build_default_provider()
         # Asked in order when the ones before stay unavailable past their retries.
-        self.fallbacks = tuple(fallbacks)
-        self.thinking: Thinking = thinking
+        self.fallbacks = tuple(answering.fallbacks)
+        self.thinking: Thinking = answering.thinking
         self.max_tool_rounds = max_tool_rounds
         self.timeout = timeout
-        self.summarizer = summarizer
-        self.max_tokens = max_tokens
+        self.summarizer = memory.summarizer
+        self.max_tokens = answering.max_tokens
         self.participant = Participant(kind="agent", id=name, display_name=name)
-        self._outbox_path = outbox_path
+        self._outbox_path = memory.outbox_path
         self._writer: DurableWriter | None = None
         self._started_writer = False
         # Sees each turn's prompt, model calls and outcome (the reply record); None: nobody.
         self.observer = observer
-        # Tools made for each turn with the turn's conversation and person in their closure.
-        self.turn_tools = tuple(turn_tools)
-        # Tools that come and go while the agent runs (an MCP server's), read at each turn.
-        self.toolsets = tuple(toolsets)
-        # Calls to these tools (or to any tool with `requires_approval`) wait for a person.
-        self.approvals = approvals
-        self.require_approval = frozenset(require_approval)
+        self.turn_tools = tuple(tooling.turn_tools)
+        self.toolsets = tuple(tooling.toolsets)
+        self.approvals = tooling.approvals
+        self.require_approval = frozenset(tooling.require_approval)
         if self.toolsets:
             # Their results can be large: older ones are hidden behind retrieve_tool_result.
             self.assembler_options = replace(self.assembler_options, processors=(
@@ -245,7 +270,7 @@ class Agent:
         # Where the bytes of turns' files are (set by the team); images go to the model as
         # image blocks when it sees them, else it reads the line naming the image.
         self.files: FileStore | None = None
-        self.sees_images = sees_images
+        self.sees_images = answering.sees_images
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r})"
