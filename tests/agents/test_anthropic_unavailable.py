@@ -83,8 +83,9 @@ async def test_a_connection_dropped_mid_stream_is_unavailable(fake: FakeAnthropi
     provider = AnthropicProvider(fake.client(max_retries=2))
     fake.script(cut_off())
 
-    with pytest.raises(ModelUnavailableError, match="connection to Anthropic broke during the "
-                       "reply for model 'claude-test'"):
+    with pytest.raises(ModelUnavailableError,
+                       match="the connection broke during the reply of Anthropic model "
+                             "'claude-test'"):
         await provider.complete(REQUEST)
 
 

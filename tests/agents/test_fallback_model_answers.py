@@ -133,8 +133,8 @@ agents:
     model: [qwen3, {{model: llama3.1}}]
 """, encoding="utf-8")
         found = checks(load_settings(config, env={}))
-        assert sorted(found) == ["model",  # the `model:` section (offline here), as always
-                                 "model provider local (openai)",
+        # No agent answers with the `model:` section's provider, so it is not checked.
+        assert sorted(found) == ["model provider local (openai)",
                                  "model provider local (openai), fallback llama3.1"]
         assert "1 model(s) served" in await found["model provider local (openai)"]()
         try:

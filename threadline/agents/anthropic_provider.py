@@ -18,7 +18,6 @@ be read -> `ModelError`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -36,6 +35,14 @@ from anthropic import (
     PermissionDeniedError,
 )
 
+from threadline.agents.call_failures import (
+    Words,
+    broken_reply,
+    rejected_credentials,
+    status_failure,
+    unreachable,
+    within,
+)
 from threadline.agents.convert import to_anthropic
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, TextSink, ToolSpec
 from threadline.agents.providers import (
@@ -44,7 +51,7 @@ from threadline.agents.providers import (
     ProviderPlug,
     ProviderSettings,
 )
-from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
+from threadline.errors import ConfigError, ModelError, ThreadlineError
 from threadline.history.model import Reasoning, ToolCall
 
 # The model an agent uses when none is named (the newest Sonnet the SDK lists), and the cheap
@@ -143,23 +150,13 @@ class AnthropicProvider:
             )
         params = self.render(request)
         bound = log.bind(model=request.model)
-        try:
-            async with asyncio.timeout(self._timeout):
-                message = await self._send(params, on_text)
-            response = _response(message)
-        except TimeoutError as exc:
-            bound.warning("model_timeout", timeout=self._timeout)
-            raise ModelUnavailableError(
-                f"Anthropic model {request.model!r} gave no complete reply within "
-                f"{self._timeout:g} s (retries included). The API may be slow or overloaded: "
-                "try again later, or raise the provider's timeout."
-            ) from exc
-        except ModelError:
-            raise
-        except Exception as exc:  # only SDK calls and reading their result are inside the try
-            failure = self._failure(request.model, exc)
-            bound.warning("model_failed", error=str(failure))
-            raise failure from exc
+        words = _words(request.model)
+
+        async def send_and_read() -> ModelResponse:
+            return _response(await self._send(params, on_text))
+
+        response = await within(self._timeout, send_and_read(), words=words, log=bound,
+                                failure=lambda exc: self._failure(words, exc))
         bound.debug("model_replied", stop_reason=response.stop_reason,
                     input_tokens=response.usage.input_tokens,
                     cache_read=response.usage.cache_read_input_tokens)
@@ -177,49 +174,31 @@ class AnthropicProvider:
                         await on_text(written)
             return await stream.get_final_message()
 
-    def _failure(self, model: str, exc: Exception) -> ModelError:
-        """The Threadline error for a failed call: unavailable (retry later) or not."""
+    def _failure(self, words: Words, exc: Exception) -> ModelError:
+        """The Threadline error for a failed call (`threadline.agents.call_failures`)."""
         retries = self._client.max_retries
         if isinstance(exc, CredentialsError):
             return ModelError(
-                f"Anthropic credentials for model {model!r} could not be loaded ({exc}). Set "
+                f"Anthropic credentials for {words.model} could not be loaded ({exc}). Set "
                 "ANTHROPIC_API_KEY, or fix the profile the SDK was pointed at."
-            )
-        if isinstance(exc, AuthenticationError | PermissionDeniedError):
-            return ModelError(
-                f"Anthropic rejected the credentials ({exc.status_code} {exc.type}: "
-                f"{exc.api_message}). Set ANTHROPIC_API_KEY to a valid key, or pass a "
-                "configured AsyncAnthropic client."
             )
         if isinstance(exc, APIStatusError):
             detail = f"{exc.status_code} {exc.type or 'error'}: {exc.api_message or exc.message}"
-            if exc.status_code in (408, 409, 429) or exc.status_code >= 500 or (
-                    exc.type in _UNAVAILABLE_TYPES):
-                return ModelUnavailableError(
-                    f"Anthropic model {model!r} is unavailable ({detail}) after {retries} "
-                    "retries. Try again later; if it persists, raise max_retries or check the "
-                    "account's rate limits."
-                )
-            return ModelError(
-                f"Anthropic rejected the request for model {model!r} ({detail}). Check the "
-                "model name and the prompt that was sent; retrying will not help."
-            )
+            if isinstance(exc, AuthenticationError | PermissionDeniedError):
+                return rejected_credentials(words, detail)
+            return status_failure(words, status=exc.status_code, detail=detail,
+                                  retries=retries, overloaded=exc.type in _UNAVAILABLE_TYPES)
         if isinstance(exc, APIConnectionError):
-            return ModelUnavailableError(
-                f"Anthropic could not be reached for model {model!r} ({exc.message}) after "
-                f"{retries} retries. Check the network and ANTHROPIC_BASE_URL, then try again."
-            )
-        if isinstance(exc, httpx2.TransportError):
-            return ModelUnavailableError(
-                f"the connection to Anthropic broke during the reply for model {model!r} "
-                f"({type(exc).__name__}: {_short(str(exc))}). Try again later."
-            )
-        # Anything else raised while reading the reply means it had a shape we cannot use.
-        return ModelError(
-            f"Anthropic returned a reply for model {model!r} that Threadline cannot read "
-            f"({type(exc).__name__}: {_short(str(exc))}). This is a provider or proxy "
-            "fault; try again, and report it if it persists."
-        )
+            return unreachable(words, detail=exc.message, retries=retries)
+        return broken_reply(words, exc, transport=isinstance(exc, httpx2.TransportError))
+
+
+def _words(model: str) -> Words:
+    return Words(subject=f"Anthropic model {model!r}", by="Anthropic", model=f"model {model!r}",
+                 credentials="Set ANTHROPIC_API_KEY to a valid key, or pass a configured "
+                             "AsyncAnthropic client.",
+                 reach="Check the network and ANTHROPIC_BASE_URL",
+                 rejected="Check the model name and the prompt that was sent")
 
 
 def _tool_param(spec: ToolSpec) -> dict[str, Any]:
@@ -283,10 +262,6 @@ def _thinking_block(block: Any) -> dict[str, Any]:
     if block.type == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.data}
     return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the plug -----------------------------------------------------------------------------------

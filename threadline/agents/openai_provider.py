@@ -23,7 +23,6 @@ cached ones (`prompt_tokens_details.cached_tokens`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,15 @@ from openai import (
     PermissionDeniedError,
 )
 
+from threadline.agents.call_failures import (
+    Words,
+    broken_reply,
+    rejected_credentials,
+    short,
+    status_failure,
+    unreachable,
+    within,
+)
 from threadline.agents.convert import to_openai
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage, TextSink, ToolSpec
 from threadline.agents.providers import (
@@ -49,7 +57,7 @@ from threadline.agents.providers import (
     ProviderPlug,
     ProviderSettings,
 )
-from threadline.errors import ConfigError, ModelError, ModelUnavailableError, ThreadlineError
+from threadline.errors import ConfigError, ModelError, ThreadlineError
 from threadline.history.model import Reasoning, ToolCall
 from threadline.tracing import spans as tracing
 
@@ -145,22 +153,9 @@ class OpenAIProvider:
     async def _call(self, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         params = self.render(request)
         bound = log.bind(model=request.model, base_url=self.base_url)
-        try:
-            async with asyncio.timeout(self._timeout):
-                response = await self._send(params, on_text)
-        except TimeoutError as exc:
-            bound.warning("model_timeout", timeout=self._timeout)
-            raise ModelUnavailableError(
-                f"model {request.model!r} at {self.base_url} gave no complete reply within "
-                f"{self._timeout:g} s (retries included). The server may be slow or overloaded: "
-                "try again later, or raise the provider's timeout."
-            ) from exc
-        except ModelError:
-            raise
-        except Exception as exc:  # only the SDK call and reading its result are inside the try
-            failure = self._failure(request.model, exc)
-            bound.warning("model_failed", error=str(failure))
-            raise failure from exc
+        words = self._words(request.model)
+        response = await within(self._timeout, self._send(params, on_text), words=words,
+                                log=bound, failure=lambda exc: self._failure(words, exc))
         bound.debug("model_replied", stop_reason=response.stop_reason,
                     input_tokens=response.usage.input_tokens,
                     cache_read=response.usage.cache_read_input_tokens)
@@ -178,48 +173,31 @@ class OpenAIProvider:
                 await on_text(reply.text)
         return reply.response()
 
-    def _failure(self, model: str, exc: Exception) -> ModelError:
-        """The Threadline error for a failed call: unavailable (retry later) or not."""
-        retries = self._client.max_retries
+    def _words(self, model: str) -> Words:
         where = f"model {model!r} at {self.base_url}"
-        if isinstance(exc, AuthenticationError | PermissionDeniedError):
-            return ModelError(
-                f"the server rejected the credentials for {where} ({exc.status_code}: "
-                f"{_api_message(exc)}). Set OPENAI_API_KEY (or the provider's api_key) to a "
-                "valid key."
-            )
+        return Words(subject=where, by="the server", model=where,
+                     credentials="Set OPENAI_API_KEY (or the provider's api_key) to a valid "
+                                 "key.",
+                     reach="Check that the server runs and the base_url",
+                     rejected="Check the model name and that the server supports tools")
+
+    def _failure(self, words: Words, exc: Exception) -> ModelError:
+        """The Threadline error for a failed call (`threadline.agents.call_failures`)."""
+        retries = self._client.max_retries
         if isinstance(exc, APIStatusError):
             detail = f"{exc.status_code} {exc.code or exc.type or 'error'}: {_api_message(exc)}"
+            if isinstance(exc, AuthenticationError | PermissionDeniedError):
+                return rejected_credentials(words, detail)
             if exc.code == "insufficient_quota":
                 return ModelError(
-                    f"the account behind {where} has no quota left ({detail}). Add credit or "
-                    "raise the limit; retrying will not help."
+                    f"the account behind {words.model} has no quota left ({detail}). Add "
+                    "credit or raise the limit; retrying will not help."
                 )
-            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
-                return ModelUnavailableError(
-                    f"{where} is unavailable ({detail}) after {retries} retries. Try again "
-                    "later; if it persists, raise max_retries or check the rate limits."
-                )
-            return ModelError(
-                f"the server rejected the request for {where} ({detail}). Check the model name "
-                "and that the server supports tools; retrying will not help."
-            )
+            return status_failure(words, status=exc.status_code, detail=detail,
+                                  retries=retries)
         if isinstance(exc, APIConnectionError):
-            return ModelUnavailableError(
-                f"{where} could not be reached ({exc.message}) after {retries} retries. Check "
-                "that the server runs and the base_url, then try again."
-            )
-        if isinstance(exc, httpx2.TransportError):
-            return ModelUnavailableError(
-                f"the connection broke during the reply of {where} "
-                f"({type(exc).__name__}: {_short(str(exc))}). Try again later."
-            )
-        # Anything else raised while reading the reply means it had a shape we cannot use.
-        return ModelError(
-            f"{where} returned a reply that Threadline cannot read ({type(exc).__name__}: "
-            f"{_short(str(exc))}). This is a server or proxy fault; try again, and report it "
-            "if it persists."
-        )
+            return unreachable(words, detail=exc.message, retries=retries)
+        return broken_reply(words, exc, transport=isinstance(exc, httpx2.TransportError))
 
 
 def _tool_param(spec: ToolSpec) -> dict[str, Any]:
@@ -305,7 +283,7 @@ def _reply(*, model: str | None, text: str, calls: Sequence[tuple[str, str, str 
         except ValueError as exc:
             raise ModelError(
                 f"model {model!r} asked for tool {name!r} with arguments that are not JSON "
-                f"({_short(raw or '')!r}). Local models do this when they do not support tools "
+                f"({short(raw or '')!r}). Local models do this when they do not support tools "
                 "well; try another model."
             ) from exc
         if not isinstance(arguments, dict):
@@ -335,12 +313,8 @@ def _usage(usage: Any) -> ModelUsage:
 def _api_message(exc: APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return _short(body["message"])
-    return _short(exc.message)
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        return short(body["message"])
+    return short(exc.message)
 
 
 # -- the plug -----------------------------------------------------------------------------------
