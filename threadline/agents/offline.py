@@ -54,6 +54,7 @@ _RECALL_WORDS = frozenset({"earlier", "before", "previously", "recall", "mention
                            "last", "time", "again", "ago"})
 _USE = re.compile(r"\buse\s+([a-zA-Z0-9_-]{1,64})\b", re.IGNORECASE)
 _ASK = re.compile(r"\bask\s+@([\w.-]+)[,:]?\s*(.*)", re.IGNORECASE | re.DOTALL)
+_MENTION = re.compile(r"@([\w.-])")
 _SPEAKER_LABEL = re.compile(r"^[^:\n]{1,80}: ")
 _RESULT_LINE = re.compile(r"^(?:\[[^\]]*\] )?[^:\n\[]{1,80}: (.*)$")  # "Ann: ..." (dated or not)
 
@@ -73,7 +74,7 @@ class OfflineModel:
             return self._reply(request, _answer_from_search(question, terms, f"{search}\n{shown}"))
         ran = _tool_result(last)
         if ran is not None:
-            return self._reply(request, f"{LABEL} {ran[0]} said: {_shorten(ran[1])}")
+            return self._reply(request, f"{LABEL} {ran[0]} said: {_quoted(ran[1])}")
         used = _USE.search(question)
         if used:
             return self._use(request, used.group(1), question[used.end():])
@@ -90,7 +91,7 @@ class OfflineModel:
             return self._reply(request, f"{LABEL} Let me search the conversation for: {query}",
                                calls=(call,))
         seen = sum(1 for m in request.messages if m.role != "system")
-        quoted = _shorten(question) if question else "(nothing yet)"
+        quoted = _quoted(question) if question else "(nothing yet)"
         return self._reply(request, f"{LABEL} I read {seen} prompt turns. "
                                     f"The newest message says: \"{quoted}\"")
 
@@ -163,18 +164,20 @@ def _answer_from_search(question: str, terms: Sequence[str], result: str) -> str
     best: tuple[int, str] | None = None
     for line in result.splitlines():
         match = _RESULT_LINE.match(line.strip())
-        if not match or match.group(1).strip() == question.strip():
-            continue
+        if not match or match.group(1).strip() == question.strip() or LABEL in match.group(1):
+            continue  # the question itself, or a canned answer (quotes of quotes of quotes)
         score = len(wanted & set(stem_words(match.group(1))))
         if score and (best is None or score > best[0]):
             best = (score, line.strip())
     if best is None:
         return f"{LABEL} I searched this conversation but found nothing earlier about that."
-    return f"{LABEL} Earlier in this conversation: \"{_shorten(best[1])}\""
+    return f"{LABEL} Earlier in this conversation: \"{_quoted(best[1])}\""
 
 
-def _shorten(text: str) -> str:
-    flat = " ".join(text.split())
+def _quoted(text: str) -> str:
+    """Text to quote in a reply: on one line, shortened, and addressing nobody (a quoted
+    "@billing" would hand the turn to billing, and its canned answer to the next agent)."""
+    flat = _MENTION.sub(r"\1", " ".join(text.split()))
     return flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 3] + "..."
 
 
