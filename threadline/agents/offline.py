@@ -10,8 +10,8 @@ same request it always gives the same response. What it does, in order:
 2. Right after a round of any other tool, it answers with that tool's result: "TOOL said:
    RESULT" (a call an approver denied says so in its result).
 3. When the newest user text says `use TOOL {json}`, it calls TOOL with that JSON object as
-   its input (`use TOOL` alone: an empty input), so tools and approvals can be tried without
-   a key. A tool it was not offered, or input that is not a JSON object, is answered with
+   its input (`use TOOL` ending the text: an empty input), so tools and approvals can be tried
+   without a key. A tool it was not offered, or input that is not a JSON object, is answered with
    what went wrong and the tools it has.
 4. When the newest user text says "ask @Name ...", it replies "@Name ..." with the rest of the
    request, so multi-agent hops can be tested.
@@ -52,7 +52,8 @@ _RECALL = re.compile(
 # Words that ask for recall but say nothing about what to find.
 _RECALL_WORDS = frozenset({"earlier", "before", "previously", "recall", "mention", "mentioned",
                            "last", "time", "again", "ago"})
-_USE = re.compile(r"\buse\s+([a-zA-Z0-9_-]{1,64})\b", re.IGNORECASE)
+# The name is followed by its JSON input or ends the text ("I use the Pro plan" calls nothing).
+_USE = re.compile(r"\buse\s+([a-zA-Z0-9_-]{1,64})(?=\s*(?:\{|$))", re.IGNORECASE)
 _ASK = re.compile(r"\bask\s+@([\w.-]+)[,:]?\s*(.*)", re.IGNORECASE | re.DOTALL)
 _MENTION = re.compile(r"@([\w.-])")
 _SPEAKER_LABEL = re.compile(r"^[^:\n]{1,80}: ")
