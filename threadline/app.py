@@ -10,6 +10,11 @@ error replies, metrics, spend limits, reply records, people, the conversation lo
 outbox, exactly as `threadline run` does, so an embedder and the CLI run one app. Any other
 section of the YAML (`spend`, `inspector`, `people`, `ops`...) is a keyword argument of the
 same name. A library opens no port unless asked: `ops` is off unless given.
+
+A library keeps quiet too: the host's stdout is the host's, so Threadline logs to stderr, and
+only warnings and errors unless `log={"level": "info"}` (or `THREADLINE_LOG_LEVEL`) asks for
+more: a line per turn is a service's log, not something a program embedding agents expects
+to see. A host that configured structlog itself keeps its own set-up.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from threadline.backends.registry import DEFAULT_STORE_URL
 from threadline.channels.local import LocalChannel, LocalReply
 from threadline.config import Settings
 from threadline.errors import ChannelError, ConfigError
+from threadline.log import configure_library_logging
 from threadline.runtime import Runtime
 
 AgentSpec = str | Mapping[str, Any]  # a system prompt, or the agent's YAML settings
@@ -55,6 +61,8 @@ class Threadline:
             self.settings = Settings.model_validate(config)
         except ValidationError as exc:
             raise ConfigError(f"Threadline(...) settings are not valid: {exc}") from None
+        log = self.settings.log
+        configure_library_logging(log.level if "log" in sections else "warning", log.format)
         # `provider` (a model of your own, or a test's) answers for every agent.
         self.runtime = Runtime.build(self.settings, provider=provider, interactive=False)
 

@@ -164,8 +164,8 @@ class Demo:
             f"Threadline demo (offline model) - conversation {self.room.conversation_id} in "
             f"{db}: {memory}.\nAgents: @support (memory, recall, search) and @billing. "
             "Address one with @name; Ctrl-D to leave.\n"
-            f"What each agent saw, reply by reply: {self.console_url} (while the demo runs; "
-            f"afterwards: {self.command} console --db {db})\n")
+            f"What each agent saw, reply by reply, and replay: {self.console_url} (while the "
+            f"demo runs; afterwards, without replay: {self.command} console --db {db})\n")
 
     async def line(self, text: str) -> None:
         self.turns.results.clear()

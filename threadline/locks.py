@@ -10,6 +10,7 @@ backend's `PostgresConversationLock` in `threadline.backends.sql.locks`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 from collections.abc import AsyncIterator
@@ -73,7 +74,7 @@ class SingleProcessGuard:
     """Refuses a second process on a store only one process may serve (a SQLite file).
 
     An exclusive `flock` on a file beside the database, released by the kernel when the process
-    dies, so a crash never leaves it stale.
+    dies, so a crash never leaves it stale; a clean stop removes the file.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -81,18 +82,16 @@ class SingleProcessGuard:
         self._file: TextIO | None = None
 
     def acquire(self) -> None:
-        file = open(self.path, "a+")  # noqa: SIM115 - held open for the process's lifetime
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.seek(0)
-            holder = file.read().strip() or "unknown"
-            file.close()
+        file = try_lock_file(self.path)
+        if file is None:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = self.path.read_text(encoding="utf-8").strip()
             raise ConfigError(
-                f"another threadline process (pid {holder}) is already serving this SQLite "
-                f"database ({self.path.with_suffix('')}); SQLite serves one process. Stop it, "
-                "or move the store to PostgreSQL to run several processes"
-            ) from None
+                f"another threadline process (pid {holder or 'unknown'}) is already serving "
+                f"this SQLite database ({self.path.with_suffix('')}); SQLite serves one "
+                "process. Stop it, or move the store to PostgreSQL to run several processes"
+            )
         file.seek(0)
         file.truncate()
         file.write(str(os.getpid()))
@@ -101,6 +100,50 @@ class SingleProcessGuard:
 
     def release(self) -> None:
         if self._file is not None:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
+            unlock_file(self._file, self.path)
             self._file = None
+
+
+def lock_file(path: Path) -> TextIO:
+    """`path` opened (created if need be) and exclusively `flock`ed, waiting for another
+    holder; release it with `unlock_file`, which removes the file."""
+    file = _locked(path, fcntl.LOCK_EX)
+    assert file is not None  # a blocking flock returns only once it is held
+    return file
+
+
+def try_lock_file(path: Path) -> TextIO | None:
+    """Like `lock_file`, but None at once if another process holds it."""
+    return _locked(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _locked(path: Path, operation: int) -> TextIO | None:
+    while True:
+        file = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - the caller holds it open
+        try:
+            fcntl.flock(file, operation)
+        except BlockingIOError:
+            file.close()
+            return None
+        if _still_at(file, path):
+            return file
+        # Its last holder removed it between our open and our lock: lock the one there now.
+        file.close()
+
+
+def unlock_file(file: TextIO, path: Path) -> None:
+    """Remove a file `lock_file` locked, then release it (a process waiting on the removed
+    file sees it gone and locks the new one, so no lock file is left behind)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fcntl.flock(file, fcntl.LOCK_UN)
+    file.close()
+
+
+def _still_at(file: TextIO, path: Path) -> bool:
+    try:
+        there = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(file.fileno())
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)

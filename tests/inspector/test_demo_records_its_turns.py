@@ -19,9 +19,9 @@ async def test_the_demo_points_to_its_console_and_records_every_reply(tmp_path: 
     outcome = await asyncio.to_thread(run_process, "demo", "--script", "lines.txt", "--db",
                                       str(db), cwd=tmp_path)
     assert outcome.code == 0, outcome.err
-    where = re.search(r"What each agent saw, reply by reply: http://127\.0\.0\.1:\d+/console/ "
-                      r"\(while the demo runs; afterwards: \S*threadline console --db (\S+)\)",
-                      outcome.out)
+    where = re.search(r"What each agent saw, reply by reply, and replay: "
+                      r"http://127\.0\.0\.1:\d+/console/ \(while the demo runs; afterwards, "
+                      r"without replay: \S*threadline console --db (\S+)\)", outcome.out)
     assert where is not None, outcome.out
     assert where.group(1) == str(db)
 

@@ -88,7 +88,7 @@ def test_init_check_run_and_a_typed_line_is_answered_and_stored(tmp_path: Path) 
         terminal.read_until("you> ")
         terminal.type("@support hello, I use the Pro plan\n")
         screen = terminal.read_until('support> [offline model] I read 1 prompt turns. The newest '
-                                     'message says: "@support hello, I use the Pro plan"')
+                                     'message says: "support hello, I use the Pro plan"')
         # Ready for the next line (the prompt may have come in the same read as the reply).
         terminal.read_until("you> ", after=screen.index("support> [offline model]"), timeout=10)
         terminal.type("\x04")  # Ctrl-D
@@ -101,7 +101,7 @@ def test_init_check_run_and_a_typed_line_is_answered_and_stored(tmp_path: Path) 
     assert stored_turns(tmp_path) == [
         ("you", "@support hello, I use the Pro plan"),
         ("support", '[offline model] I read 1 prompt turns. The newest message says: '
-                    '"@support hello, I use the Pro plan"')]
+                    '"support hello, I use the Pro plan"')]  # a quote addresses nobody
 
 
 def test_a_service_without_a_terminal_reads_nothing(tmp_path: Path) -> None:

@@ -7,12 +7,18 @@ same request it always gives the same response. What it does, in order:
    carrying that tool's result), it answers by quoting the line that shares the most words
    with the question (never the question itself): from the result first, then from what the
    prompt already shows (the search leaves that out), or says the search found nothing.
-2. When the newest user text says "ask @Name ...", it replies "@Name ..." with the rest of the
+2. Right after a round of any other tool, it answers with that tool's result: "TOOL said:
+   RESULT" (a call an approver denied says so in its result).
+3. When the newest user text says `use TOOL {json}`, it calls TOOL with that JSON object as
+   its input (`use TOOL` ending the text: an empty input), so tools and approvals can be tried
+   without a key. A tool it was not offered, or input that is not a JSON object, is answered with
+   what went wrong and the tools it has.
+4. When the newest user text says "ask @Name ...", it replies "@Name ..." with the rest of the
    request, so multi-agent hops can be tested.
-3. When the newest user text looks like recall ("what did I say about ...", "remember",
+5. When the newest user text looks like recall ("what did I say about ...", "remember",
    "earlier", "before", or any question mark) and a `conversation_search` tool is offered, it
    calls that tool with the question's key words (stop words dropped) and a limit of 3.
-4. Otherwise it says how many prompt turns it saw and quotes the newest user text.
+6. Otherwise it says how many prompt turns it saw and quotes the newest user text.
 
 The newest user text is the last paragraph of the last user turn, without the speaker label
 ("Ana: ") that the projection puts in front of other participants' turns.
@@ -21,9 +27,10 @@ The newest user text is the last paragraph of the last user turn, without the sp
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.providers import ProviderPlug, ProviderSettings
@@ -45,7 +52,10 @@ _RECALL = re.compile(
 # Words that ask for recall but say nothing about what to find.
 _RECALL_WORDS = frozenset({"earlier", "before", "previously", "recall", "mention", "mentioned",
                            "last", "time", "again", "ago"})
+# The name is followed by its JSON input or ends the text ("I use the Pro plan" calls nothing).
+_USE = re.compile(r"\buse\s+([a-zA-Z0-9_-]{1,64})(?=\s*(?:\{|$))", re.IGNORECASE)
 _ASK = re.compile(r"\bask\s+@([\w.-]+)[,:]?\s*(.*)", re.IGNORECASE | re.DOTALL)
+_MENTION = re.compile(r"@([\w.-])")
 _SPEAKER_LABEL = re.compile(r"^[^:\n]{1,80}: ")
 _RESULT_LINE = re.compile(r"^(?:\[[^\]]*\] )?[^:\n\[]{1,80}: (.*)$")  # "Ann: ..." (dated or not)
 
@@ -63,6 +73,12 @@ class OfflineModel:
         if search is not None:
             shown = "\n".join(m.content for m in request.messages[:-1])
             return self._reply(request, _answer_from_search(question, terms, f"{search}\n{shown}"))
+        ran = _tool_result(last)
+        if ran is not None:
+            return self._reply(request, f"{LABEL} {ran[0]} said: {_quoted(ran[1])}")
+        used = _USE.search(question)
+        if used:
+            return self._use(request, used.group(1), question[used.end():])
         asked = _ASK.search(question)
         if asked:
             rest = asked.group(2).strip() or "can you help with this?"
@@ -76,9 +92,25 @@ class OfflineModel:
             return self._reply(request, f"{LABEL} Let me search the conversation for: {query}",
                                calls=(call,))
         seen = sum(1 for m in request.messages if m.role != "system")
-        quoted = _shorten(question) if question else "(nothing yet)"
+        quoted = _quoted(question) if question else "(nothing yet)"
         return self._reply(request, f"{LABEL} I read {seen} prompt turns. "
                                     f"The newest message says: \"{quoted}\"")
+
+    def _use(self, request: ModelRequest, name: str, rest: str) -> ModelResponse:
+        """Call the tool a person named (`use TOOL {json}`), or say why it cannot."""
+        offered = [spec.name for spec in request.tools]
+        if name not in offered:
+            return self._reply(request, f"{LABEL} I have no tool named {name}. The tools I "
+                                        f"have: {', '.join(offered) or 'none'}.")
+        text = rest.strip()
+        arguments = _json_object(text) if text else {}
+        if arguments is None:
+            return self._reply(request, f"{LABEL} The input for {name} must be a JSON object "
+                                        f"after its name, as in: use {name} "
+                                        '{"key": "value"}')
+        digest = hashlib.sha256(f"{len(request.messages)}:{name}:{text}".encode()).hexdigest()
+        call = ToolCall(id=f"toolu_offline_{digest[:16]}", name=name, input=arguments)
+        return self._reply(request, f"{LABEL} Using {name}.", calls=(call,))
 
     def _reply(
         self, request: ModelRequest, text: str, *, calls: tuple[ToolCall, ...] = ()
@@ -111,23 +143,42 @@ def _search_result(message: PromptMessage | None) -> str | None:
     return results[-1] if results else None
 
 
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object `text` starts with (words after it are ignored); None if it has none."""
+    try:
+        found = json.JSONDecoder().raw_decode(text)[0]
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _tool_result(message: PromptMessage | None) -> tuple[str, str] | None:
+    """The name and result of the last tool call in the newest (assistant) turn, if any."""
+    if message is None or message.role != "assistant" or not message.tool_exchanges:
+        return None
+    exchange = message.tool_exchanges[-1]
+    return exchange.call.name, exchange.result.content
+
+
 def _answer_from_search(question: str, terms: Sequence[str], result: str) -> str:
     wanted = set(stem_words(" ".join(terms)))
     best: tuple[int, str] | None = None
     for line in result.splitlines():
         match = _RESULT_LINE.match(line.strip())
-        if not match or match.group(1).strip() == question.strip():
-            continue
+        if not match or match.group(1).strip() == question.strip() or LABEL in match.group(1):
+            continue  # the question itself, or a canned answer (quotes of quotes of quotes)
         score = len(wanted & set(stem_words(match.group(1))))
         if score and (best is None or score > best[0]):
             best = (score, line.strip())
     if best is None:
         return f"{LABEL} I searched this conversation but found nothing earlier about that."
-    return f"{LABEL} Earlier in this conversation: \"{_shorten(best[1])}\""
+    return f"{LABEL} Earlier in this conversation: \"{_quoted(best[1])}\""
 
 
-def _shorten(text: str) -> str:
-    flat = " ".join(text.split())
+def _quoted(text: str) -> str:
+    """Text to quote in a reply: on one line, shortened, and addressing nobody (a quoted
+    "@billing" would hand the turn to billing, and its canned answer to the next agent)."""
+    flat = _MENTION.sub(r"\1", " ".join(text.split()))
     return flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 3] + "..."
 
 

@@ -8,7 +8,10 @@
 Conversation ids are `local:ROOM`. A message addresses agents with `@name`, parsed by the same
 mention rules as every platform (`threadline.history.addressing`). Replies are handed to
 `on_reply` and kept in `sent`; nothing leaves the process. Given `typed_input`, the room reads
-the lines typed on a terminal (or piped in) and asks the runtime to stop when they end.
+the lines typed on a terminal (or piped in) and asks the runtime to stop when they end. It
+reads the next line once the last one is answered, or as soon as an answer asks the person
+something (an approval's Approve/Deny, typed as `/approve ID`): the turn that asked waits for
+that line, which the pipeline decides on as soon as it is recorded.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents
 from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
+from threadline.commands import CommandChoice
 from threadline.errors import ChannelError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.model import (
@@ -94,6 +98,7 @@ class LocalChannel(Channel):
         self._in_flight: set[asyncio.Task[None]] = set()
         self._typed_input = typed_input
         self._reader: asyncio.Task[None] | None = None
+        self._asked = asyncio.Event()  # an answer asked the person to choose: read on
 
     @property
     def reads_terminal(self) -> bool:
@@ -167,6 +172,15 @@ class LocalChannel(Channel):
                 await outcome
         return [reply.message_id]
 
+    async def send_choices(
+        self, inbound: StoredMessage, text: str, choices: Sequence[CommandChoice], *,
+        agent_name: str | None = None,
+    ) -> list[str]:
+        """The text alone (it says what to type); the room then reads the person's choice."""
+        posted = await self.send_reply(inbound, text, agent_name=agent_name)
+        self._asked.set()
+        return posted
+
     async def _read(self, typed: TypedInput) -> None:
         """Typed lines go to the room; end of input asks the runtime to stop."""
         terminal = typed.source.isatty()
@@ -174,14 +188,31 @@ class LocalChannel(Channel):
             print(typed.greeting, flush=True)
         async for line in typed_lines(typed.source, prompt=TERMINAL_PROMPT if terminal else "",
                                       echo=sys.stdout):
-            if line.strip():
-                answered = len(self.sent)
-                await self.say(line.strip(), user=typed.user)
-                if terminal and len(self.sent) == answered and typed.agents:
-                    print(nobody_addressed(typed.agents), flush=True)
+            if not line.strip():
+                continue
+            self._asked.clear()
+            answering = asyncio.ensure_future(self._say_typed(line.strip(), typed, terminal))
+            self._in_flight.add(answering)  # stop() finishes it; the loop holds tasks weakly
+            answering.add_done_callback(self._in_flight.discard)
+            asked = asyncio.ensure_future(self._asked.wait())
+            try:
+                await asyncio.wait({answering, asked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                asked.cancel()
         if terminal:
             print(flush=True)  # Ctrl-D leaves the cursor after the prompt
         typed.on_end()
+
+    async def _say_typed(self, line: str, typed: TypedInput, terminal: bool) -> None:
+        try:
+            message = await self.say(line, user=typed.user)
+        except Exception as exc:  # the room keeps reading: the next line may be answered
+            log.error("local.line_not_answered", conversation_id=self.conversation_id,
+                      channel=self.name, error=str(exc))
+            return
+        answered = any(reply.in_reply_to == message.id for reply in self.sent)
+        if terminal and not answered and typed.agents:
+            print(nobody_addressed(typed.agents), flush=True)
 
 
 async def typed_lines(source: TextIO, *, prompt: str = "", echo: TextIO | None = None

@@ -14,8 +14,10 @@ JSON `detail`, which listings leave unread (None).
     system_prompt   the agent's system prompt
     tools           the tool names offered to the model
     model_calls     [{model, format, request, response, usage, latency_ms, error, passed_over}];
-                    `request` is what the provider sent ("anthropic": the Messages API body,
-                    tools by name; "neutral": our provider-neutral request); `response` has the
+                    `request` is what the provider sent, tools by name; `format` names its
+                    shape: the provider's name ("anthropic": the Messages API body,
+                    "openai": the Chat Completions parameters) for a provider that renders
+                    its requests, else "neutral" (our provider-neutral request); `response` has the
                     model's `reasoning` (thinking blocks), shown here and nowhere else
     passed_over     [{model, reason}]: the agent's models that were unavailable this turn, so
                     its next model answered (the record's `model` is the one that did)

@@ -92,6 +92,12 @@ class _Turn:
     # -- the record ----------------------------------------------------------------------
 
     def to_record(self) -> ReplyRecord:
+        try:
+            return self._built_record()
+        except Exception as exc:  # a bug in building it must not hold up the records behind
+            raise UnrecordableTurn(self, exc) from exc
+
+    def _built_record(self) -> ReplyRecord:
         redactor = self.recorder.redactor
         result = self.result
         usage = result.usage if result is not None else _summed(self.calls)
@@ -175,15 +181,18 @@ class _Turn:
 def rendered_request(provider: Any, request: ModelRequest) -> tuple[str, dict[str, Any]]:
     """The request as the provider sends it, tool specs by name; ("neutral", ...) otherwise.
 
-    A provider with a deterministic `render(request)` (Anthropic's) gives the exact body it
-    posted, so a record can be compared byte for byte with what the API received.
+    A provider with a deterministic `render(request)` (Anthropic's, OpenAI's) gives the exact
+    body it posts, so a record can be compared byte for byte with what the API received; the
+    format is the provider's `provider_name`. Each provider shapes its tool specs its own way,
+    so they are replaced by the names the request itself offered, not read from the body.
     """
     render = getattr(provider, "render", None)
     if callable(render):
         body = dict(render(request))
         if "tools" in body:
-            body["tools"] = [t["name"] for t in body["tools"]]
-        return "anthropic", json.loads(json.dumps(body, default=str))
+            body["tools"] = [t.name for t in request.tools]
+        form = getattr(provider, "provider_name", type(provider).__name__)
+        return str(form), json.loads(json.dumps(body, default=str))
     return "neutral", {
         "model": request.model, "system": request.system, "max_tokens": request.max_tokens,
         "messages": [{"role": m.role, "content": m.content,
@@ -191,6 +200,14 @@ def rendered_request(provider: Any, request: ModelRequest) -> tuple[str, dict[st
                          if m.tool_exchanges else {})} for m in request.messages],
         "tools": [t.name for t in request.tools],
     }
+
+
+class UnrecordableTurn(Exception):
+    """A finished turn whose record could not be built (a bug, not the store's refusal)."""
+
+    def __init__(self, turn: _Turn, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.turn = turn
 
 
 def _answered_by(call: _Call) -> str:
@@ -254,6 +271,9 @@ class ReplyRecorder:
             started = time.perf_counter()
             try:
                 self.written += await self.records.add(batch)
+            except UnrecordableTurn as exc:  # retrying would fail the same way: give it up
+                self._give_up(exc)
+                continue
             except Exception as exc:  # the store is down or refused: keep them, retry later
                 log.warning("inspector.record_write_failed", pending=len(self._pending),
                             error=str(exc))
@@ -265,6 +285,14 @@ class ReplyRecorder:
                     self._pending.remove(turn)
             log.debug("inspector.recorded", count=len(batch),
                       ms=round((time.perf_counter() - started) * 1000, 2))
+
+    def _give_up(self, failure: UnrecordableTurn) -> None:
+        turn = failure.turn
+        with contextlib.suppress(ValueError):  # dropped meanwhile (queue was full)
+            self._pending.remove(turn)
+        log.error("inspector.record_unbuildable", conversation_id=turn.inbound.conversation_id,
+                  agent=turn.agent.name, inbound_id=turn.inbound.id, error=str(failure),
+                  note="this turn has no reply record; the others are still written")
 
     async def flush(self) -> None:
         """Wait until every queued record is written (tests, shutdown, `inspect` after a run)."""

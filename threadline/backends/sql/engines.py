@@ -9,7 +9,6 @@ packaged Alembic migrations, one process at a time.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from threadline.backends.sql.database_url import sqlite_file
 from threadline.backends.sql.postgres import AlchemyRunner
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
+from threadline.locks import lock_file, unlock_file
 
 log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
@@ -194,8 +194,9 @@ class SqliteBackend:
             )
         # Two processes starting on a new file must not both create the schema: the lock file
         # covers the moment before the database exists, BEGIN IMMEDIATE the rest.
-        with open(f"{self.path}.migrate-lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock_path = Path(f"{self.path}.migrate-lock")
+        lock = lock_file(lock_path)
+        try:
             self._runner().connection.execute("PRAGMA journal_mode = WAL")
             engine = create_engine("sqlite://", creator=self._connect, poolclass=NullPool)
 
@@ -208,6 +209,8 @@ class SqliteBackend:
                     upgrade_schema(connection)
             finally:
                 engine.dispose()
+        finally:
+            unlock_file(lock, lock_path)
 
     def alchemy_engine(self) -> Engine:
         """A synchronous SQLAlchemy engine on the same file, without a pool, for a library
