@@ -9,6 +9,7 @@ import aiohttp
 from aiohttp import web
 
 from threadline.agents import Agent, OfflineModel
+from threadline.agents.agent import Memory
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.history.assembler import AssemblerOptions
@@ -39,7 +40,7 @@ async def test_dropped_turns_are_marked_at_the_bars_end(tmp_path: Path) -> None:
         records = SqlReplyRecords(store)
         recorder = ReplyRecorder(records)
         agent = Agent(name="support", conversation_history=store, provider=OfflineModel(),
-                      observer=recorder, assembler_options=AssemblerOptions(token_budget=400))
+                      observer=recorder, memory=Memory(options=AssemblerOptions(token_budget=400)))
         for words in (f"@support {LONG}", f"@support {LONG}", f"@support {LONG}", "@support hi"):
             await agent.invoke(StoredMessage(conversation_id="local:desk", content=words,
                                              participant=Participant(kind="user", id="ada")))
