@@ -788,7 +788,12 @@ def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
     return list(current.model_fields) if current is not None else []
 
 
-def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
+# Settings whose values are secrets, beside the secret fields: an error never shows them.
+_SECRET_MAPPINGS = frozenset({"env", "headers"})
+
+
+def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None, *,
+                    secrets: frozenset[str] = SECRET_FIELDS) -> str:
     kind = error["type"]
     found = error.get("input")
     if kind == "missing":
@@ -801,7 +806,9 @@ def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = No
         return f"unknown setting ({hint} see `threadline init` for every option)"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     shown = repr(found)
-    if len(shown) > 60:
+    if any(str(part) in secrets | _SECRET_MAPPINGS for part in error.get("loc", ())):
+        shown = "a value not shown (it is a secret)"
+    elif len(shown) > 60:
         shown = shown[:57] + "..."
     return f"expected {message[0].lower()}{message[1:]}, found {shown}"
 
@@ -830,8 +837,9 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
             problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
             model = platform_for(str(entry["type"])).settings
+            secrets = SECRET_FIELDS | model.secret_fields
             problems += [f"{source.where(where + _error_path(tuple(e['loc'])))}: "
-                         f"{_describe_error(e, model)}" for e in exc.errors()]
+                         f"{_describe_error(e, model, secrets=secrets)}" for e in exc.errors()]
     return validated, problems
 
 
