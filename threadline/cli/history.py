@@ -2,8 +2,9 @@
 
 Export writes JSON Lines (one turn per line, in `history.codec`'s encoding, so nothing is encoded
 twice), every turn redacted of the secrets the environment and `--config` hold (an export
-leaves the machine; `inspector.redaction`); import reads it back in batches and is idempotent: the store's duplicate protection
-skips turns it already has, so a file can be imported twice or after a partial run.
+leaves the machine; `inspector.redaction`); import reads it back in batches and is idempotent:
+the store's duplicate protection skips turns it already has, so a file can be imported twice or
+after a partial run.
 
 Turns' vectors are not exported: they are made again from the text (`reindex`, or the
 running bot's background indexer, which finds imported turns without one), they belong to
