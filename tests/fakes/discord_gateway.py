@@ -15,15 +15,16 @@ It speaks the wire protocol as discord.py expects it: JSON answered with exactly
 HELLO, answers heartbeats, answers IDENTIFY with READY and one GUILD_CREATE per guild,
 dispatches events with increasing `s`, compresses with zlib-stream or zstd-stream when asked,
 and closes with 4004 for a wrong token and 4014 when a privileged intent was asked for but not
-granted. Like Discord, a session outlives its connection: events dispatched while it has none
-are kept, and a RESUME with its id and a sequence replays every event after that sequence, then
-RESUMED (counted in `resumes`); a RESUME of a session it does not know is answered with
-INVALID_SESSION (so the client identifies again). `send_unreadable_frame` sends a frame cut
-short, as a broken proxy would (no event: a resume does not replay it). Like Discord, the bot's
-own posts are dispatched back to it as MESSAGE_CREATE. Replies can be streamed: message edits
-(`PATCH`), deletions and the typing indicator are served, and `contents` holds what each of the
-bot's messages shows now. Every REST call is recorded in `calls` with the time it arrived;
-`fail_next` injects 429s, 403s and 404s.
+granted. Like Discord, a session outlives its connection unless the client closed it cleanly
+(1000, 1001): events dispatched while it has none are kept, and a RESUME with its id and a
+sequence replays every event after that sequence, then RESUMED (counted in `resumes`); a RESUME
+of a session it does not know is answered with INVALID_SESSION (so the client identifies
+again). `accepting`, cleared, holds new connections (a slow network); `send_unreadable_frame`
+sends a frame cut short, as a broken proxy would (no event: a resume does not replay it).
+Like Discord, the bot's own posts are dispatched back to it as MESSAGE_CREATE. Replies can be
+streamed: message edits (`PATCH`), deletions and the typing indicator are served, and
+`contents` holds what each of the bot's messages shows now. Every REST call is recorded in
+`calls` with the time it arrived; `fail_next` injects 429s, 403s and 404s.
 
 Application commands: a bulk overwrite (`PUT /applications/ID/commands`) is checked as Discord
 checks names and descriptions and kept in `app_commands`; `deliver_command` dispatches
@@ -562,7 +563,8 @@ class FakeDiscord:
                 session = await self._gateway_op(session, json.loads(frame.data))
         finally:
             self._sessions.remove(session)
-            if session.identified.is_set():
+            # Like Discord, a clean close (1000, 1001) ends the session; any other keeps it.
+            if session.identified.is_set() and ws.close_code not in (1000, 1001):
                 session.ws = None
                 self._detached[session.session_id] = session
             async with self._changed:
