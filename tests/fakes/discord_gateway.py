@@ -479,7 +479,7 @@ class FakeDiscord:
             await session.identified.wait()
             if not session.receives(guild_id):
                 continue
-            if event == "MESSAGE_CREATE":
+            if event == "MESSAGE_CREATE" and session.ws is not None:  # else kept to replay
                 self.dispatched.append(Dispatch(
                     data["id"], session.number,
                     session.shard[0] if session.shard is not None else None))
