@@ -164,8 +164,12 @@ def _known_keys(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
     return list(current.model_fields) if current is not None else []
 
 
+# Settings whose values are secrets, beside the secret fields: an error never shows them.
+_SECRET_MAPPINGS = frozenset({"env", "headers"})
+
+
 def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = None, *,
-                    written: Any = None) -> str:
+                    written: Any = None, secrets: frozenset[str] = SECRET_FIELDS) -> str:
     """One validation error as a sentence. Pydantic's own ("Input should be a valid integer")
     read as "expected ..., found VALUE"; our validators' messages are whole sentences and are
     shown as written. A value that came from `${VARIABLE}` (`written`, the file's text) is
@@ -189,7 +193,9 @@ def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = No
     # Pydantic's second clause repeats the first ("a valid integer, unable to parse ...").
     message = str(error["msg"]).removeprefix("Input should be ").split(", ")[0]
     shown = f"{written} (from the environment)" if from_environment else repr(found)
-    if len(shown) > 60:
+    if any(str(part) in secrets | _SECRET_MAPPINGS for part in error.get("loc", ())):
+        shown = "a value not shown (it is a secret)"
+    elif len(shown) > 60:
         shown = shown[:57] + "..."
     return f"expected {message[0].lower()}{message[1:]}, found {shown}"
 
@@ -228,10 +234,12 @@ def _validated_channels(channels: Any, source: _Source) -> tuple[Any, list[str]]
             problems.append(f"{source.where((*where, 'type'))}: {exc}")
         except ValidationError as exc:
             model = platform_for(str(entry["type"])).settings
+            secrets = SECRET_FIELDS | model.secret_fields
             for e in exc.errors():
                 path = where + _error_path(tuple(e["loc"]))
-                problems.append(f"{source.where(path)}: "
-                                f"{_describe_error(e, model, written=_written(source.data, path))}")
+                problem = _describe_error(e, model, written=_written(source.data, path),
+                                          secrets=secrets)
+                problems.append(f"{source.where(path)}: {problem}")
     return validated, problems
 
 

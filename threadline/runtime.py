@@ -299,7 +299,8 @@ class Runtime:
         """Start tracing (when configured), open the store (migrating it), start the ops
         server, then connect every channel."""
         # First: a tracing setting that cannot work stops the start before anything opens.
-        self.tracing = start_tracing(self.settings.tracing.options())
+        self.tracing = start_tracing(self.settings.tracing.options(),
+                                     redactor=self.inspector.redactor)
         if self.backend.owner_file is not None:
             self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here

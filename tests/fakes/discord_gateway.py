@@ -14,12 +14,17 @@ It speaks the wire protocol as discord.py expects it: JSON answered with exactly
 `application/json`, optional fields left out rather than null, `Via` on 429s; the gateway sends
 HELLO, answers heartbeats, answers IDENTIFY with READY and one GUILD_CREATE per guild,
 dispatches events with increasing `s`, compresses with zlib-stream or zstd-stream when asked,
-answers RESUME with INVALID_SESSION (so clients identify again), and closes with 4004 for a wrong
-token and 4014 when a privileged intent was asked for but not granted. Like Discord, the bot's
-own posts are dispatched back to it as MESSAGE_CREATE. Replies can be streamed: message edits
-(`PATCH`), deletions and the typing indicator are served, and `contents` holds what each of the
-bot's messages shows now. Every REST call is recorded in `calls` with the time it arrived;
-`fail_next` injects 429s, 403s and 404s.
+and closes with 4004 for a wrong token and 4014 when a privileged intent was asked for but not
+granted. Like Discord, a session outlives its connection unless the client closed it cleanly
+(1000, 1001): events dispatched while it has none are kept, and a RESUME with its id and a
+sequence replays every event after that sequence, then RESUMED (counted in `resumes`); a RESUME
+of a session it does not know is answered with INVALID_SESSION (so the client identifies
+again). `accepting`, cleared, holds new connections (a slow network); `send_unreadable_frame`
+sends a frame cut short, as a broken proxy would (no event: a resume does not replay it).
+Like Discord, the bot's own posts are dispatched back to it as MESSAGE_CREATE. Replies can be
+streamed: message edits (`PATCH`), deletions and the typing indicator are served, and
+`contents` holds what each of the bot's messages shows now. Every REST call is recorded in
+`calls` with the time it arrived; `fail_next` injects 429s, 403s and 404s.
 
 Application commands: a bulk overwrite (`PUT /applications/ID/commands`) is checked as Discord
 checks names and descriptions and kept in `app_commands`; `deliver_command` dispatches
@@ -135,8 +140,10 @@ class _Session:
 
     def __init__(self, ws: web.WebSocketResponse, compression: str | None,
                  number: int) -> None:
-        self.ws = ws
+        self.ws: web.WebSocketResponse | None = ws  # None: the session has no connection now
         self.number = number
+        self.session_id = ""
+        self.events: list[tuple[int, str]] = []  # (s, frame) of every dispatch, for resumes
         self.shard: tuple[int, int] | None = None  # (id, count) from IDENTIFY
         self.sequence = 0
         self.identified = asyncio.Event()
@@ -160,6 +167,8 @@ class _Session:
         await self.send_raw(json.dumps(payload))
 
     async def send_raw(self, raw: str) -> None:
+        if self.ws is None:
+            return
         if self._compress is None:
             await self.ws.send_str(raw)
         else:
@@ -167,7 +176,16 @@ class _Session:
 
     async def dispatch(self, event: str, data: Json) -> None:
         self.sequence += 1
-        await self.send({"op": 0, "t": event, "s": self.sequence, "d": data})
+        await self.dispatch_raw(json.dumps({"op": 0, "t": event, "s": self.sequence, "d": data}))
+
+    async def dispatch_raw(self, frame: str) -> None:
+        """Send the frame of dispatch number `sequence`, and keep it to replay on a resume."""
+        self.events.append((self.sequence, frame))
+        await self.send_raw(frame)
+
+    def take_connection(self, other: _Session) -> None:
+        """Go on over `other`'s connection (a RESUME came on it)."""
+        self.ws, self._compress = other.ws, other._compress
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -212,6 +230,10 @@ class FakeDiscord:
         self._acknowledged: set[str] = set()  # tokens whose interaction got its callback
         self._failures: list[Failure] = []
         self._sessions: list[_Session] = []
+        self._detached: dict[str, _Session] = {}  # session id -> a session without connection
+        self.resumes = 0
+        self.accepting = asyncio.Event()  # cleared: new gateway connections wait (a slow network)
+        self.accepting.set()
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -453,11 +475,11 @@ class FakeDiscord:
         if event == "MESSAGE_CREATE":
             self.messages[data["id"]] = data
         guild_id = data.get("guild_id")
-        for session in list(self._sessions):
+        for session in [*self._sessions, *self._detached.values()]:
             await session.identified.wait()
             if not session.receives(guild_id):
                 continue
-            if event == "MESSAGE_CREATE":
+            if event == "MESSAGE_CREATE" and session.ws is not None:  # else kept to replay
                 self.dispatched.append(Dispatch(
                     data["id"], session.number,
                     session.shard[0] if session.shard is not None else None))
@@ -466,11 +488,22 @@ class FakeDiscord:
     async def deliver_raw(self, event: str, data_json: str) -> None:
         """Dispatch `event` with `data_json` as its `d`, written as given (JSON nested deeper
         than any parser allows, say), to every identified session."""
-        for session in list(self._sessions):
+        for session in [*self._sessions, *self._detached.values()]:
             await session.identified.wait()
             session.sequence += 1
-            await session.send_raw(
+            await session.dispatch_raw(
                 f'{{"op": 0, "t": "{event}", "s": {session.sequence}, "d": {data_json}}}')
+
+    async def send_unreadable_frame(self) -> None:
+        """Send every connected session a frame cut short: no client can decode it."""
+        for session in list(self._sessions):
+            await session.identified.wait()
+            await session.send_raw('{"op": 0, "t": "MESSAGE_CRE')
+
+    @property
+    def detached_sessions(self) -> int:
+        """Sessions whose connection closed, kept for a resume."""
+        return len(self._detached)
 
     @property
     def identified_sessions(self) -> int:
@@ -482,9 +515,10 @@ class FakeDiscord:
         return Counter(s.shard[0] for s in self._sessions
                        if s.identified.is_set() and s.shard is not None)
 
-    async def wait_until(self, condition: Callable[[], bool]) -> None:
-        """Wait until `condition()` holds after some request; fails after 5 s, not hanging."""
-        async with asyncio.timeout(5.0), self._changed:
+    async def wait_until(self, condition: Callable[[], bool], *, within: float = 5.0) -> None:
+        """Wait until `condition()` holds after some request; fails after `within` seconds,
+        not hanging."""
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(condition)
 
     async def wait_for_posts(self, count: int) -> list[Json]:
@@ -516,6 +550,7 @@ class FakeDiscord:
                 "features": [], "voice_states": [], "presences": []}
 
     async def _gateway_socket(self, request: web.Request) -> web.StreamResponse:
+        await self.accepting.wait()
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         session = _Session(ws, request.query.get("compress"), next(self._session_numbers))
@@ -525,32 +560,40 @@ class FakeDiscord:
             async for frame in ws:
                 if frame.type is not WSMsgType.TEXT:
                     break
-                await self._gateway_op(session, json.loads(frame.data))
+                session = await self._gateway_op(session, json.loads(frame.data))
         finally:
             self._sessions.remove(session)
+            # Like Discord, a clean close (1000, 1001) ends the session; any other keeps it.
+            if session.identified.is_set() and ws.close_code not in (1000, 1001):
+                session.ws = None
+                self._detached[session.session_id] = session
+            async with self._changed:
+                self._changed.notify_all()
         return ws
 
-    async def _gateway_op(self, session: _Session, payload: Json) -> None:
+    async def _gateway_op(self, session: _Session, payload: Json) -> _Session:
+        """Answer one frame from the client; the session the connection serves from now on."""
         op, data = payload.get("op"), payload.get("d")
         if op == 1:
             await session.send({"op": 11})
-        elif op == 6:  # RESUME: sessions are not kept, so the client must identify again
-            await session.send({"op": 9, "d": False})
+        elif op == 6:
+            return await self._resume(session, data)
         elif op == 2:
             if data["token"] != self.token:
                 await self._close(session, 4004)
-                return
+                return session
             session.intents = int(data.get("intents", 0))
             if session.intents & MESSAGE_CONTENT_INTENT and not self.grant_message_content:
                 await self._close(session, 4014)
-                return
+                return session
             if "shard" in data:
                 shard_id, count = data["shard"]
                 session.shard = (int(shard_id), int(count))
             self.identifies[session.shard[0] if session.shard else None] += 1
             guilds = [g for g in self.guilds.values() if session.receives(g.id)]
+            session.session_id = f"session-{self.snowflake()}"
             ready: Json = {
-                "v": 10, "user": self.bot.payload(), "session_id": f"session-{self.snowflake()}",
+                "v": 10, "user": self.bot.payload(), "session_id": session.session_id,
                 "resume_gateway_url": self.gateway_url, "private_channels": [],
                 "guilds": [{"id": g.id, "unavailable": True} for g in guilds],
                 "application": {"id": self.application_id, "flags": self._application_flags()},
@@ -564,6 +607,25 @@ class FakeDiscord:
             for shard, live in self.live_shards().items():
                 self.most_sessions_per_shard[shard] = max(
                     self.most_sessions_per_shard[shard], live)
+            async with self._changed:
+                self._changed.notify_all()
+        return session
+
+    async def _resume(self, connection: _Session, data: Json) -> _Session:
+        """RESUME: the session named goes on over this connection, the events it missed
+        replayed; an unknown one is refused as Discord refuses it."""
+        session = self._detached.pop(str(data.get("session_id")), None)
+        if data.get("token") != self.token or session is None:
+            await connection.send({"op": 9, "d": False})
+            return connection
+        session.take_connection(connection)
+        self._sessions[self._sessions.index(connection)] = session
+        self.resumes += 1
+        missed = [frame for number, frame in session.events if number > int(data["seq"] or 0)]
+        for frame in missed:
+            await session.send_raw(frame)
+        await session.dispatch("RESUMED", {})
+        return session
 
     async def _close(self, session: _Session, code: int) -> None:
         self.gateway_closes.append(code)

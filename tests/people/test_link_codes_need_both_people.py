@@ -1,7 +1,8 @@
 """The directory's side of linking by code, on every store (in memory, SQLite, PostgreSQL).
 
 A code is taken once and only while it lives; a redeemed code opens a request that only the
-code's owner can take, once, before it expires; wrong codes are counted per identity and the
+person it awaits (the one who said the code, then the code's owner) can take, once, before it
+expires; wrong codes are counted per identity and the
 count resets after its window; `unlink` makes an identity alone again.
 """
 
@@ -37,19 +38,24 @@ async def test_a_code_is_taken_once_while_it_lives(store: ConversationStore) -> 
     assert await people.person_of(ANN) is None  # taking a code links nothing
 
 
-async def test_only_the_codes_owner_answers_a_request_once_before_it_expires(
+async def test_only_the_person_awaited_answers_a_request_once_before_it_expires(
         store: ConversationStore) -> None:
     requests = link_requests_for(store)
     later = utc_now() + timedelta(minutes=10)
     asked = await requests.open(issuer=ANN, redeemer=MALLORY, issuer_origin=ORIGIN,
-                                redeemer_origin=None, expires=later)
+                                redeemer_origin=None, expires=later, awaiting=ANN)
     assert await requests.take(asked.request_id, MALLORY) is None  # not his to accept
     taken = await requests.take(asked.request_id, ANN)
     assert taken is not None and (taken.issuer, taken.redeemer) == (ANN, MALLORY)
-    assert taken.issuer_origin == ORIGIN
+    assert taken.issuer_origin == ORIGIN and taken.awaiting == ANN
     assert await requests.take(asked.request_id, ANN) is None  # answered already
+    first = await requests.open(issuer=ANN, redeemer=MALLORY, issuer_origin=ORIGIN,
+                                redeemer_origin=None, expires=later, awaiting=MALLORY)
+    assert await requests.take(first.request_id, ANN) is None  # the redeemer answers first
+    assert await requests.take(first.request_id, MALLORY) is not None
     silent = await requests.open(issuer=ANN, redeemer=MALLORY, issuer_origin=ORIGIN,
-                                 redeemer_origin=None, expires=utc_now() - timedelta(seconds=1))
+                                 redeemer_origin=None, expires=utc_now() - timedelta(seconds=1),
+                                 awaiting=ANN)
     assert await requests.take(silent.request_id, ANN) is None  # expired with the code
     assert await people_for(store).person_of(MALLORY) is None
 

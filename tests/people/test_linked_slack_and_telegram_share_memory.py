@@ -3,10 +3,11 @@
 One team serves a Slack DM (slack-bolt/slack_sdk against the fake Slack) and Telegram DMs
 (python-telegram-bot against the fake Bot API), the model behind the real Anthropic SDK against
 the fake API. "link my account" on Slack gives Alice a code. Mallory, on Telegram, says her
-code: nothing is linked; Alice is asked in her Slack DM with Link and Refuse buttons and
-refuses. Her own Telegram account says a new code, she presses Link on Slack, and both accounts
-are told. Then a fact told on Slack is found for her Telegram question. No command reaches the
-model, and no row of the database ever holds a live code.
+code and presses Link there: nothing is linked; Alice is asked in her Slack DM with Link and
+Refuse buttons and refuses. Her own Telegram account says a new code and presses Link, she
+presses Link on Slack, and both accounts are told. Then a fact told on Slack is found for her
+Telegram question. No command reaches the model, and no row of the database ever holds a live
+code.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ async def test_a_code_links_only_when_its_owner_agrees_and_both_are_told(
                 return str((await telegram.wait_for_calls("sendMessage", sent))[-1]
                            .params["text"])
 
+            async def press_on_telegram(who: TgUser, label: str, sent: int) -> str:
+                [question] = [m for m in telegram.sent if "reply_markup" in m
+                              and m["chat"]["id"] == who.id][-1:]
+                await telegram.deliver(telegram.press(question, label, user=who))
+                return str((await telegram.wait_for_calls("sendMessage", sent))[-1]
+                           .params["text"])
+
             async def press_on_slack(question: dict[str, Any], label: str) -> str:
                 blocks = question["blocks"]
                 blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
@@ -100,7 +108,9 @@ async def test_a_code_links_only_when_its_owner_agrees_and_both_are_told(
             offered = str((await on_slack("link my account", 2))["text"])
             code = CODE.search(offered)
             assert code is not None, offered
-            waiting = await on_telegram(MALLORY, code.group(), 2)
+            own_question = await on_telegram(MALLORY, code.group(), 2)
+            assert "slack:T0FAKE:U0ALICE" in own_question and "Refuse" in own_question
+            waiting = await press_on_telegram(MALLORY, "Link", 3)
             assert "asked the account that gave this code" in waiting
             question = await slack.wait_for_calls("chat.postMessage", 3)
             asked = question[-1].params
@@ -110,25 +120,26 @@ async def test_a_code_links_only_when_its_owner_agrees_and_both_are_told(
             assert await people.person_of("slack:T0FAKE:U0ALICE") is None
             assert rows_holding(database, code.group()) == []
             assert "Refused" in await press_on_slack(asked, "Refuse")
-            told = await telegram.wait_for_calls("sendMessage", 3)
+            told = await telegram.wait_for_calls("sendMessage", 4)
             assert "declined" in str(told[-1].params["text"])
             assert await people.person_of("telegram:1666") is None
-            assert "unknown, used or expired" in await on_telegram(MALLORY, code.group(), 4)
+            assert "unknown, used or expired" in await on_telegram(MALLORY, code.group(), 5)
 
             # Alice's own Telegram account: asked on Slack, she agrees; both are told.
             offered = str((await on_slack("link my account", 4))["text"])
             code = CODE.search(offered)
             assert code is not None
-            await on_telegram(ALICE, code.group(), 5)
+            await on_telegram(ALICE, code.group(), 6)
+            await press_on_telegram(ALICE, "Link", 7)
             asked = (await slack.wait_for_calls("chat.postMessage", 5))[-1].params
             assert "telegram:1001" in str(asked["text"])
             assert rows_holding(database, code.group()) == []
             assert "Linked" in await press_on_slack(asked, "Link")
-            told = await telegram.wait_for_calls("sendMessage", 6)
+            told = await telegram.wait_for_calls("sendMessage", 8)
             assert "Linked" in str(told[-1].params["text"])
             assert len(model.requests) == 2  # no link step reached the model
 
-            await on_telegram(ALICE, "what is my locker code?", 7)
+            await on_telegram(ALICE, "what is my locker code?", 9)
             assert len(model.requests) == 3
             request = json.dumps(model.requests[-1].body)
             assert FACT in request and "a direct message on slack" in request

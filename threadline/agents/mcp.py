@@ -69,7 +69,8 @@ class McpServerSettings(BaseModel):
     args: list[str] = Field(default_factory=list)
     """The command's arguments."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Environment variables for the command."""
+    """Environment variables for the command; every value is treated as a secret (redacted
+    from records, the console, exports and traces), so pass plain settings in `args`."""
     cwd: str | None = None
     """The folder the command starts in."""
     url: str | None = None
@@ -77,7 +78,8 @@ class McpServerSettings(BaseModel):
     transport: Literal["streamable_http", "sse"] = "streamable_http"
     """How a remote server is spoken to: "streamable_http" or "sse"."""
     headers: dict[str, str] = Field(default_factory=dict)
-    """HTTP headers sent to a remote server."""
+    """HTTP headers sent to a remote server; every value is treated as a secret (redacted
+    like `env`)."""
     token: str | None = None
     """A bearer token, sent as `Authorization: Bearer <token>`."""
     oauth: McpOAuth | None = None

@@ -1,8 +1,10 @@
 """`threadline history ...` and `threadline db upgrade`: the stored conversations, by hand.
 
 Export writes JSON Lines (one turn per line, in `history.codec`'s encoding, so nothing is encoded
-twice); import reads it back in batches and is idempotent: the store's duplicate protection
-skips turns it already has, so a file can be imported twice or after a partial run.
+twice), every turn redacted of the secrets the environment and `--config` hold (an export
+leaves the machine; `inspector.redaction`); import reads it back in batches and is idempotent:
+the store's duplicate protection skips turns it already has, so a file can be imported twice or
+after a partial run.
 
 Turns' vectors are not exported: they are made again from the text (`reindex`, or the
 running bot's background indexer, which finds imported turns without one), they belong to
@@ -35,6 +37,7 @@ from threadline.history.files import file_from_record, file_record, kept_files
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.retention import prune_conversation
 from threadline.history.store import ConversationStore
+from threadline.inspector.redaction import redactor_for
 
 ACTIONS = {
     "list": "List conversations, most recently active first.",
@@ -176,10 +179,12 @@ async def _export(store: ConversationStore, args: argparse.Namespace) -> int:
     target: IO[str] = args.target
     # Oldest conversation first, each in its own order, so an import replays history.
     files, written = parts_beside(store).files, set()
+    redactor = redactor_for(load_settings(args.config) if args.config else None)
     for index, info in enumerate(reversed(conversations), start=1):
         turns = await store.get(info.conversation_id, include_summaries=True)
-        target.writelines(json.dumps(message_to_dict(message), ensure_ascii=False,
-                                     sort_keys=True, default=repr) + "\n" for message in turns)
+        target.writelines(json.dumps(redactor.value(message_to_dict(message)),
+                                     ensure_ascii=False, sort_keys=True, default=repr) + "\n"
+                          for message in turns)
         for file in kept_files(turns):  # each file's bytes once, after the turns naming it
             data = (None if files is None or file.sha256 in written
                     else await files.get(file.sha256))

@@ -3,7 +3,15 @@
 A record holds what the model saw and what tools returned, and either can carry a credential
 (a tool that echoes its configuration, an error message quoting a URL with a password). The
 redactor knows every secret value the process was given and replaces each occurrence, in
-plain and JSON-escaped form, before a record is written and in every page the console serves.
+plain and JSON-escaped form. This module is the one place that decides what the secrets are;
+every exit uses it, on the text as it is before any escaping (HTML-escaped, a secret with `&`
+or `<` no longer reads as itself): reply records as they are written, console pages and the
+live stream, `threadline history export`, and spans with message content (`tracing.export`).
+
+The config's secrets are its secret fields (tokens, keys, client secrets, the database
+password), the values of the variables that `*_env` settings name, and every value of an MCP
+server's `env:` and `headers:` (they exist to carry credentials, and the config cannot tell
+which one does), whether written as `${VAR}` or literally.
 
 Values shorter than `MIN_SECRET_CHARS` are not redacted: replacing a three-letter "secret"
 everywhere would garble every text while protecting nothing.
@@ -62,10 +70,12 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return [value for name, value in environ.items() if _SECRET_NAME.search(name) and value]
 
 
-def settings_secrets(settings: Settings) -> list[str]:
-    """Every secret field of the settings (tokens, signing secrets, the API key, DB password)."""
+def settings_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every secret the settings hold (see the module docstring); `environ` is where `*_env`
+    settings' variables are read."""
     from threadline.config import SECRET_FIELDS
 
+    environ = os.environ if environ is None else environ
     found: list[str] = []
 
     def walk(value: Any, key: str = "") -> None:
@@ -77,11 +87,15 @@ def settings_secrets(settings: Settings) -> list[str]:
                 walk(v, key)
         elif isinstance(value, str) and key in SECRET_FIELDS:
             found.append(value)
+        elif isinstance(value, str) and key.endswith("_env") and environ.get(value):
+            found.append(environ[value])
 
     walk(settings.model_dump())
     for channel in settings.channels.values():
         found += [value for name in channel.secret_fields
                   if isinstance(value := getattr(channel, name, None), str)]
+    for server in settings.mcp_servers.values():
+        found += [*server.env.values(), *server.headers.values()]
     try:
         password = unquote(urlsplit(settings.store.url).password or "")
     except ValueError:
@@ -96,5 +110,5 @@ def redactor_for(settings: Settings | None = None,
     """The redactor of a process: the settings' secrets and the environment's."""
     secrets = environment_secrets(environ)
     if settings is not None:
-        secrets += settings_secrets(settings)
+        secrets += settings_secrets(settings, environ)
     return Redactor(secrets)

@@ -1,19 +1,22 @@
 """Linking one's own identities with a one-time code, with both of them agreeing.
 
     /link (or "link my account") in a DM    the bot gives a code (posted; kept only masked)
-    the code, said in a DM on another       the code's owner is asked in their own DM, with
-    account (or `/link CODE`)               Link and Refuse buttons, before the code expires
-    Link (`/link accept ID`)                the two become one person; both are told
+    the code, said in a DM on another       the bot asks there, with Link and Refuse buttons,
+    account (or `/link CODE`)               whether to link with the code's owner
+    Link (`/link accept ID`) there          the code's owner is asked in their own DM
+    Link (`/link accept ID`) by the owner   the two become one person; both are told
     Refuse (`/link refuse ID`), or silence  nothing is linked
-    /unlink                                 this account stands alone again
+    /unlink, on either account              this account stands alone again
 
 So a code someone else got hold of (over a shoulder, a screenshot, or by talking its owner
-into typing theirs) links nothing without its owner's yes. Commands are answered by the turn
-pipeline, never by a model. A code never reaches any store: `seal_link_codes` masks every code
-in an inbound turn's text as the pipeline receives it (before the inbox, the history, the
-outbox, the ledger or a reply record sees it), keeping only its hash for `/link`; the answer
-that gives a code is posted with it and kept masked (`CommandReply.private_text`). Wrong codes
-are counted per identity (`threadline.people.link_requests`).
+into typing theirs) links nothing without its owner's yes, and a victim talked into sending an
+attacker's code links nothing without her own yes, given after being told whose account it
+is and what it would see. Commands are answered by the turn pipeline, never by a model. A
+code never reaches any store: `seal_link_codes` masks every code in an inbound turn's text as
+the pipeline receives it (before the inbox, the history, the outbox, the ledger or a reply
+record sees it), keeping only its hash for `/link`; the answer that gives a code is posted
+with it and kept masked (`CommandReply.private_text`). Wrong codes are counted per identity
+(`threadline.people.link_requests`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from threadline.commands.registry import (
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.speakers import identity_of
 from threadline.people.directory import CODE_MINUTES, code_hash, people_for
-from threadline.people.link_requests import MAX_WRONG_CODES, link_requests_for
+from threadline.people.link_requests import MAX_WRONG_CODES, LinkRequest, link_requests_for
 
 NAME = "link"
 _CODE = r"TL-[A-Z0-9]{4}-[A-Z0-9]{4}"
@@ -120,33 +123,33 @@ async def _redeem(request: CommandRequest, identity: str, hashed: str) -> Comman
     asked = await pending.open(issuer=issued.identity, redeemer=identity,
                                issuer_origin=Origin.from_json(issued.origin),
                                redeemer_origin=Origin.of(message, request.channel),
-                               expires=issued.expires)
-    minutes = max(1, round((issued.expires - utc_now()) / timedelta(minutes=1)))
-    question = (f"The account {identity} just sent me your link code. Link it with this one "
-                "as the same person? It would then see what you told me here, and erasing "
-                f"either erases both. If that was not you, press Refuse. (Expires in {minutes} "
-                "minutes.)")
-    choices = (CommandChoice("Link", f"/link accept {asked.request_id}"),
-               CommandChoice("Refuse", f"/link refuse {asked.request_id}"))
-    posted = (asked.issuer_origin is not None and request.notify is not None
-              and await request.notify(asked.issuer_origin, question, choices=choices,
-                                       tag=f"link-{asked.request_id}"))
-    if not posted:
-        await pending.take(asked.request_id, asked.issuer)
-        return CommandReply("I could not reach the account that gave this code to ask it, so "
-                            "nothing is linked. Ask for a new code there.",
-                            {NAME: "owner_unreachable"})
-    return CommandReply("I asked the account that gave this code to confirm. Nothing is "
-                        f"linked unless it agrees within {minutes} minutes; I will tell you "
-                        "here.", {NAME: "asked_owner"})
+                               expires=issued.expires, awaiting=identity)
+    question = (f"That code was made by the account {asked.issuer}. Link it with this one as "
+                "the same person? Whoever uses it would then see what you told me here, and "
+                "erasing either erases both. Only press Link if it is your own account; if "
+                "someone gave you this code, press Refuse. The account's owner will be asked "
+                f"too. (Expires in {_minutes_left(asked)} minutes.)")
+    return CommandReply(question, {NAME: "asked_redeemer"}, choices=_choices(asked))
+
+
+def _minutes_left(asked: LinkRequest) -> int:
+    return max(1, round((asked.expires - utc_now()) / timedelta(minutes=1)))
+
+
+def _choices(asked: LinkRequest) -> tuple[CommandChoice, ...]:
+    return (CommandChoice("Link", f"/link accept {asked.request_id}"),
+            CommandChoice("Refuse", f"/link refuse {asked.request_id}"))
 
 
 async def _answer(request: CommandRequest, identity: str, *, accept: bool,
                   request_id: str) -> CommandReply:
-    asked = await link_requests_for(request.store).take(request_id, identity)
+    pending = link_requests_for(request.store)
+    asked = await pending.take(request_id, identity)
     if asked is None:
         return CommandReply("Nothing to confirm: that link request is unknown, already "
                             "answered or expired.", {NAME: "no_request"})
+    if identity == asked.redeemer:
+        return await _redeemer_answered(request, asked, accept=accept)
     if not accept:
         await _tell(request, asked.redeemer_origin, "The account whose code you sent declined "
                     "to link. Nothing is linked.", tag=f"link-{request_id}-refused")
@@ -158,6 +161,35 @@ async def _answer(request: CommandRequest, identity: str, *, accept: bool,
                 "Send /unlink to undo it.", tag=f"link-{request_id}-linked")
     return CommandReply(f"Linked: this account and {asked.redeemer} are now one person to me. "
                         "Send /unlink to undo it.", {NAME: "linked"})
+
+
+async def _redeemer_answered(request: CommandRequest, asked: LinkRequest, *,
+                             accept: bool) -> CommandReply:
+    """The one who said the code answered; on a yes, the code's owner is asked in turn."""
+    if not accept:
+        return CommandReply(f"Refused: this account is not linked to {asked.issuer}.",
+                            {NAME: "refused"})
+    pending = link_requests_for(request.store)
+    owners = await pending.open(issuer=asked.issuer, redeemer=asked.redeemer,
+                                issuer_origin=asked.issuer_origin,
+                                redeemer_origin=asked.redeemer_origin, expires=asked.expires,
+                                awaiting=asked.issuer)
+    minutes = _minutes_left(owners)
+    question = (f"The account {owners.redeemer} just sent me your link code. Link it with this "
+                "one as the same person? It would then see what you told me here, and erasing "
+                f"either erases both. If that was not you, press Refuse. (Expires in {minutes} "
+                "minutes.)")
+    posted = (owners.issuer_origin is not None and request.notify is not None
+              and await request.notify(owners.issuer_origin, question, choices=_choices(owners),
+                                       tag=f"link-{owners.request_id}"))
+    if not posted:
+        await pending.take(owners.request_id, owners.issuer)
+        return CommandReply("I could not reach the account that gave this code to ask it, so "
+                            "nothing is linked. Ask for a new code there.",
+                            {NAME: "owner_unreachable"})
+    return CommandReply("I asked the account that gave this code to confirm. Nothing is "
+                        f"linked unless it agrees within {minutes} minutes; I will tell you "
+                        "here.", {NAME: "asked_owner"})
 
 
 async def _tell(request: CommandRequest, origin: Origin | None, text: str, *, tag: str) -> None:

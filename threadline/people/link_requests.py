@@ -1,9 +1,10 @@
 """Links waiting for consent, and wrong link codes counted per identity.
 
-Saying someone's code does not link anything: it opens a `LinkRequest` that the code's owner
-(the issuer) accepts or refuses, in their own direct message, before the code would have
-expired (`threadline.people.link_codes` asks them). Silence leaves the two apart. A request is
-taken once, by its issuer only, so a second press or another person's press does nothing.
+Saying someone's code does not link anything: it opens a `LinkRequest` that the person who
+said it (the redeemer) and then the code's owner (the issuer) each accept or refuse, in their
+own direct message, before the code would have expired (`threadline.people.link_codes` asks
+them). Silence leaves the two apart. A request awaits one person's answer at a time and is
+taken once, by that person only, so a second press or another person's press does nothing.
 
 Guessing is bounded: an identity that said `MAX_WRONG_CODES` unknown or expired codes within
 `WRONG_CODES_WINDOW` is refused until the window passes (a code has 31^8 values; at five
@@ -29,7 +30,8 @@ WRONG_CODES_WINDOW = timedelta(hours=1)
 
 @dataclass(frozen=True, slots=True)
 class LinkRequest:
-    """`redeemer` said `issuer`'s code; they become one person only if `issuer` accepts."""
+    """`redeemer` said `issuer`'s code; they become one person only if both accept.
+    `awaiting` is the one of them whose answer the request waits for."""
 
     request_id: str
     issuer: str
@@ -37,18 +39,22 @@ class LinkRequest:
     issuer_origin: Origin | None
     redeemer_origin: Origin | None
     expires: datetime
+    awaiting: str
 
 
 class LinkRequests(Protocol):
     """Pending link requests and wrong-code counts; see the module docstring."""
 
     async def open(self, *, issuer: str, redeemer: str, issuer_origin: Origin | None,
-                   redeemer_origin: Origin | None, expires: datetime) -> LinkRequest:
-        """A new request (it replaces the redeemer's earlier ones)."""
+                   redeemer_origin: Origin | None, expires: datetime,
+                   awaiting: str) -> LinkRequest:
+        """A new request waiting for `awaiting`'s answer (it replaces the redeemer's earlier
+        ones)."""
         ...
 
-    async def take(self, request_id: str, issuer: str) -> LinkRequest | None:
-        """The live request with this id if `issuer` made the code, removed as it is taken."""
+    async def take(self, request_id: str, identity: str) -> LinkRequest | None:
+        """The live request with this id if it waits for `identity`'s answer, removed as it
+        is taken."""
         ...
 
     async def wrong_codes(self, identity: str) -> int:
@@ -74,18 +80,19 @@ class MemoryLinkRequests:
         self._wrong: dict[str, tuple[datetime, int]] = {}
 
     async def open(self, *, issuer: str, redeemer: str, issuer_origin: Origin | None,
-                   redeemer_origin: Origin | None, expires: datetime) -> LinkRequest:
+                   redeemer_origin: Origin | None, expires: datetime,
+                   awaiting: str) -> LinkRequest:
         request = LinkRequest(new_request_id(), issuer, redeemer, issuer_origin,
-                              redeemer_origin, expires)
+                              redeemer_origin, expires, awaiting)
         now = utc_now()
         self._requests = {k: r for k, r in self._requests.items()
                           if r.redeemer != redeemer and r.expires >= now}
         self._requests[request.request_id] = request
         return request
 
-    async def take(self, request_id: str, issuer: str) -> LinkRequest | None:
+    async def take(self, request_id: str, identity: str) -> LinkRequest | None:
         request = self._requests.get(request_id)
-        if request is None or request.issuer != issuer:
+        if request is None or request.awaiting != identity:
             return None
         del self._requests[request_id]
         return request if request.expires >= utc_now() else None

@@ -20,7 +20,8 @@ native wheel, for no reach.
 
 The provider becomes OpenTelemetry's global one, so SDKs that trace their own calls (the
 Anthropic SDK does) put their spans in the same traces. Spans are exported in batches by the
-SDK's background thread; `stop` flushes them and shuts the exporter down.
+SDK's background thread, each redacted on its way out (`tracing.redacted`); `stop` flushes them
+and shuts the exporter down.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from threadline.tracing import spans
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
+
+    from threadline.inspector.redaction import Redactor
 
 log = structlog.get_logger("threadline.tracing")
 
@@ -96,9 +99,11 @@ def captures_content(options: TracingOptions, env: Mapping[str, str] | None = No
     return switch.strip().lower() in _CONTENT_ON_SPANS
 
 
-def start_tracing(options: TracingOptions, *, set_global: bool = True) -> Tracing | None:
+def start_tracing(options: TracingOptions, *, redactor: Redactor | None = None,
+                  set_global: bool = True) -> Tracing | None:
     """Start exporting this process's spans, or None when tracing is not wanted.
 
+    Every span is redacted by `redactor` (default: the environment's secrets) as it leaves.
     `set_global=False` keeps OpenTelemetry's global provider alone (a benchmark that turns
     tracing on and off in one process; SDKs' own spans are then not exported).
     """
@@ -110,6 +115,8 @@ def start_tracing(options: TracingOptions, *, set_global: bool = True) -> Tracin
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from threadline.tracing.redacted import RedactingExporter
     except ImportError as exc:
         raise ConfigError(
             f"tracing is on (tracing.enabled or OTEL_TRACES_EXPORTER=otlp) but OpenTelemetry "
@@ -121,7 +128,12 @@ def start_tracing(options: TracingOptions, *, set_global: bool = True) -> Tracin
     # Resource.create reads OTEL_RESOURCE_ATTRIBUTES; the name given here wins over it.
     resource = Resource.create({SERVICE_NAME: service})
     endpoint = traces_endpoint(options.endpoint, env)
-    exporter = OTLPSpanExporter(endpoint=endpoint)
+    if redactor is None:
+        # Here, not at the top: the inspector's package imports tracing.
+        from threadline.inspector.redaction import redactor_for
+
+        redactor = redactor_for()
+    exporter = RedactingExporter(OTLPSpanExporter(endpoint=endpoint), redactor)
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     if set_global:

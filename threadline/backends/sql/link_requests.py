@@ -22,25 +22,27 @@ def _open(conn: SqlRunner, request: LinkRequest, now_us: int) -> None:
                   "OR redeemer = :r", {"now": now_us, "r": request.redeemer})
     conn.rowcount(
         "INSERT INTO threadline_link_requests (request_id, issuer, redeemer, issuer_origin, "
-        "redeemer_origin, expires_us) VALUES (:id, :i, :r, :io, :ro, :e)",
+        "redeemer_origin, expires_us, awaiting) VALUES (:id, :i, :r, :io, :ro, :e, :a)",
         {"id": request.request_id, "i": request.issuer, "r": request.redeemer,
+         "a": request.awaiting,
          "io": request.issuer_origin.to_json() if request.issuer_origin else None,
          "ro": request.redeemer_origin.to_json() if request.redeemer_origin else None,
          "e": to_micros(request.expires)})
 
 
-def _take(conn: SqlRunner, request_id: str, issuer: str, now_us: int) -> LinkRequest | None:
-    rows = conn.rows("SELECT redeemer, issuer_origin, redeemer_origin, expires_us FROM "
-                     "threadline_link_requests WHERE request_id = :id AND issuer = :i",
-                     {"id": request_id, "i": issuer})
+def _take(conn: SqlRunner, request_id: str, identity: str, now_us: int
+          ) -> LinkRequest | None:
+    rows = conn.rows("SELECT issuer, redeemer, issuer_origin, redeemer_origin, expires_us "
+                     "FROM threadline_link_requests WHERE request_id = :id AND awaiting = :a",
+                     {"id": request_id, "a": identity})
     if not rows or conn.rowcount("DELETE FROM threadline_link_requests WHERE request_id = :id",
                                  {"id": request_id}) != 1:
         return None
-    redeemer, issuer_origin, redeemer_origin, expires_us = rows[0]
+    issuer, redeemer, issuer_origin, redeemer_origin, expires_us = rows[0]
     if expires_us < now_us:
         return None
     return LinkRequest(request_id, issuer, redeemer, Origin.from_json(issuer_origin),
-                       Origin.from_json(redeemer_origin), from_micros(expires_us))
+                       Origin.from_json(redeemer_origin), from_micros(expires_us), identity)
 
 
 def _wrong_codes(conn: SqlRunner, identity: str, window_start_us: int) -> int:
@@ -68,15 +70,16 @@ class SqlLinkRequests:
         self.store = store
 
     async def open(self, *, issuer: str, redeemer: str, issuer_origin: Origin | None,
-                   redeemer_origin: Origin | None, expires: datetime) -> LinkRequest:
+                   redeemer_origin: Origin | None, expires: datetime,
+                   awaiting: str) -> LinkRequest:
         request = LinkRequest(new_request_id(), issuer, redeemer, issuer_origin,
-                              redeemer_origin, expires)
+                              redeemer_origin, expires, awaiting)
         await self.store.run("open a link request", _open, request, to_micros(utc_now()),
                              write=True)
         return request
 
-    async def take(self, request_id: str, issuer: str) -> LinkRequest | None:
-        return await self.store.run("take a link request", _take, request_id, issuer,
+    async def take(self, request_id: str, identity: str) -> LinkRequest | None:
+        return await self.store.run("take a link request", _take, request_id, identity,
                                     to_micros(utc_now()), write=True)
 
     async def wrong_codes(self, identity: str) -> int:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 import yarl
 
+from threadline.channels.discord.resume import ResumingGateway
 from threadline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=Tr
                                            replied_user=True)
 
 
-class _Listener:
+class _Listener(ResumingGateway):
     """discord.py calls `on_<event>` methods on the client; these forward them to the channel."""
 
     channel: DiscordChannel
@@ -67,7 +68,11 @@ class _Listener:
         self.channel._connected()
 
     async def on_ready(self) -> None:
+        self.gateway_ready()
         self.channel._ready.set()
+
+    async def on_resumed(self) -> None:
+        self.gateway_resumed()
 
     async def on_message(self, message: discord.Message) -> None:
         await self.channel._handle_message(message)
@@ -89,10 +94,12 @@ class _Listener:
                                            sorted(payload.message_ids))
 
 
-class _Client(_Listener, discord.Client):
+# `ws` is a property here (`ResumingGateway`), an attribute in discord.py: the same value.
+class _Client(_Listener, discord.Client):  # type: ignore[misc]
     def __init__(self, channel: DiscordChannel, **options: Any) -> None:
         super().__init__(**options)
         self.channel = channel
+        self.gateway_log = channel._log
 
 
 class _Endpoints:

@@ -3,8 +3,9 @@ notifications (`ConversationStore.subscribe`) streamed to the browser.
 
 `/conversation/live?id=...` streams HTML (each new turn a list item, rendered as it arrives:
 pages load no script, so the stream itself is the update); `/api/conversation/live?id=...` is
-Server-Sent Events with one JSON object per new turn. Each chunk passes the redactor. A stream
-ends when the client leaves or the console shuts down.
+Server-Sent Events with one JSON object per new turn. Each value is redacted before it is
+escaped or encoded: escaped first, a secret holding `&` or `<` would no longer read as itself
+and would cross in clear. A stream ends when the client leaves or the console shuts down.
 """
 
 from __future__ import annotations
@@ -49,14 +50,15 @@ class LiveTurns:
         try:
             await response.prepare(request)
             if not api:
-                await self._write(response, f"<!doctype html><title>{escape(conversation_id)} "
-                                  "live</title><h1>New turns of <code>"
-                                  f"{escape(conversation_id)}</code></h1><ol>\n")
+                shown = escape(self.redactor.text(conversation_id))
+                await _write(response, f"<!doctype html><title>{shown} live</title>"
+                             f"<h1>New turns of <code>{shown}</code></h1><ol>\n")
             while (change := await queue.get()) is not None:
                 if change.kind != "append":
                     continue
                 for turn in await self.store.get_by_ids(conversation_id, change.message_ids):
-                    await self._write(response, _event(turn) if api else _item(turn))
+                    await _write(response, _event(turn, self.redactor) if api
+                                 else _item(turn, self.redactor))
         except (ConnectionResetError, asyncio.CancelledError):
             pass  # the client left, or the server stops
         finally:
@@ -64,18 +66,24 @@ class LiveTurns:
             self._streams.discard(queue)
         return response
 
-    async def _write(self, response: web.StreamResponse, text: str) -> None:
-        await response.write(self.redactor.text(text).encode("utf-8"))
 
 
-def _event(turn: StoredMessage) -> str:
-    data = {"id": turn.id, "sequence": turn.sequence, "speaker": turn.participant.display_name,
-            "kind": turn.participant.kind, "content": turn.content,
-            "timestamp": turn.timestamp.isoformat()}
+async def _write(response: web.StreamResponse, text: str) -> None:
+    await response.write(text.encode("utf-8"))
+
+
+def _event(turn: StoredMessage, redactor: Redactor) -> str:
+    data = redactor.value({
+        "id": turn.id, "sequence": turn.sequence, "speaker": turn.participant.display_name,
+        "kind": turn.participant.kind, "content": turn.content,
+        "timestamp": turn.timestamp.isoformat()})
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _item(turn: StoredMessage) -> str:
-    return (f"<li><strong>{escape(turn.participant.display_name)}</strong> "
-            f"({escape(turn.participant.kind)}) #{turn.sequence}<pre>{escape(turn.content)}"
+def _item(turn: StoredMessage, redactor: Redactor) -> str:
+    def shown(text: str) -> str:
+        return escape(redactor.text(text))
+
+    return (f"<li><strong>{shown(turn.participant.display_name)}</strong> "
+            f"({shown(turn.participant.kind)}) #{turn.sequence}<pre>{shown(turn.content)}"
             "</pre></li>\n")
