@@ -40,6 +40,7 @@ log = structlog.get_logger("threadline.mcp")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
 _PING_EVERY = 15.0
+_STOP_SECONDS = 8.0  # the SDK gives a local server 2 s after stdin closes, then signals
 # A failure names the server's last stderr line (this long at most), read until it ends.
 _STDERR_CHARS, _STDERR_DRAIN = 300, 1.0
 
@@ -132,10 +133,18 @@ class McpServer:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
 
     async def stop(self) -> None:
+        """Close the connection (a local server gets the SDK's stdin-close, SIGTERM, SIGKILL
+        sequence); a stop that outlives `_STOP_SECONDS` is logged and left, never awaited
+        forever (a process stopping must end)."""
         if self._task is not None:
             self._task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._task
+            done, _ = await asyncio.wait({self._task}, timeout=_STOP_SECONDS)
+            for finished in done:
+                with suppress(asyncio.CancelledError):
+                    finished.exception()  # a failure while closing is not re-raised here
+            if not done:
+                self._log.error("mcp.stop_timeout", seconds=_STOP_SECONDS,
+                                detail="the server's connection did not close in time")
             self._task = None
 
     async def wait_up(self, within: float) -> bool:
