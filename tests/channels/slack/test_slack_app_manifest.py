@@ -84,8 +84,10 @@ def test_init_writes_a_manifest_beside_the_config(tmp_path: Path,
     assert {"commands", "assistant:write"} <= set(doc["oauth_config"]["scopes"]["bot"])
     assert {"message.channels", "message.groups", "message.im", "assistant_thread_started"} \
         <= set(doc["settings"]["event_subscriptions"]["bot_events"])
-    assert [c["command"] for c in doc["features"]["slash_commands"]] == \
-        [f"/{c.name}" for c in default_commands()]
+    # Every command `run` answers with this config: the built-in ones and the features'.
+    assert [c["command"] for c in doc["features"]["slash_commands"]] == [
+        *(f"/{c.name}" for c in default_commands()),
+        "/link", "/human", "/bot", "/remind", "/reminders"]
 
 
 def test_a_second_init_does_not_overwrite_the_manifest(

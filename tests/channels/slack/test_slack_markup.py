@@ -40,8 +40,11 @@ def test_escaped_text_reads_back_as_written(text: str) -> None:
 
 def test_deliberate_markup_survives_escaping() -> None:
     text = "<@U1> & <#C1> & <!here> & <http://127.0.0.1/a|x> but not <b>"
-    assert escape_outgoing(text) == (
+    # A broadcast is the operator's to send (`broadcast=True`); from anyone else it is inert.
+    assert escape_outgoing(text, broadcast=True) == (
         "<@U1> &amp; <#C1> &amp; <!here> &amp; <http://127.0.0.1/a|x> but not &lt;b&gt;")
+    assert escape_outgoing(text) == (
+        "<@U1> &amp; <#C1> &amp; &lt;!here&gt; &amp; <http://127.0.0.1/a|x> but not &lt;b&gt;")
 
 
 def test_thread_parent_and_replies_map_to_the_documented_conversations() -> None:
