@@ -10,6 +10,8 @@ import base64
 import json
 from pathlib import Path
 
+from yarl import URL
+
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord
 from tests.fakes.files import chart_tool, pdf, png
@@ -34,7 +36,8 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
                            provider=AnthropicProvider(model.client(), stream=False))],
                     files=files)
         team.attach(DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
-                                   gateway_url=fake.gateway_url, guild_ready_timeout=0.02))
+                                   gateway_url=fake.gateway_url, guild_ready_timeout=0.02,
+                                   file_hosts=[URL(fake.url).authority]))
         await team.start()
         try:
             await fake.deliver_message(
@@ -55,6 +58,31 @@ async def test_attachments_reach_the_model_and_are_kept(tmp_path: Path) -> None:
         assert (screen.media_type, screen.width, screen.height) == ("image/png", 640, 480)
         assert receipt.media_type == "application/pdf"
         assert await files.store.get(receipt.sha256) == invoice
+
+
+async def test_an_attachment_off_discords_hosts_is_not_fetched(tmp_path: Path) -> None:
+    async with FakeDiscord() as fake, FakeAnthropic() as model, SqlConversationStore(
+            f"sqlite+aiosqlite:///{tmp_path / 'd.db'}") as store:
+        world = DiscordWorld.build(fake)
+        model.script(text("I could not open it."))
+        files = FileIntake(store=SqlFileStore(store, directory=tmp_path / "files"))
+        team = Team([Agent(name="support", conversation_history=store,
+                           provider=AnthropicProvider(model.client(), stream=False))],
+                    files=files)
+        # No file_hosts: the fake's 127.0.0.1 is not Discord's CDN.
+        team.attach(DiscordChannel(token=fake.token, api_base_url=fake.api_base_url,
+                                   gateway_url=fake.gateway_url, guild_ready_timeout=0.02))
+        await team.start()
+        try:
+            await fake.deliver_message(
+                world.general, author=world.ada, mentions=(fake.bot,),
+                content=f"<@{fake.bot.id}> what does this say?",
+                attachments=(fake.add_attachment(pdf("secret"), name="a.pdf"),))
+            await fake.wait_for_posts(1)
+        finally:
+            await team.stop()
+    assert fake.attachment_downloads == []  # no request left for a host Discord does not use
+    assert "secret" not in json.dumps(model.bodies[0])
 
 
 async def test_a_chart_a_tool_made_is_attached_once(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ from threadline.channels.discord.normalize import (
     to_stored_message,
 )
 from threadline.channels.discord.shards import DiscordShards
+from threadline.channels.fetch_policy import FileHosts
 from threadline.channels.files import take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
@@ -90,6 +91,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("threadline.channels.discord")
 
 _ACCEPTED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# Where attachments are served (the URLs an event carries are signed for these hosts).
+DISCORD_FILE_HOSTS = ("cdn.discordapp.com", "media.discordapp.net")
 # Invocations waiting for their answer (an interaction token lasts 15 minutes).
 _MAX_PENDING_COMMANDS = 1000
 
@@ -117,6 +120,7 @@ class DiscordChannel(Channel):
         allow_bots: bool = False,
         api_base_url: str | None = None,
         gateway_url: str | None = None,
+        file_hosts: Sequence[str] = (),
         shards: int | Literal["auto"] | None = None,
         shard_leases: ShardLeases | None = None,
         shard_lease_seconds: float = 15.0,
@@ -130,6 +134,8 @@ class DiscordChannel(Channel):
         recommends; Discord requires shards from 2,500 servers), this replica holding its
         share of them through `shard_leases` (the backend's; None: this process holds them
         all) for `shard_lease_seconds` at a time (see `discord.shards`).
+        Attachments are fetched from Discord's CDN, or a host `file_hosts` names (a proxy;
+        see `channels.fetch_policy`), and never past the file limit.
         `guild_ready_timeout` is how long start waits for more servers to arrive after the last;
         `start_timeout` how long it waits for the gateway in all. `streaming` shows replies as
         they are written, editing at most once per `stream_interval` seconds per channel
@@ -148,6 +154,9 @@ class DiscordChannel(Channel):
         self._gate = RateGate(stream_interval)
         self._api_base_url = api_base_url
         self._gateway_url = gateway_url
+        self._file_hosts = FileHosts.of(channel=name, platform_hosts=DISCORD_FILE_HOSTS,
+                                        configured=file_hosts,
+                                        setting=f"channels.{name}.file_hosts")
         if isinstance(shards, int) and shards < 1:
             raise ConfigError(f"Discord channel '{name}': shards must be 1 or more (or auto), "
                               f"got {shards}")
@@ -436,7 +445,7 @@ class DiscordChannel(Channel):
             context["conversation_id"] = location.conversation_id
             inbound = await take_in(
                 to_stored_message(message, location=location, bot_user_id=self._bot_user_id),
-                incoming_files(message), self.file_intake)
+                incoming_files(message, self._file_hosts), self.file_intake)
             assert self._events is not None
             try:
                 await self._events.on_message(inbound, self)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 
 import discord
 
-from threadline.channels.files import Fetch, IncomingFile
-from threadline.errors import FileTooLargeError
+from threadline.channels.fetch_policy import FileHosts, fetch_file
+from threadline.channels.files import IncomingFile
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage
 
 CHANNEL_TYPE = "discord"
@@ -113,21 +114,15 @@ def render_text(message: discord.Message, *, bot_user_id: int) -> tuple[str, tup
     return text, tuple(dict.fromkeys(mentioned))
 
 
-def incoming_files(message: discord.Message) -> list[IncomingFile]:
-    """The message's attachments, each fetched from the CDN URL the event gives."""
+def incoming_files(message: discord.Message, hosts: FileHosts) -> list[IncomingFile]:
+    """The message's attachments, each fetched from the CDN URL the event gives, within
+    `hosts` and never past the limit (the CDN URL is signed: no credential is sent)."""
     return [IncomingFile(name=a.filename, platform_id=str(a.id), declared_size=a.size,
-                         fetch=_reader(a)) for a in message.attachments]
+                         fetch=partial(_fetch, a.url, hosts)) for a in message.attachments]
 
 
-def _reader(attachment: discord.Attachment) -> Fetch:
-    # discord.py reads an attachment whole; the limit is applied to what it read.
-    async def fetch(limit: int) -> bytes:
-        data = await attachment.read()
-        if len(data) > limit:
-            raise FileTooLargeError(f"attachment {attachment.filename!r} is over {limit:,} "
-                                    "bytes")
-        return data
-    return fetch
+async def _fetch(url: str, hosts: FileHosts, limit: int) -> bytes:
+    return await fetch_file(url, hosts=hosts, limit=limit)
 
 
 def _reply_target(message: discord.Message) -> tuple[str | None, str | None]:

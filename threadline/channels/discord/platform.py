@@ -23,6 +23,10 @@ class DiscordSettings(LiveReplySettings):
     """The REST API root, for a proxy or a local server (default: Discord's)."""
     gateway_url: str | None = None
     """The gateway WebSocket address, for a proxy or a local server (default: Discord's)."""
+    file_hosts: list[str] = Field(default_factory=list)
+    """More hosts attachments may be fetched from, as host or host:port (*.example.com for
+    subdomains), for a proxy or a local server; these may be private or loopback addresses
+    (default: none; attachments come from Discord's CDN only)."""
     shards: Literal["auto"] | PositiveInt | None = None
     """Split the gateway into shards shared by the replicas on one database (Discord requires
     shards from 2,500 servers): a number, or auto for as many as Discord recommends. Each
@@ -35,7 +39,7 @@ class DiscordSettings(LiveReplySettings):
 def build(name: str, settings: DiscordSettings, context: ChannelContext) -> DiscordChannel:
     return DiscordChannel(
         name=name, token=settings.token, api_base_url=settings.api_base_url,
-        gateway_url=settings.gateway_url, shards=settings.shards,
+        gateway_url=settings.gateway_url, file_hosts=settings.file_hosts, shards=settings.shards,
         shard_leases=context.shard_leases, shard_lease_seconds=settings.shard_lease_seconds,
         allow_bots=settings.allow_bots,
         streaming=settings.streaming, stream_interval=settings.stream_interval)
