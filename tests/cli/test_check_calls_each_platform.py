@@ -53,6 +53,9 @@ async def test_every_connection_ok(tmp_path: Path) -> None:
             f"({telegram.bot.id})" in outcome.out
         assert "warn  channel telegram (telegram): Privacy mode is on" in outcome.out
         assert f"ok    channel discord (discord): bot {discord.bot.username}" in outcome.out
+        # Groups with no admins: any member may /forget them or hand the whole chat over.
+        assert ("warn  admins: any member of a group may /forget its history or hand the "
+                "whole chat to people; set access.admins") in outcome.out
         # The invite asks for the bot and its commands, with the four permissions it needs:
         # View Channels 1<<10, Send Messages 1<<11, Read Message History 1<<16, Send Messages
         # in Threads 1<<38.

@@ -21,6 +21,7 @@ from threadline.channels.local import LocalChannel
 from threadline.commands import CommandRegistry
 from threadline.handoff import HandoffDesk, TeamDesk, handoff_commands
 from threadline.handoff.stage import HandoffStage
+from threadline.people.access import Access
 from threadline.schedules import Scheduler, schedule_commands, schedule_tool
 from threadline.schedules.stage import ScheduleStage
 from threadline.team import Team, default_commands
@@ -69,7 +70,8 @@ class Rig:
 
 @asynccontextmanager
 async def rig(url: str, model: FakeAnthropic, clock: FakeClock, *,
-              admins: tuple[str, ...] = ()) -> AsyncIterator[Rig]:
+              admins: tuple[str, ...] = (), access: Access | None = None
+              ) -> AsyncIterator[Rig]:
     async with SqlConversationStore(url) as store:
         scheduler = Scheduler(SqlScheduleBook(store), clock=clock, admins=admins)
         desk = HandoffDesk(SqlHandoffBook(store), pause_hours=2, desk=TeamDesk("desk", "team"),
@@ -80,7 +82,7 @@ async def rig(url: str, model: FakeAnthropic, clock: FakeClock, *,
         team = Team([agent], stages={"handoff": HandoffStage(desk),
                                      "schedules": ScheduleStage(clock)},
                     commands=CommandRegistry((*default_commands(), *schedule_commands(scheduler),
-                                              *handoff_commands(desk))))
+                                              *handoff_commands(desk, access))))
         channel, desk_channel = LocalChannel(name="local"), LocalChannel(name="desk",
                                                                           room="team")
         team.attach(channel)

@@ -27,7 +27,7 @@ from threadline.agents.mcp import probe
 from threadline.backends import BackendOptions, open_backend
 from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.platform import ChannelContext, ChannelSettings
-from threadline.channels.registry import platform_for
+from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.cli.config_file import settings_for
 from threadline.config import Settings
 from threadline.errors import PortUnavailableError, ThreadlineError
@@ -168,10 +168,23 @@ async def check_running(settings: Settings) -> Report:
     return Report(f"{url}: {len(checks)} checks, {len(deaf)} channel(s) not receiving", deaf)
 
 
+async def check_admins(settings: Settings) -> Report:
+    """Who may use the commands that change a conversation for everyone (`/forget`, `/bot
+    on`, a whole chat's `/human`): with no admins, any member of a group may."""
+    admins = settings.access.admins
+    if admins:
+        return Report(f"{len(admins)} admin(s) may /forget, /bot on and hand a whole chat over")
+    return Report("no access.admins", (
+        "any member of a group may /forget its history or hand the whole chat to people; "
+        "set access.admins where members are not all trusted",))
+
+
 async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     """(subject, problem or None, report) for every connection, checked concurrently."""
     checks: dict[str, Check] = {"database": lambda: check_store(settings),
                                 **provider_checks(settings)}
+    if any(channel.type != DEFAULT_PLATFORM for channel in settings.channels.values()):
+        checks["admins"] = partial(check_admins, settings)  # a platform with groups
     for name, channel in settings.channels.items():
         checks[f"channel {name} ({channel.type})"] = partial(check_channel, name, channel,
                                                              settings)

@@ -107,7 +107,7 @@ class HandoffDesk:
         the channel it was asked on (the link to it is that platform's)."""
         now = self.clock.now()
         customer = asking.participant
-        asking = self._scoped(asking, channel)
+        asking = self.scoped(asking, channel)
         new = await self.book.start(Handoff(
             conversation_id=asking.conversation_id, customer_id=customer.id,
             customer_name=customer.display_name, reason=reason, started_at=now,
@@ -127,7 +127,7 @@ class HandoffDesk:
         return (f"OK, {quiet}. Nobody was notified, so a person answers only if one is "
                 "reading this conversation.")
 
-    def _scoped(self, asking: StoredMessage, channel_name: str | None) -> StoredMessage:
+    def scoped(self, asking: StoredMessage, channel_name: str | None) -> StoredMessage:
         """What one person may hand over: the conversation their reply lives in. Where the
         platform answers a channel post in its own thread (Slack), that thread, so one member
         cannot quiet the bot for everyone in the channel."""

@@ -39,7 +39,7 @@ def _build(context: FeatureContext) -> FeatureParts | None:
     # Only with a team to hand to: without one, a model handing off would silence the bot
     # with nobody told.
     tools = (hand_off_tool(desk),) if settings.tool and settings.notify is not None else ()
-    return FeatureParts(commands=handoff_commands(desk), turn_tools=tools,
+    return FeatureParts(commands=handoff_commands(desk, context.access), turn_tools=tools,
                         stages={"handoff": HandoffStage(desk)},
                         service=_DeskService(desk, context))
 
