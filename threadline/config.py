@@ -205,6 +205,9 @@ class AgentSettings(Section):
     """How much of the shared history the agent sees (the keys below)."""
     channels: list[AgentChannel] = Field(default_factory=list)
     """The channels the agent joins: names, or {name, respond_to_all} entries."""
+    broadcast: bool = False
+    """May notify a whole channel in what it posts (Slack's @channel and @here, Discord's
+    @everyone and role pings); off: such mentions in its replies are posted inert."""
     sees_images: bool = True
     """False for a model that cannot see: it reads the line naming each image instead."""
 

@@ -169,7 +169,9 @@ def attach_channels(settings: Settings, team: Team, backend: Backend, *,
         context = ChannelContext(agents=tuple(a.name for a, _ in joined),
                                  interactive=interactive, request_stop=request_stop,
                                  platform_part=backend.platform_part(channel_settings.type),
-                                 shard_leases=backend.shard_leases)
+                                 shard_leases=backend.shard_leases,
+                                 broadcasters=frozenset(a.name for a, _ in joined
+                                                        if settings.agents[a.name].broadcast))
         channel = platform_for(channel_settings.type).build(name, channel_settings, context)
         channel.file_intake = intakes.get(name)
         team.attach(channel, agents=[a for a, _ in joined],

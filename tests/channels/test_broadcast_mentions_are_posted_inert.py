@@ -49,3 +49,25 @@ async def test_discord_posts_never_allow_everyone_or_role_pings(tmp_path: Path) 
     allowed = call.json["allowed_mentions"]
     assert "everyone" not in allowed["parse"] and "roles" not in allowed["parse"]
     assert not allowed.get("roles")
+
+
+async def test_an_agent_the_operator_allows_may_notify_the_channel(tmp_path: Path) -> None:
+    async with platform("slack", streaming=False) as where, FakeAnthropic() as anthropic:
+        slack: FakeSlack = where.fake
+        anthropic.script(text("<!here> the office closes at noon"))
+        # `broadcast: true` on the one agent of write_config's config.
+        async with running_in_process(tmp_path, "slack", where, anthropic.url,
+                                      agent_yaml="    broadcast: true\n"):
+            await say("slack", where, 0, "announce the early closing")
+            await until(lambda: len(slack.calls_to("chat.postMessage")) >= 1)
+        [sent] = [str(c.params["text"]) for c in slack.calls_to("chat.postMessage")]
+    assert sent == "<!here> the office closes at noon"
+
+    async with platform("discord", streaming=False) as where, FakeAnthropic() as anthropic:
+        anthropic.script(text("@everyone the office closes at noon"))
+        async with running_in_process(tmp_path / "d", "discord", where, anthropic.url,
+                                      agent_yaml="    broadcast: true\n"):
+            await say("discord", where, 0, "announce the early closing")
+            await where.fake.wait_for_posts(1)
+        [call] = where.fake.calls_to("POST", r"/channels/\d+/messages")
+    assert "everyone" in call.json["allowed_mentions"]["parse"]

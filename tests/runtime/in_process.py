@@ -15,9 +15,14 @@ from threadline.runtime import Runtime
 
 @asynccontextmanager
 async def running_in_process(tmp_path: Path, name: str, where: Platform, model_url: str, *,
-                             more_yaml: str = "") -> AsyncIterator[Runtime]:
-    """The runtime of `write_config`'s config plus `more_yaml`, its secrets in `.env`."""
+                             more_yaml: str = "", agent_yaml: str = ""
+                             ) -> AsyncIterator[Runtime]:
+    """The runtime of `write_config`'s config plus `more_yaml` (and `agent_yaml` in its one
+    agent's entry), its secrets in `.env`."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = write_config(tmp_path, name, where, model_url)
+    if agent_yaml:
+        config.write_text(config.read_text(encoding="utf-8") + agent_yaml, encoding="utf-8")
     with config.open("a", encoding="utf-8") as file:
         file.write(more_yaml)
     secrets = {**where.env, "ANTHROPIC_API_KEY": "test-key"}

@@ -24,7 +24,7 @@ on), and ends as the final text, once. The default posts once at the end with `s
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -35,6 +35,7 @@ from threadline.errors import ChannelPermanentError, ConfigError, InvalidMessage
 from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener
+from threadline.schedules.turns import operator_wrote
 
 if TYPE_CHECKING:
     from threadline.commands import Command, CommandChoice
@@ -157,10 +158,12 @@ class Channel(ABC):
     channel_type: ClassVar[str]
     max_message_chars: ClassVar[int]
 
-    def __init__(self, *, name: str, allow_bots: bool = False, streaming: bool = True) -> None:
+    def __init__(self, *, name: str, allow_bots: bool = False, streaming: bool = True,
+                 broadcasters: Iterable[str] = ()) -> None:
         self.name = name
         self.allow_bots = allow_bots
         self.streaming = streaming
+        self.broadcasters = frozenset(broadcasters)
         self.identity: BotIdentity | None = None
         # Where a person adds this bot to a server, when the platform has such a link (Discord's
         # OAuth2 invite); learned by `check()`, printed by `threadline check`.
@@ -271,6 +274,13 @@ class Channel(ABC):
                               f"channel {self.name!r}; write {self.channel_type}{shape}:CHANNEL"
                               f"[:THREAD]")
         return parts[wanted - 1], parts[wanted] if len(parts) > wanted else None
+
+    def may_broadcast(self, inbound: StoredMessage, agent_name: str | None) -> bool:
+        """Whether a post answering `inbound` may notify the whole channel: the operator's
+        own words (a fixed message of a schedule the YAML keeps), or an agent allowed to
+        (`agents.NAME.broadcast`). Nothing a member or another agent wrote may."""
+        return operator_wrote(inbound) or (agent_name is not None
+                                           and agent_name in self.broadcasters)
 
     def link_to(self, message: StoredMessage) -> str | None:
         """A link people can open to `message` on the platform (a handoff notice carries

@@ -84,6 +84,8 @@ class ChannelContext:
     # a Slack app's installations in many workspaces; None: the backend keeps nothing for it.
     platform_part: object | None = None
     shard_leases: ShardLeases | None = None
+    # The agents here that may notify a whole channel (`agents.NAME.broadcast`).
+    broadcasters: frozenset[str] = frozenset()
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)

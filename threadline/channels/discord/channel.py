@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import io
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import discord
@@ -44,6 +44,7 @@ import structlog
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.discord.client import (
+    BROADCAST,
     ENDPOINTS,
     build_client,
     guard_parsers,
@@ -128,6 +129,7 @@ class DiscordChannel(Channel):
         start_timeout: float = 60.0,
         dedup_size: int = 10_000,
         streaming: bool = True,
+        broadcasters: Iterable[str] = (),
         stream_interval: float = 1.0,
     ) -> None:
         """`shards` splits the gateway into that many shards ("auto": as many as Discord
@@ -141,7 +143,8 @@ class DiscordChannel(Channel):
         they are written, editing at most once per `stream_interval` seconds per channel
         (see `discord.live`).
         """
-        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming,
+                         broadcasters=broadcasters)
         if not isinstance(token, str) or not token.strip():
             raise ConfigError(
                 f"Discord channel '{name}': the `token` setting is empty; copy the bot token "
@@ -584,17 +587,19 @@ class DiscordChannel(Channel):
         interaction = self._interactions.pop(inbound.id, None)
         if interaction is not None:
             return await self._answer_command(interaction, inbound, text, bound, choices=())
-        return await self._post_parts(inbound, text, bound, choices=())
+        return await self._post_parts(inbound, text, bound, choices=(), agent_name=agent_name)
 
     async def _post_parts(self, inbound: StoredMessage, text: str, bound: Any, *,
-                          choices: Sequence[CommandChoice]) -> list[str]:
+                          choices: Sequence[CommandChoice],
+                          agent_name: str | None = None) -> list[str]:
         target, reference = self.reply_target(inbound)
         # Only the first part is a reply; the rest follow; buttons go under the last.
         first: dict[str, Any] = {"reference": reference} if reference else {}
+        loud = {"allowed_mentions": BROADCAST} if self.may_broadcast(inbound, agent_name) else {}
         parts = split_text(text, self.max_message_chars)
         posted: list[str] = []
         for number, part in enumerate(parts):
-            extra = dict(first if not posted else {})
+            extra = {**(first if not posted else {}), **loud}
             view = choice_view(choices) if choices and number == len(parts) - 1 else None
             if view is not None:
                 extra["view"] = view
@@ -630,7 +635,8 @@ class DiscordChannel(Channel):
         if interaction is not None:
             return await self._answer_command(interaction, inbound, text, bound,
                                               choices=choices)
-        return await self._post_parts(inbound, text, bound, choices=choices)
+        return await self._post_parts(inbound, text, bound, choices=choices,
+                                      agent_name=agent_name)
 
     async def _answer_command(self, interaction: discord.Interaction, inbound: StoredMessage,
                               text: str, bound: Any, *, choices: Sequence[CommandChoice]

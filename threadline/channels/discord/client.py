@@ -57,6 +57,9 @@ INVITE_SCOPES = ("bot", "applications.commands")
 # Agents' text must never ping @everyone or roles; replying to the asker may ping them.
 ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
                                            replied_user=True)
+# What a post that may notify a whole channel may ping (`Channel.may_broadcast`): everyone
+# and roles too. Every other post keeps ALLOWED_MENTIONS, the client's default.
+BROADCAST = discord.AllowedMentions.all()
 
 
 class _Listener(ResumingGateway):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from threadline.channels.base import LiveReply
+from threadline.channels.discord.client import BROADCAST
 from threadline.channels.live import RateGate, Renewal, TextPacer
 from threadline.channels.text import split_text
 from threadline.history.model import StoredMessage
@@ -39,6 +40,8 @@ class DiscordLiveReply(LiveReply):
         self._inbound = inbound
         self._agent_name = agent_name
         self._target, self._reference = channel.reply_target(inbound)
+        self._loud: dict[str, Any] = ({"allowed_mentions": BROADCAST}
+                                      if channel.may_broadcast(inbound, agent_name) else {})
         self._log = log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         self._gate = gate
         self._messages: list[discord.Message] = []
@@ -85,7 +88,8 @@ class DiscordLiveReply(LiveReply):
                     self._messages[index] = await self._messages[index].edit(content=part)
                     self._parts[index] = part
                 continue
-            reply: dict[str, Any] = (
-                {"reference": self._reference} if not index and self._reference else {})
+            reply: dict[str, Any] = {
+                **({"reference": self._reference} if not index and self._reference else {}),
+                **self._loud}
             self._messages.append(await self._target.send(part, **reply))
             self._parts.append(part)

@@ -42,7 +42,8 @@ def build(name: str, settings: DiscordSettings, context: ChannelContext) -> Disc
         gateway_url=settings.gateway_url, file_hosts=settings.file_hosts, shards=settings.shards,
         shard_leases=context.shard_leases, shard_lease_seconds=settings.shard_lease_seconds,
         allow_bots=settings.allow_bots,
-        streaming=settings.streaming, stream_interval=settings.stream_interval)
+        streaming=settings.streaming, stream_interval=settings.stream_interval,
+        broadcasters=context.broadcasters)
 
 
 STARTER = """\

@@ -57,7 +57,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -125,7 +125,6 @@ from threadline.errors import (
 from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 from threadline.listening import Listener, serve
-from threadline.schedules.turns import operator_wrote
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -184,6 +183,7 @@ class SlackChannel(Channel):
         connect_timeout: float = 30.0,
         assistant_prompts: Sequence[Mapping[str, str]] = (),
         streaming: bool = True,
+        broadcasters: Iterable[str] = (),
         stream_interval: float = 1.0,
         oauth: SlackOAuth | None = None,
         file_hosts: Sequence[str] = (),
@@ -197,7 +197,8 @@ class SlackChannel(Channel):
         is installed in many workspaces and each is answered with its own token (`slack.oauth`);
         `bot_token` is then unused. Files are fetched from `files.slack.com` only, plus the
         `file_hosts` named (`host` or `host:port`, for a proxy; see `channels.fetch_policy`)."""
-        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming,
+                         broadcasters=broadcasters)
         where = f"Slack channel {name!r}"
         if not bot_token and oauth is None:
             raise ConfigError(f"{where}: bot_token is empty; set it to the app's xoxb- token")
@@ -504,7 +505,7 @@ class SlackChannel(Channel):
 
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
                     choices: Sequence[CommandChoice] = ()) -> list[str]:
-        parts = split_text(escape_outgoing(text, broadcast=operator_wrote(inbound)),
+        parts = split_text(escape_outgoing(text, broadcast=self.may_broadcast(inbound, agent_name)),
                            self.max_message_chars)
         last = len(parts) - 1
         response_url = self._response_urls.pop(inbound.id, None)

@@ -48,6 +48,7 @@ class SlackLiveReply(LiveReply):
         self._agent_name = agent_name
         self._channel_id, self._thread_ts = channel.reply_target(inbound)
         self._username = agent_name if channel.agent_name_as_username else None
+        self._broadcast = channel.may_broadcast(inbound, agent_name)
         self._log = log.bind(conversation_id=inbound.conversation_id, agent=agent_name)
         self._gate = gate
         self._pacer = TextPacer(self._push, gate=gate, key=self._channel_id, log=self._log)
@@ -96,7 +97,7 @@ class SlackLiveReply(LiveReply):
     # -- text ------------------------------------------------------------------------------
 
     async def _push(self, text: str) -> None:
-        text = inert_markdown(text)
+        text = text if self._broadcast else inert_markdown(text)
         api = await self._client()
         if self._ts is None:
             await self._open(api, text)
@@ -129,14 +130,16 @@ class SlackLiveReply(LiveReply):
         self._ts = str(posted["ts"])
 
     def _preview(self, text: str) -> str:
-        return split_text(escape_outgoing(text), self._channel.max_message_chars)[0]
+        return split_text(escape_outgoing(text, broadcast=self._broadcast),
+                          self._channel.max_message_chars)[0]
 
     async def _finish_shown(self, ts: str, text: str) -> list[str]:
         """End the shown message as `text`: the rest appended (or the whole updated) on a
         stream; on a kept-up-to-date post, the first part updated and the others posted."""
-        text = inert_markdown(text)
+        text = text if self._broadcast else inert_markdown(text)
         posted = [ts]
-        parts = split_text(escape_outgoing(text), self._channel.max_message_chars)
+        parts = split_text(escape_outgoing(text, broadcast=self._broadcast),
+                           self._channel.max_message_chars)
         api = await self._client()
         try:
             if self._native:
@@ -146,7 +149,7 @@ class SlackLiveReply(LiveReply):
                                           markdown_text=rest or None)
                 if not follows:
                     await api.chat_update(channel=self._channel_id, ts=ts,
-                                          text=escape_outgoing(text))
+                                          text=escape_outgoing(text, broadcast=self._broadcast))
                 return posted
             await api.chat_update(channel=self._channel_id, ts=ts, text=parts[0])
             for part in parts[1:]:

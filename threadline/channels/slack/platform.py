@@ -160,7 +160,8 @@ def build(name: str, settings: SlackSettings, context: ChannelContext) -> SlackC
         reply_in_thread=settings.reply_in_thread,
         agent_name_as_username=settings.agent_name_as_username, allow_bots=settings.allow_bots,
         assistant_prompts=[p.model_dump() for p in settings.assistant_prompts],
-        streaming=settings.streaming, stream_interval=settings.stream_interval)
+        streaming=settings.streaming, stream_interval=settings.stream_interval,
+        broadcasters=context.broadcasters)
 
 
 def _oauth(name: str, settings: SlackOAuthSettings, context: ChannelContext) -> SlackOAuth:
