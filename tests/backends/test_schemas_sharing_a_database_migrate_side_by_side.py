@@ -61,7 +61,9 @@ async def test_one_schema_is_migrated_by_one_process_at_a_time(pg_url: str) -> N
             await holder.execute("SELECT pg_advisory_xact_lock($1)",
                                  migration_lock_key(_schema(pg_url)))
             opening = asyncio.ensure_future(store.__aenter__())
-            while not (opening.done() or await _someone_waits_for(holder, _schema(pg_url))):
+            for _ in range(1200):  # until the store queues behind the lock (or is let through)
+                if opening.done() or await _someone_waits_for(holder, _schema(pg_url)):
+                    break
                 await asyncio.sleep(0.05)
             assert not opening.done()
         await opening
