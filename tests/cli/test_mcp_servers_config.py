@@ -21,6 +21,8 @@ store:
   url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
 model:
   provider: offline
+ops:
+  port: 0  # `check` tries the ops port: the default one may be a running bot's
 mcp_servers:
 {servers}
 agents:
