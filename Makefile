@@ -30,10 +30,15 @@ run: $(STAMP)
 console: $(STAMP)
 	$(BIN)/threadline console $(ARGS)
 
+# pytest runs in TEST_WORKERS processes (pytest-xdist; each test has its own schema, files and
+# ports). The tests mostly wait on sockets, subprocesses and PostgreSQL, so twice as many workers
+# as a 2-core machine's cores kept both cores busy; `make test TEST_WORKERS=0` runs serially.
+TEST_WORKERS ?= 4
+
 test: $(STAMP)
 	$(BIN)/ruff check threadline tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -33,6 +33,8 @@ channels:
     type: discord
     token: ${{DISCORD_BOT_TOKEN}}
     api_base_url: {discord.api_base_url}
+ops:
+  port: 0  # `check` tries the ops port: the default one may be a running bot's
 agents:
   support:
     channels: [slack, telegram, discord]
@@ -122,6 +124,8 @@ store:
   url: postgresql+asyncpg://postgres@127.0.0.1:{closed_port()}/x
 model:
   base_url: http://127.0.0.1:{closed_port()}
+ops:
+  port: 0
 """, encoding="utf-8")
     outcome = run_cli(capsys, "check", str(path), "--timeout", "5")
     assert outcome.code == 1

@@ -14,7 +14,8 @@ from tests.cli.helpers import run_process, run_process_async
 
 PATHS = {"slack": "/api/", "telegram": "/bot", "discord": "/api/v10"}
 CHANNELS = {
-    "slack": ("type: slack\n    bot_token: ${SLACK_BOT_TOKEN}\n"
+    # port 0: `check` tries the events port, and Slack's default (3000) may be taken.
+    "slack": ("type: slack\n    bot_token: ${SLACK_BOT_TOKEN}\n    port: 0\n"
               "    signing_secret: ${SLACK_SIGNING_SECRET}\n    api_base_url: {url}/api/",
               "Slack channel 'chat': could not reach the Slack Web API at {host} to ask who the "
               "bot is (auth.test): "),

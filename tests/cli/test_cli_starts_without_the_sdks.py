@@ -34,3 +34,17 @@ def test_a_command_imports_what_it_needs() -> None:
     modules = imported_by("check", "--help")
     assert "threadline.cli.check" in modules
     assert "threadline.cli.history" not in modules  # another command's module stays out
+
+
+
+def test_the_openai_sdk_waits_for_a_config_that_names_an_openai_endpoint() -> None:
+    """`threadline run` and `check` import the runtime; every one of them (and every process
+    a test starts) paid most of a second for this SDK when no agent or speech endpoint used
+    it."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, threadline.runtime, threadline.cli.check; "
+                               "print(sorted(m for m in sys.modules if m.startswith("
+                               "('openai', 'threadline.agents.speech'))))"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["['threadline.agents.speech']"]

@@ -21,6 +21,8 @@ store:
   url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
 model:
   provider: offline
+ops:
+  port: 0  # `check` tries the ops port: the default one may be a running bot's
 mcp_servers:
 {servers}
 agents:
@@ -67,7 +69,9 @@ def test_a_server_is_a_command_or_a_url_and_secrets_come_from_the_environment(
 
 async def test_check_lists_a_working_servers_tools_and_fails_for_one_that_is_down(
         tmp_path: Path) -> None:
-    down = f"  down:\n    url: http://127.0.0.1:{unused_port()}/mcp\n    connect_timeout: 2\n"
+    # The first refused connect must fall within connect_timeout, which includes the child's
+    # import of the MCP client: 2 s was too short on a loaded machine ("not connected yet").
+    down = f"  down:\n    url: http://127.0.0.1:{unused_port()}/mcp\n    connect_timeout: 8\n"
     path = write(tmp_path, STDIO + down, "    mcp:\n      allow: [calc]\n")
 
     outcome = await run_process_async("check", str(path), "--timeout", "20", cwd=tmp_path)

@@ -129,6 +129,8 @@ providers:
   local:
     type: openai
     base_url: {fake.url}
+ops:
+  port: 0  # `check` tries the ops port: the default one may be a running bot's
 agents:
   support: {{provider: local, model: llama3.1}}
 """)
@@ -148,6 +150,8 @@ store:
 model:
   provider: openai
   base_url: {fake.url}
+ops:
+  port: 0
 agents:
   support: {{model: llama3.1}}
 """)

@@ -77,6 +77,8 @@ def stored_turns(folder: Path) -> list[tuple[str, str]]:
 
 def test_init_check_run_and_a_typed_line_is_answered_and_stored(tmp_path: Path) -> None:
     assert threadline("init", cwd=tmp_path).returncode == 0
+    config = tmp_path / "threadline.yaml"  # the default ops port may be a running bot's
+    config.write_text(config.read_text().replace("port: 9108", "port: 0"))
     check = threadline("check", "threadline.yaml", cwd=tmp_path)
     assert check.returncode == 0, check.stderr
     assert "ok    model: no ANTHROPIC_API_KEY: agents will answer with the offline model" \

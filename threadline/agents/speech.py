@@ -6,14 +6,16 @@ route works as well as a hosted one. The OpenAI SDK does the request (multipart,
 
 from __future__ import annotations
 
-from openai import AsyncOpenAI
-
 
 class SpeechToText:
     """Transcribes audio through `base_url`'s `/audio/transcriptions` with `model`."""
 
     def __init__(self, *, base_url: str, model: str = "whisper-1", api_key: str = "none",
                  timeout: float = 60.0) -> None:
+        # Imported here: the SDK takes most of a second to import, and every `threadline`
+        # command imports this module whether or not the config names a speech endpoint.
+        from openai import AsyncOpenAI
+
         self.model = model
         self.client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout,
                                   max_retries=1)

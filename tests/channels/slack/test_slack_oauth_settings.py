@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from threadline.config import load_settings
+from threadline.channels.slack.platform import SlackSettings
+from threadline.config import Settings, load_settings
 from threadline.errors import ConfigError
 
 KEY = Fernet.generate_key().decode()
 
 
-def load(tmp_path: Path, channel: str, env: dict[str, str] | None = None) -> None:
+def load(tmp_path: Path, channel: str, env: dict[str, str] | None = None) -> Settings:
     path = tmp_path / "threadline.yaml"
     path.write_text(f"""\
 channels:
@@ -23,7 +24,7 @@ channels:
 {channel}agents:
   support: {{channels: [slack]}}
 """, encoding="utf-8")
-    load_settings(path, env={"SLACK_SIGNING_SECRET": "s", "SLACK_CLIENT_SECRET": "c",
+    return load_settings(path, env={"SLACK_SIGNING_SECRET": "s", "SLACK_CLIENT_SECRET": "c",
                              "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1",
                              "THREADLINE_SLACK_TOKEN_KEY": KEY, **(env or {})})
 
@@ -37,7 +38,11 @@ OAUTH = """\
 
 
 def test_oauth_in_http_mode_without_a_bot_token_loads(tmp_path: Path) -> None:
-    load(tmp_path, OAUTH)
+    slack = load(tmp_path, OAUTH).channels["slack"]
+    assert isinstance(slack, SlackSettings)
+    assert slack.mode == "http" and slack.bot_token is None
+    assert slack.oauth is not None and slack.oauth.client_id == "1.2"
+    assert slack.oauth.token_key == KEY
 
 
 @pytest.mark.parametrize(("extra", "said"), [

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from threadline.backends.sql.database_url import sqlite_file
+from threadline.backends.sql.locks import advisory_key
 from threadline.backends.sql.postgres import AlchemyRunner
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
@@ -231,6 +232,13 @@ class SqliteBackend:
             self._opened.clear()
 
 
+def migration_lock_key(schema: str) -> int:
+    """The advisory lock that lets one process at a time migrate `schema` (PostgreSQL's
+    advisory locks are per database: keyed by schema, deployments sharing a database in
+    different schemas migrate side by side instead of waiting on each other)."""
+    return advisory_key("schema migrations", schema)
+
+
 class PostgresBackend:
     """Runs operations on asyncpg through SQLAlchemy's async engine (`run_sync`)."""
 
@@ -242,6 +250,7 @@ class PostgresBackend:
         if search_path:
             connect_args["server_settings"] = {"search_path": str(search_path)}
         self.url = url
+        self._migration_lock = migration_lock_key(str(search_path or ""))
         self._engine: AsyncEngine = create_async_engine(
             url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
             pool_timeout=connect_timeout, connect_args=connect_args,
@@ -262,7 +271,8 @@ class PostgresBackend:
     async def migrate(self) -> None:
         async with self._engine.begin() as connection:
             # One migrating worker at a time; the others wait, then find the schema current.
-            await connection.execute(text("SELECT pg_advisory_xact_lock(7305417101)"))
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                     {"key": self._migration_lock})
             await connection.run_sync(upgrade_schema)
 
     async def close(self) -> None:

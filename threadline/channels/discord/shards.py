@@ -76,7 +76,11 @@ class DiscordShards:
         return "; ".join(problems) or None
 
     def holding(self) -> dict[str, object]:
-        return {"replica": self.holder.replica, "shards": list(self.holder.held),
+        # The shards whose events it handles now: a replica woken from a pause longer than a
+        # lease still has their connections open until its next round closes them, but
+        # another replica holds them already, and /readyz must not name both.
+        shards = [shard for shard in self.holder.held if self.holder.holds(shard)]
+        return {"replica": self.holder.replica, "shards": shards,
                 "shard_count": self.shard_count}
 
     async def _open(self, shard: int) -> None:
