@@ -9,12 +9,14 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.history.helpers import turn
 from threadline.backends import open_backend
+from threadline.backends.sql.notify import Listener
 from threadline.history.changes import HistoryChange
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -101,3 +103,29 @@ async def test_a_failing_listener_neither_loses_the_write_nor_silences_the_other
         assert await backend.history.append(turn("hello", id="m1", conversation_id="room"))
         assert [m.id for m in await backend.history.get("room")] == ["m1"]
         assert len(heard_too) == 1
+
+
+async def test_a_process_hears_its_own_edit_at_once_and_once(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its caches (the vectors of the conversation) must not serve the old turn while the
+    database's notification of the edit is on its way (slow on a loaded machine: here held
+    back 0.3 s): the edit is told as it returns, and the notification, when it comes, is not
+    told again."""
+    heard_from_database = Listener._heard
+
+    def slowly(self: Listener, *args: Any) -> None:
+        asyncio.get_running_loop().call_later(0.3, heard_from_database, self, *args)
+
+    monkeypatch.setattr(Listener, "_heard", slowly)
+    async with open_backend(pg_url) as backend:
+        store = backend.history
+        await store.append(turn("the code is 1234", id="m1", conversation_id="room"))
+        heard: list[HistoryChange] = []
+        store.subscribe(heard.append)
+        assert await store.edit_message("room", "m1", "the code is 5678")
+        edits = [c for c in heard if c.kind != "append"]  # the append's comes late too
+        assert edits == [HistoryChange("edit", "room", ("m1",))]  # before any await
+        assert await store.delete_messages("room", ["m1"]) == 1
+        await asyncio.sleep(1.0)  # the notifications of both come back meanwhile
+        assert [c for c in heard if c.kind != "append"] == [
+            HistoryChange("edit", "room", ("m1",)), HistoryChange("delete", "room", ("m1",))]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.slack import FakeSlack
 from tests.runtime.in_process import running_in_process
@@ -51,7 +53,8 @@ async def test_discord_posts_never_allow_everyone_or_role_pings(tmp_path: Path) 
     assert not allowed.get("roles")
 
 
-async def test_an_agent_the_operator_allows_may_notify_the_channel(tmp_path: Path) -> None:
+async def test_an_agent_the_operator_allows_may_notify_the_channel(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     async with platform("slack", streaming=False) as where, FakeAnthropic() as anthropic:
         slack: FakeSlack = where.fake
         anthropic.script(text("<!here> the office closes at noon"))
@@ -65,7 +68,8 @@ async def test_an_agent_the_operator_allows_may_notify_the_channel(tmp_path: Pat
 
     async with platform("discord", streaming=False) as where, FakeAnthropic() as anthropic:
         anthropic.script(text("@everyone the office closes at noon"))
-        async with running_in_process(tmp_path / "d", "discord", where, anthropic.url,
+        async with running_in_process(tmp_path_factory.mktemp("discord"), "discord", where,
+                                      anthropic.url,
                                       agent_yaml="    broadcast: true\n"):
             await say("discord", where, 0, "announce the early closing")
             await where.fake.wait_for_posts(1)

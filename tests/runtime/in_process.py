@@ -19,7 +19,6 @@ async def running_in_process(tmp_path: Path, name: str, where: Platform, model_u
                              ) -> AsyncIterator[Runtime]:
     """The runtime of `write_config`'s config plus `more_yaml` (and `agent_yaml` in its one
     agent's entry), its secrets in `.env`."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
     config = write_config(tmp_path, name, where, model_url)
     if agent_yaml:
         config.write_text(config.read_text(encoding="utf-8") + agent_yaml, encoding="utf-8")

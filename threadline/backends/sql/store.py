@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -61,6 +62,7 @@ from threadline.history.search import (
 from threadline.history.store import ConversationInfo, SearchWindow
 from threadline.history.tokens import TokenCounter, message_tokens
 
+_MAX_ECHOES = 10_000  # own changes awaiting their notification, at most
 log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
 
@@ -102,7 +104,11 @@ class SqlConversationStore:
         self.inbox = SqlTurnInbox(self._call)
         self._changes = Subscribers()
         self._channel = channel_for(parsed)
-        self._listener = (Listener(parsed, self._changes.notify, timeout=busy_timeout)
+        # This process's own edits and deletions, told to its subscribers at once (its caches
+        # must not serve the old turn until the notification comes back), whose
+        # notifications are still to come: each is heard once more and skipped then.
+        self._echoes: Counter[HistoryChange] = Counter()
+        self._listener = (Listener(parsed, self._heard, timeout=busy_timeout)
                           if self.dialect == "postgresql" else None)
 
     @property
@@ -243,20 +249,55 @@ class SqlConversationStore:
         if not current:
             return False
         edited = replace(current[0], content=content)  # validates (NUL, size) like an append
-        done = await self._call("edit a message", True, partial(
-            _edit_announced, channel=self._channel), conversation_id, message_id,
-            edited.content, message_tokens(edited, self._counter))
-        if done and self._listener is None:
-            self._changes.notify([HistoryChange("edit", conversation_id, (message_id,))])
-        return done
+        write = self._call("edit a message", True, partial(_edit_announced,
+                                                           channel=self._channel),
+                           conversation_id, message_id, edited.content,
+                           message_tokens(edited, self._counter))
+        change = HistoryChange("edit", conversation_id, (message_id,))
+        return bool(await self._told_now(change, write))
 
     async def delete_messages(self, conversation_id: str, ids: Iterable[str]) -> int:
         doomed = list(ids)
-        gone = await self._call("delete messages", True, partial(
-            _delete_announced, channel=self._channel), conversation_id, doomed)
-        if gone and self._listener is None:
-            self._changes.notify([HistoryChange("delete", conversation_id, tuple(doomed))])
-        return gone
+        write = self._call("delete messages", True, partial(_delete_announced,
+                                                            channel=self._channel),
+                           conversation_id, doomed)
+        return int(await self._told_now(HistoryChange("delete", conversation_id, tuple(doomed)),
+                                        write))
+
+    async def _told_now(self, change: HistoryChange, write: Awaitable[Any]) -> Any:
+        """`write`'s outcome, its change told to this process's subscribers as soon as it
+        is done (its caches must not serve the old turn until the database's notification
+        comes back); that notification, expected before the write, is skipped when heard."""
+        expected = self._listener is not None
+        if expected:
+            if len(self._echoes) > _MAX_ECHOES:  # notifications that never came back
+                self._echoes.clear()
+            self._echoes[change] += 1
+        done = 0
+        try:
+            done = await write
+        finally:
+            if expected and not done:
+                self._heard_own(change)  # nothing was written: nothing will be announced
+        if done:
+            self._changes.notify([change])
+        return done
+
+    def _heard_own(self, change: HistoryChange) -> bool:
+        """Whether `change` is one of this process's own, told already (it is then no longer
+        expected)."""
+        if self._echoes[change] <= 0:
+            return False
+        self._echoes[change] -= 1
+        if not self._echoes[change]:
+            del self._echoes[change]
+        return True
+
+    def _heard(self, changes: Sequence[HistoryChange]) -> None:
+        """Changes the database announced, less this process's own already told."""
+        fresh = [change for change in changes if not self._heard_own(change)]
+        if fresh:
+            self._changes.notify(fresh)
 
     def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
                   ) -> Unsubscribe:
