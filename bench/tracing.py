@@ -32,6 +32,7 @@ from threadline.agents.llm import ModelRequest, ModelResponse  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history.inbox import InboxTurn  # noqa: E402
 from threadline.history.model import Participant, StoredMessage, ToolCall  # noqa: E402
+from threadline.inspector.redaction import redactor_for  # noqa: E402
 from threadline.team import Team  # noqa: E402
 from threadline.tracing import TracingOptions, spans, start_tracing  # noqa: E402
 
@@ -74,7 +75,8 @@ def team(store: SqlConversationStore) -> Team:
 
 async def alternated(folder: Path, otlp: FakeOtlp) -> tuple[list[float], list[float], int]:
     """Turn times in ms with tracing off and on, alternated; and the turns traced."""
-    tracing = start_tracing(TracingOptions(enabled=True, endpoint=otlp.url), set_global=False)
+    tracing = start_tracing(TracingOptions(enabled=True, endpoint=otlp.url),
+                            redactor=redactor_for(), set_global=False)
     assert tracing is not None
     tracer = tracing.provider.get_tracer("threadline")
     times: dict[bool, list[float]] = {False: [], True: []}

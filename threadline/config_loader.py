@@ -193,7 +193,8 @@ def _describe_error(error: Mapping[str, Any], model: type[BaseModel] | None = No
     # Pydantic's second clause repeats the first ("a valid integer, unable to parse ...").
     message = str(error["msg"]).removeprefix("Input should be ").split(", ")[0]
     shown = f"{written} (from the environment)" if from_environment else repr(found)
-    if any(str(part) in secrets | _SECRET_MAPPINGS for part in error.get("loc", ())):
+    secret = any(str(part) in secrets | _SECRET_MAPPINGS for part in error.get("loc", ()))
+    if secret and not from_environment:  # a `${VARIABLE}` reference is no secret itself
         shown = "a value not shown (it is a secret)"
     elif len(shown) > 60:
         shown = shown[:57] + "..."

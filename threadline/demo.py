@@ -213,7 +213,7 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
     async with open_backend(f"sqlite:///{db}") as backend:
         demo = Demo(backend, out, command=command)
         # The demo has no config: the OTEL_* variables alone turn its traces on.
-        tracing = start_tracing(TracingOptions())
+        tracing = start_tracing(TracingOptions(), redactor=demo.inspector.redactor)
         indexer = indexer_for(backend.history, backend.vectors,
                               await shared_embedder() if backend.vectors is not None else None)
         await demo.team.start()

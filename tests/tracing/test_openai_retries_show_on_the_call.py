@@ -16,6 +16,7 @@ from threadline.agents.openai_provider import OpenAIProvider
 from threadline.agents.summarizer import SummarizerAgent
 from threadline.backends.sql import SqlConversationStore
 from threadline.history.assembler import AssemblerOptions
+from threadline.inspector.redaction import redactor_for
 from threadline.tracing import TracingOptions, start_tracing
 
 
@@ -28,7 +29,7 @@ async def test_a_retried_429_is_an_event_per_attempt(tmp_path: Path) -> None:
         agent = Agent(name="support", model="llama3.1", provider=provider,
                       conversation_history=store)
         tracing = start_tracing(TracingOptions(enabled=True, endpoint=otlp.url),
-                                set_global=False)
+                                redactor=redactor_for(), set_global=False)
         assert tracing is not None
         try:
             result = await agent.invoke(say("@support where is A-1042?"))
@@ -60,7 +61,7 @@ async def test_a_summary_written_for_the_prompt_is_its_own_model_span(tmp_path: 
         for number in range(6):
             await store.append(say(f"@support note {number}: the parcel is blue"))
         tracing = start_tracing(TracingOptions(enabled=True, endpoint=otlp.url),
-                                set_global=False)
+                                redactor=redactor_for(), set_global=False)
         assert tracing is not None
         try:
             await agent.invoke(say("@support what colour is the parcel?"))

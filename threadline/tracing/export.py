@@ -41,7 +41,7 @@ from threadline.tracing import spans
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from threadline.inspector.redaction import Redactor
+    from threadline.tracing.redacted import TextRedactor
 
 log = structlog.get_logger("threadline.tracing")
 
@@ -99,11 +99,12 @@ def captures_content(options: TracingOptions, env: Mapping[str, str] | None = No
     return switch.strip().lower() in _CONTENT_ON_SPANS
 
 
-def start_tracing(options: TracingOptions, *, redactor: Redactor | None = None,
+def start_tracing(options: TracingOptions, *, redactor: TextRedactor,
                   set_global: bool = True) -> Tracing | None:
     """Start exporting this process's spans, or None when tracing is not wanted.
 
-    Every span is redacted by `redactor` (default: the environment's secrets) as it leaves.
+    Every span is redacted by `redactor` as it leaves (the process's: the inspector's, which
+    knows the config's secrets and the environment's; `inspector.redaction.redactor_for`).
     `set_global=False` keeps OpenTelemetry's global provider alone (a benchmark that turns
     tracing on and off in one process; SDKs' own spans are then not exported).
     """
@@ -128,11 +129,6 @@ def start_tracing(options: TracingOptions, *, redactor: Redactor | None = None,
     # Resource.create reads OTEL_RESOURCE_ATTRIBUTES; the name given here wins over it.
     resource = Resource.create({SERVICE_NAME: service})
     endpoint = traces_endpoint(options.endpoint, env)
-    if redactor is None:
-        # Here, not at the top: the inspector's package imports tracing.
-        from threadline.inspector.redaction import redactor_for
-
-        redactor = redactor_for()
     exporter = RedactingExporter(OTLPSpanExporter(endpoint=endpoint), redactor)
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(exporter))

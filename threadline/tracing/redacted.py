@@ -10,20 +10,28 @@ an SDK's own spans are covered as well as ours.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
 
-if TYPE_CHECKING:
-    from threadline.inspector.redaction import Redactor
+
+class TextRedactor(Protocol):
+    """What the exporter needs of a redactor (`threadline.inspector.redaction.Redactor`):
+    text, or a JSON-like value, with every secret it knows masked, and whether it knows any."""
+
+    def text(self, value: str) -> str: ...
+
+    def value(self, value: Any) -> Any: ...
+
+    def __bool__(self) -> bool: ...
 
 
 class RedactingExporter(SpanExporter):
     """Hands `exporter` each span with every secret the redactor knows masked."""
 
-    def __init__(self, exporter: SpanExporter, redactor: Redactor) -> None:
+    def __init__(self, exporter: SpanExporter, redactor: TextRedactor) -> None:
         self._exporter = exporter
         self._redactor = redactor
 
