@@ -218,6 +218,8 @@ HEAVY_FACES: dict[str, str] = {
                                "(`add_adopter`); imported only when a store URL names it",
     "threadline.inspector.console": "the console's web app, imported only to serve it",
     "threadline.cli": "the command line's entry point",
+    "threadline.backends": "registers the in-memory backend's adopter, so an in-memory history "
+                           "built directly finds its parts (no database driver)",
 }
 
 

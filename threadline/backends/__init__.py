@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# The in-memory backend's adopter: an `InMemoryConversationStore` built directly (a test, a
+# library user) finds its parts (vectors, people, ...) wherever it is asked from. The SQL
+# backend's registers itself when its store's module is imported, which making one needs.
+from threadline.backends import memory as _memory  # noqa: F401
 from threadline.plugs import lazy_exports
 
 if TYPE_CHECKING:

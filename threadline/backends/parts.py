@@ -23,8 +23,6 @@ def remember(backend: Backend) -> Backend:
 def parts_of(history: ConversationStore) -> Backend:
     """The backend a history belongs to: the one that built it, the built-in backend whose
     history it is, or a backend of the history alone, which keeps nothing else."""
-    import threadline.backends.memory  # noqa: F401  (its adopter knows in-memory histories)
-
     found = parts_beside(history)
     if isinstance(found, Backend):
         return found
