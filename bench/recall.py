@@ -5,9 +5,8 @@ set, each question is asked as the newest turn, addressed to the agent. Ours is 
 assembled with default `AssemblerOptions` plus one `conversation_search(question, limit=5)`
 call (which leaves out what the prompt holds), also as an agent keeping its recall block
 (`history.kept_recall`: a kept block made for each question, a fresh one beside it). Printed
-in the same run: the share of evidence
-turns reachable, median tokens per question, both by kind of question, against a 30-line FTS5
-BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
+in the same run: the share of evidence turns reachable, median tokens per question, both by
+kind of question, against a 30-line FTS5 BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
 recency window alone; then the latency of recall at 1,000,000 stored messages: search_context
 p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and 10,000-turn
 conversations (for the newest turn, and for a given answered turn as agents call it, which
