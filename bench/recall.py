@@ -3,15 +3,16 @@
 On real long conversations (LoCoMo, five conversations in shared/data) and on our generated
 set, each question is asked as the newest turn, addressed to the agent. Ours is the prompt
 assembled with default `AssemblerOptions` plus one `conversation_search(question, limit=5)`
-call (which leaves out what the prompt holds), also as an agent keeping its recall block
-(`history.kept_recall`: a kept block made for each question, a fresh one beside it). Printed
-in the same run: the share of evidence turns reachable, median tokens per question, both by
-kind of question, against a 30-line FTS5 BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
-recency window alone; then the latency of recall at 1,000,000 stored messages: search_context
-p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and 10,000-turn
-conversations (for the newest turn, and for a given answered turn as agents call it, which
-lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL set)
-PostgreSQL.
+call (which leaves out what the prompt holds), and the same as an agent keeping its recall
+block (`history.kept_recall`: a kept block made for each question, since a question's turn is
+gone before the next, and a fresh block beside it). Printed in the same run: the share of
+evidence turns reachable, median tokens per question, both by kind of question, against a
+30-line FTS5 BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency
+window) and the recency window alone; then the latency of recall at 1,000,000 stored messages:
+search_context p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and
+10,000-turn conversations (for the newest turn, and for a given answered turn as agents call
+it, which lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL
+set) PostgreSQL.
 
     .venv/bin/python bench/recall.py            # full run (builds the 1M-row stores once, cached)
     .venv/bin/python bench/recall.py --quick    # recall figures only
@@ -173,9 +174,7 @@ async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool,
                    kept_recall: KeptRecall | None = None) -> tuple[set[str], int, float]:
     """What the agent sees for one question: the prompt and one search tool call; and the
     milliseconds the prompt's assembly took (recall included). With `kept_recall`, recall
-    keeps a block as an agent does (`history.kept_recall`); each question's turn is deleted
-    after it is asked, which drops the kept block, so each question gets a kept block made
-    for it and a fresh block beside it."""
+    keeps a block as an agent does (`history.kept_recall`)."""
     counter = default_counter()
     cid = asked.turn.conversation_id
     await store.append(asked.turn)

@@ -16,8 +16,8 @@ anyway, so a new block costs the cache nothing more).
 A kept block never shows stale or hidden text: every turn in it must still pass the
 assembler's filters (not forgotten, not in the prompt already, not summarized for the agent),
 one found again by this turn's search must carry the same speaker and text, and an edit or a
-deletion heard from the store (`ConversationStore.subscribe`: this process on SQLite, every
-process on PostgreSQL) drops the conversation's kept blocks. Kept in this process only, for the
+deletion of one of its turns heard from the store (`ConversationStore.subscribe`: this process
+on SQLite, every process on PostgreSQL) drops it. Kept in this process only, for the
 `max_conversations` most recently answered conversations: another replica makes its own.
 """
 
@@ -117,15 +117,19 @@ class KeptRecall:
         self._watched: set[int] = set()
 
     def watch(self, store: ConversationStore) -> None:
-        """Hear `store`'s edits and deletions (once per store), which drop kept blocks."""
+        """Hear `store`'s edits and deletions (once per store): a kept block showing a turn
+        that changed is dropped."""
         if id(store) not in self._watched:
             self._watched.add(id(store))
             store.subscribe(self._heard)
 
     def _heard(self, change: HistoryChange) -> None:
-        if change.kind != "append":
-            for key in [k for k in self._blocks if k[0] == change.conversation_id]:
-                del self._blocks[key]
+        if change.kind == "append":
+            return
+        changed = set(change.message_ids)
+        for key in [k for k, block in self._blocks.items()
+                    if k[0] == change.conversation_id and changed & block.turn_ids]:
+            del self._blocks[key]
 
     def blocks(self, conversation_id: str, agent_id: str, ask: RecallAsk) -> RecallBlocks:
         """The kept block (standing, or made now and kept from now on: an assembly that asks
