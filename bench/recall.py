@@ -3,14 +3,16 @@
 On real long conversations (LoCoMo, five conversations in shared/data) and on our generated
 set, each question is asked as the newest turn, addressed to the agent. Ours is the prompt
 assembled with default `AssemblerOptions` plus one `conversation_search(question, limit=5)`
-call (which leaves out what the prompt holds). Printed in the same run: the share of evidence
-turns reachable, median tokens per question, both by kind of question, against a 30-line FTS5
-BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency window) and the
-recency window alone; then the latency of recall at 1,000,000 stored messages: search_context
-p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and 10,000-turn
-conversations (for the newest turn, and for a given answered turn as agents call it, which
-lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL set)
-PostgreSQL.
+call (which leaves out what the prompt holds), and the same as an agent keeping its recall
+block (`history.kept_recall`: a kept block made for each question, since a question's turn is
+gone before the next, and a fresh block beside it). Printed in the same run: the share of
+evidence turns reachable, median tokens per question, both by kind of question, against a
+30-line FTS5 BM25 baseline (OR of stemmed words, top 5, +-1 turn, plus a 3,000-token recency
+window) and the recency window alone; then the latency of recall at 1,000,000 stored messages:
+search_context p50/p99 for the real questions and assemble_prompt p50/p99 in 1,000- and
+10,000-turn conversations (for the newest turn, and for a given answered turn as agents call
+it, which lets the search run beside the load), on SQLite and (with THREADLINE_TEST_PG_URL
+set) PostgreSQL.
 
     .venv/bin/python bench/recall.py            # full run (builds the 1M-row stores once, cached)
     .venv/bin/python bench/recall.py --quick    # recall figures only
@@ -48,6 +50,7 @@ from threadline.history.assembler import AssemblerOptions, assemble_prompt  # no
 from threadline.history.beside import parts_beside  # noqa: E402
 from threadline.history.embedding_model import shared_embedder  # noqa: E402
 from threadline.history.indexer import VectorIndexer  # noqa: E402
+from threadline.history.kept_recall import KeptRecall  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS, format_windows  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
@@ -124,6 +127,7 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
                    url: str, *, by_kind: bool) -> Tally:
     counter = default_counter()
     ours, lexical, baseline, recency = Tally(), Tally(), Tally(), Tally()
+    keeping = Tally()
     async with SqlConversationStore(url) as store:
         embedder, vectors = await shared_embedder(), parts_beside(store).vectors
         for turns, questions in conversations:
@@ -132,9 +136,12 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
                 await VectorIndexer(store, vectors, embedder).fill()
             stored = await store.get(turns[0].conversation_id)
             bm25 = Bm25Baseline(stored)
+            kept = KeptRecall()
             for asked in questions:
-                for by_meaning, tally in ((True, ours), (False, lexical)):
-                    found, tokens, took = await ours_for(store, asked, by_meaning=by_meaning)
+                for by_meaning, tally, kept_recall in ((True, ours, None), (False, lexical, None),
+                                                       (True, keeping, kept)):
+                    found, tokens, took = await ours_for(store, asked, by_meaning=by_meaning,
+                                                         kept_recall=kept_recall)
                     tally.add(asked, found, tokens)
                     tally.assembly_ms.append(took)
                 found_ids, text = bm25.answer(asked.text)
@@ -149,6 +156,7 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
     model = embedder.name if embedder is not None and vectors is not None else "none installed"
     for name, tally in ((f"ours, by words and meaning ({model})", ours),
                         ("ours, by words only (recall_by_meaning off)", lexical),
+                        ("ours, as an agent keeping its recall block", keeping),
                         ("FTS5 BM25 top 5 +-1 turn + recency window", baseline),
                         ("recency window alone", recency)):
         print(f"  {name:46} {tally.cell('all')}" + "".join(f" {tally.cell(k)}" for k in kinds))
@@ -162,10 +170,11 @@ async def evaluate(label: str, conversations: Sequence[tuple[list[StoredMessage]
     return ours
 
 
-async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool
-                   ) -> tuple[set[str], int, float]:
+async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool,
+                   kept_recall: KeptRecall | None = None) -> tuple[set[str], int, float]:
     """What the agent sees for one question: the prompt and one search tool call; and the
-    milliseconds the prompt's assembly took (recall included)."""
+    milliseconds the prompt's assembly took (recall included). With `kept_recall`, recall
+    keeps a block as an agent does (`history.kept_recall`)."""
     counter = default_counter()
     cid = asked.turn.conversation_id
     await store.append(asked.turn)
@@ -173,7 +182,7 @@ async def ours_for(store: ConversationStore, asked: Asked, *, by_meaning: bool
         started = time.perf_counter()
         prompt = await assemble_prompt(store, cid, asked.agent, asked.agent,
                                        AssemblerOptions(recall_by_meaning=by_meaning),
-                                       answering=asked.turn)
+                                       answering=asked.turn, kept_recall=kept_recall)
         took = (time.perf_counter() - started) * 1000
         tool = make_conversation_search_tool(store, cid,
                                              exclude_ids=(asked.turn.id, *prompt.shown_ids),

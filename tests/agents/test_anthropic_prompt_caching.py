@@ -104,6 +104,20 @@ async def test_without_a_system_prompt_the_last_tool_carries_the_mark(fake: Fake
     assert marked_paths(fake.bodies[0]) == ["tools[1]", "messages[0][0]"]
 
 
+async def test_a_kept_recall_block_takes_the_agent_prompts_breakpoint(
+        fake: FakeAnthropic) -> None:
+    # Four is the API's maximum: with the summary's breakpoint right after it, the agent's own
+    # prompt is the one a kept recall block (a cache point) may go without.
+    provider = AnthropicProvider(fake.client())
+    await provider.complete(request(
+        PromptMessage("user", "Ana: hello"), PromptMessage("assistant", "Hello Ana."),
+        PromptMessage("system", "Earlier: Ana paid by card.", cache_point=True),
+        PromptMessage("user", "Ana: where is my mug?"), PromptMessage("assistant", "Shipped."),
+        PromptMessage("user", "Ana: thanks")))
+    assert marked_paths(fake.bodies[0]) == ["system[1]", "messages[2][0]", "messages[3][0]",
+                                            "messages[4][0]"]
+
+
 async def test_a_new_turn_reads_the_history_though_the_recall_block_changed(
         fake: FakeAnthropic) -> None:
     # What changes every turn (the recall block, the immediate context) travels with the

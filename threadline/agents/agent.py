@@ -62,6 +62,7 @@ from threadline.history.files import (
     sha256_of,
     sniff,
 )
+from threadline.history.kept_recall import KeptRecall
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import (
     MessageMetadata,
@@ -252,6 +253,9 @@ class Agent:
         self.max_tool_rounds = max_tool_rounds
         self.timeout = timeout
         self.summarizer = memory.summarizer
+        # The recall block this agent last showed per conversation, kept while the topic
+        # holds so the prompt cache serves it (`history.kept_recall`).
+        self._kept_recall = KeptRecall()
         self.max_tokens = answering.max_tokens
         self.participant = Participant(kind="agent", id=name, display_name=name)
         self._outbox_path = memory.outbox_path
@@ -409,7 +413,8 @@ class Agent:
             # The prompt is for the inbound turn, even when its write still waits in the outbox.
             prompt = await assemble_prompt(context.store, context.conversation_id, self.name,
                                            self.name, options, self.summarizer,
-                                           answering=context.inbound, person=run.person)
+                                           answering=context.inbound, person=run.person,
+                                           kept_recall=self._kept_recall)
         except StoreError as exc:
             # The reply matters more than the history: answer the turn on its own.
             context.log.warning("agent.history_unavailable", error=str(exc))

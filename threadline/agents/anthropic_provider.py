@@ -4,11 +4,14 @@ Requests are rendered byte for byte deterministically (the converters sort tool 
 schemas are sorted here) with prompt-cache breakpoints on the stable prefix, in the API's cache
 order (tools, system, messages): the agent's system prompt (which caches the tools before it;
 the last tool carries the mark when there is no system text), the assembled system text (the
-summary), the end of the history before the newest turn, and the newest turn's last block.
-The third is what keeps a chat warm: the newest turn travels with what changes every turn
-(the recall block, the immediate context), so the next turn's prefix matches this one only up
-to there, and the API finds that entry within its 20-block lookback. The last one lets the next
-tool round read the whole conversation so far. Four is the API's maximum.
+summary), a kept recall block (a `cache_point`: it stands byte-identical just before the turn
+it was made for while the topic holds, `history.kept_recall`), the end of the history before
+the newest turn, and the newest turn's last block. The end of the history is what keeps a chat
+warm: the newest turn travels with what changes every turn (the immediate context, a new
+recall block), so the next turn's prefix matches this one only up to there, or up to the kept
+recall block when it stands later, and the API finds that entry within its 20-block lookback.
+The last one lets the next tool round read the whole conversation so far. Four is the API's
+maximum: with a recall block the agent's own prompt gives up its mark (the summary's covers it).
 
 Failures become Threadline errors that say what happened and what to do: still rate limited,
 overloaded or unreachable after the SDK's own retries (which honour `retry-after`), or past
@@ -63,6 +66,7 @@ DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
 log = structlog.get_logger(__name__)
 
 _EPHEMERAL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4  # the API rejects a request with more cache_control blocks
 # Error types the API uses for "not now" (as HTTP statuses or as a stream's error event).
 _UNAVAILABLE_TYPES = frozenset({"rate_limit_error", "overloaded_error", "api_error"})
 
@@ -112,14 +116,20 @@ class AnthropicProvider:
 
     def render(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API parameters for a request; the same request renders the same bytes."""
-        assembled_system, messages = to_anthropic(request.messages)
+        assembled_system, messages = to_anthropic(request.messages,
+                                                  mark_cache_points=self._prompt_caching)
         parts = (request.system, assembled_system)
         system: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts if p]
         tools = [_tool_param(spec) for spec in request.tools]
         if self._prompt_caching:
-            marked = [*(system or tools[-1:]), *_last_blocks(messages[-2:-1]),
-                      *_last_blocks(messages)]
-            for block in marked:
+            prefix = system or tools[-1:]
+            points = [b for m in messages for b in m["content"] if "cache_control" in b]
+            ends = [b for b in [*_last_blocks(messages[-2:-1]), *_last_blocks(messages)]
+                    if "cache_control" not in b]
+            # At most four: a kept recall block's point outranks the agent's own prompt, whose
+            # prefix the summary's breakpoint right after it covers while the summary holds.
+            surplus = max(len(prefix) + len(points) + len(ends) - MAX_BREAKPOINTS, 0)
+            for block in [*prefix[surplus:], *ends]:
                 block["cache_control"] = dict(_EPHEMERAL)
         params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
                                   "messages": messages}

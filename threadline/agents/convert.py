@@ -34,12 +34,15 @@ def openai_image(image: PromptImage) -> dict[str, Any]:
             "image_url": {"url": f"data:{image.media_type};base64,{_base64(image)}"}}
 
 
-def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str, Any]]]:
+def to_anthropic(messages: Sequence[PromptMessage], *, mark_cache_points: bool = False
+                 ) -> tuple[str, list[dict[str, Any]]]:
     """System text apart, then user/assistant turns with tool_use and tool_result blocks.
 
     Leading system turns (the agent's prompt, the summary) form the system text, a stable prefix
     for prompt caching; a system turn later on (the recall block) becomes a text block of the
-    user turn it precedes, so it does not invalidate the cached prefix.
+    user turn it precedes, so it does not invalidate the cached prefix. With
+    `mark_cache_points`, the last block of a `cache_point` turn carries an ephemeral
+    `cache_control` breakpoint.
 
     An assistant turn with tool exchanges becomes its tool_use blocks (in the round being
     answered, after its thinking and the text written before them), followed by a user turn of
@@ -75,6 +78,8 @@ def to_anthropic(messages: Sequence[PromptMessage]) -> tuple[str, list[dict[str,
             if message.content and not message.in_round:
                 add("assistant", [{"type": "text", "text": message.content}])
         elif blocks:
+            if mark_cache_points and message.cache_point:
+                blocks[-1]["cache_control"] = {"type": "ephemeral"}
             add("user" if message.role == "system" else message.role, blocks)
     return system, turns
 

@@ -4,26 +4,32 @@ Steps, in order: load (scope, time window, `max_turns_to_load`, after the standi
 forget marker, up to the turn being answered, commands left out) -> addressed-only filter, plus
 the immediate context said just before that turn -> processors (store, channel, agent) ->
 rolling summary -> recall search -> token budget (newest turns first; the answered turn always
-kept; recall fills what the turns leave) -> projection to this agent's point of view -> exact
-count. The result says what was included, dropped, filtered, recalled and summarized, so a
-person can see why an agent knew what it knew.
+kept; recall fills what the turns leave; an agent's kept recall block stands just before the
+turn it was made for while the topic holds: `history.kept_recall`) -> projection to this
+agent's point of view -> exact count. The result says what was included, dropped, filtered,
+recalled and summarized, so a person can see why an agent knew what it knew.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, addressed_turns
+from threadline.history.kept_recall import KeptRecall, RecallAsk, show_recall
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.person_memory import PersonMemory, person_block
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
 from threadline.history.projection import SpeakerLabels, merge_roles, project_turn, turn_text
 from threadline.history.prompt import AssembledPrompt, PromptMessage
-from threadline.history.recall import find_recall, only, recall_block, worth_recalling
+from threadline.history.recall import (
+    find_recall,
+    only,
+    worth_recalling,
+)
 from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.summary import (
     Summarizer,
@@ -170,6 +176,7 @@ async def assemble_prompt(
     counter: TokenCounter | None = None,
     answering: StoredMessage | None = None,
     person: PersonMemory | None = None,
+    kept_recall: KeptRecall | None = None,
 ) -> AssembledPrompt:
     """The prompt `agent_id` sees for one turn of `conversation_id`; see the module doc.
 
@@ -177,6 +184,8 @@ async def assemble_prompt(
     after it are not part of the prompt, and recall never finds it or what follows it. When it
     is not in the store yet (its write waits in an outbox), it is still the prompt's last turn.
     `person` is the answered person's memory, searched when `options.person_memory` is on.
+    `kept_recall` holds the agent's kept recall block per conversation; without it every turn
+    makes one fresh block.
     """
     options = options or AssemblerOptions()
     counter = _CountOnce(counter or default_counter())
@@ -243,9 +252,8 @@ async def assemble_prompt(
     stored = [m for m in loaded if m.sequence is not None]
     through = stored[-1].sequence if stored else None
     forgotten = forgotten_through(summary)
-    windows = only(found, lambda m: (through is None or (m.sequence or 0) <= through)
-                   and (forgotten is None or (m.sequence or 0) > forgotten)
-                   and not m.is_command)
+    visible = _recallable(through, forgotten)
+    windows = only(found, visible)
     # Recall may always claim its share of the budget; the rest goes to the kept turns first.
     wanted = sum(w.token_count for w in windows)
     turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
@@ -269,16 +277,22 @@ async def assemble_prompt(
         turns_total = prompt_tokens(
             merge_roles([*head, *earlier, *beside, *just_before, answered]), counter)
         recall_room = min(recall_room, options.token_budget - turns_total)
-        block, recalled_ids = recall_block(windows, room=recall_room,
-                                           in_prompt={m.id for m in included},
-                                           summarized=summarized, counter=counter,
-                                           labels=labels)
-        recalled = [block] if block is not None else []
-        messages = merge_roles([*head, *earlier, *recalled, *beside, *just_before, answered])
+        in_prompt = {m.id for m in included}
+        earlier_ids = [m.id for m in included if m.id not in context_ids][:-1]
+        recalled = show_recall(kept_recall, store, conversation_id, agent_id, RecallAsk(
+            found=windows, room=recall_room,
+            steady_room=int(options.token_budget * options.recall_share),
+            usable=lambda m, shown=in_prompt: (  # type: ignore[misc]
+                m.id not in shown and not summarized(m) and visible(m)),
+            counter=counter, labels=labels, made_for=newest, earlier_ids=earlier_ids))
+        at = recalled.at
+        messages = merge_roles([*head, *earlier[:at], *_some(recalled.kept_message),
+                                *earlier[at:], *_some(recalled.fresh_message), *beside,
+                                *just_before, answered])
         total = prompt_tokens(messages, counter)
         if total <= options.token_budget:
             break
-        if block is not None:
+        if recalled.shown:
             recall_room -= total - options.token_budget  # merging differs with the block in
         elif turns_budget > 0:
             turns_budget = max(turns_budget - (total - options.token_budget), 0)
@@ -290,8 +304,8 @@ async def assemble_prompt(
         included_ids=[m.id for m in included],
         dropped_for_budget_ids=[m.id for m in dropped],
         filtered_ids=[m.id for m in filtered],
-        recalled_ids=recalled_ids,
-        recall_hit_ids=[h for w in windows for h in w.hit_ids if h in set(recalled_ids)],
+        recalled_ids=[m.id for w in recalled.shown for m in w.messages],
+        recall_hit_ids=_ranked_hits(windows, recalled.shown),
         elsewhere_ids=elsewhere_ids,
         context_ids=[m.id for m in included if m.id in context_ids],
         summary_used=summary is not None and not is_forget_marker(summary),
@@ -299,6 +313,26 @@ async def assemble_prompt(
         notes=notes,
         forgotten_through=forgotten,
     )
+
+
+def _ranked_hits(found: list[SearchWindow], shown: Sequence[SearchWindow]) -> list[str]:
+    """The shown windows' hits, as this turn's search ranked them (a kept block's hits that
+    are not hits this turn follow, in conversation order)."""
+    hits = [h for w in shown for h in w.hit_ids]
+    ranked = [h for w in found for h in w.hit_ids if h in set(hits)]
+    return [*ranked, *(h for h in hits if h not in set(ranked))]
+
+
+def _recallable(through: int | None, forgotten: int | None) -> Callable[[StoredMessage], bool]:
+    """Whether recall may show a turn: stored by the answered turn, after what the agent
+    forgot, and not a command."""
+    return lambda m: ((through is None or (m.sequence or 0) <= through)
+                      and (forgotten is None or (m.sequence or 0) > forgotten)
+                      and not m.is_command)
+
+
+def _some(message: PromptMessage | None) -> list[PromptMessage]:
+    return [message] if message is not None else []
 
 
 def _project(

@@ -28,6 +28,8 @@ class PromptMessage:
     stored turn's text is what the agent said after its tools; `in_round` marks a round of the
     turn being answered, whose text was written before its calls (with the reasoning the
     provider must send back), so converters put each text where the model wrote it.
+    `cache_point` marks a turn meant to stand byte-identical, at the same place, over the
+    next turns (a kept recall block): a provider may end a cached prefix after it.
     """
 
     role: Role
@@ -35,6 +37,7 @@ class PromptMessage:
     tool_exchanges: tuple[ToolExchange, ...] = ()
     in_round: bool = False
     images: tuple[PromptImage, ...] = ()
+    cache_point: bool = False
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("role", "content", "tool_exchanges"):

@@ -13,7 +13,7 @@ prompt caching.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from datetime import date
 
 from threadline.history.addressing import without_address
@@ -85,8 +85,8 @@ def recall_block(
     summarized: Callable[[StoredMessage], bool],
     counter: TokenCounter,
     labels: SpeakerLabels | None = None,
-) -> tuple[PromptMessage | None, list[str]]:
-    """The recall system block within `room` tokens, and the ids it holds.
+) -> tuple[PromptMessage | None, list[SearchWindow]]:
+    """The recall system block within `room` tokens, and the windows it shows.
 
     Turns the prompt already has (or that are summarized for this agent) are left out. Windows
     are taken best first while their formatted size fits (estimated from the stored counts,
@@ -109,11 +109,17 @@ def recall_block(
         used += cost
     while chosen:
         shown = sorted(chosen, key=lambda w: w.messages[0].sequence or 0)
-        block = PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown, labels=labels)}")
+        block = render_recall(shown, labels=labels)
         if PER_MESSAGE_OVERHEAD + counter.count(block.content) <= room:
-            return block, [m.id for w in shown for m in w.messages]
+            return block, shown
         chosen.pop()  # the estimate was short: the worst-ranked window goes
     return None, []
+
+
+def render_recall(shown: Sequence[SearchWindow], *, labels: SpeakerLabels | None = None
+                  ) -> PromptMessage:
+    """The recall block showing `shown` (in conversation order)."""
+    return PromptMessage("system", f"{RECALL_HEADER}\n{format_windows(shown, labels=labels)}")
 
 
 def formatted_size(window: SearchWindow, dated: Collection[date] = ()) -> int:

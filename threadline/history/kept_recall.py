@@ -1,0 +1,184 @@
+"""The recall block an agent keeps showing in a conversation, so the prompt cache serves it.
+
+A fresh recall block every turn is a block the model's prompt cache has never seen, sitting in
+front of the newest turns, so every turn pays for all of it again (bench/prompt_cache.py: 47% of
+the input read from the cache with recall on, 77% with it off). Instead an agent keeps the
+block it made at one turn: the same bytes, at the same place in the history (just before that
+turn), where a cache breakpoint holds it. What this turn's search finds beyond it goes in a
+small fresh block with the newest turn, best hits first, in the room the kept block leaves
+(`KEPT_SHARE`: a new kept block takes at most that share of the room recall has on every turn,
+so it still fits while the kept turns grow and there is always room for the newest turn's own
+hits). The kept block is replaced when this turn's search no
+longer finds its hits (no more than `threshold` of them among everything it found: the topic
+moved on), and when the turn it stands before leaves the prompt (the prefix before it changed
+anyway, so a new block costs the cache nothing more).
+
+A kept block never shows stale or hidden text: every turn in it must still pass the
+assembler's filters (not forgotten, not in the prompt already, not summarized for the agent),
+one found again by this turn's search must carry the same speaker and text, and an edit or a
+deletion of one of its turns heard from the store (`ConversationStore.subscribe`: this process
+on SQLite, every process on PostgreSQL) drops it. Kept in this process only, for the
+`max_conversations` most recently answered conversations: another replica makes its own.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+
+from threadline.history.changes import HistoryChange
+from threadline.history.model import StoredMessage
+from threadline.history.projection import SpeakerLabels
+from threadline.history.prompt import PromptMessage
+from threadline.history.recall import recall_block, render_recall
+from threadline.history.store import ConversationStore, SearchWindow
+from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+
+# A kept block stands while this turn's search finds more than this share of its hits again
+# (among the turns it found, hits and the turns around them). LoCoMo's chat changes subject
+# nearly every turn (consecutive fresh blocks of an agent share a median 4% of their hits), so
+# the test is loose: any hit found again holds the topic, and the fresh block beside it carries
+# the newest turn's own hits. Even so the topic moves on 43% of turns in bench/prompt_cache.py.
+DEFAULT_THRESHOLD = 0.0
+# The share of recall's steady room a new kept block may take; the rest is the fresh block's.
+# In bench/prompt_cache.py 0.5, 0.75 and 0.9 read 52.1%, 52.2% and 53.7% from the cache.
+KEPT_SHARE = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class KeptBlock:
+    """A kept recall block: its windows, their hits, and the turn it was made for."""
+
+    windows: tuple[SearchWindow, ...]
+    hit_ids: frozenset[str]
+    anchor_id: str
+
+    @property
+    def turn_ids(self) -> set[str]:
+        return {m.id for w in self.windows for m in w.messages}
+
+
+@dataclass(frozen=True, slots=True)
+class RecallAsk:
+    """What one assembly gives recall: what its search `found`, the `room` recall has now and
+    on every turn (`steady_room`, its share of the budget), whether a turn may be shown
+    (`usable`: not in the prompt, not summarized), the answered turn (`made_for`) and the
+    earlier turns of the prompt (`earlier_ids`, oldest first), before one of which a kept
+    block stands."""
+
+    found: Sequence[SearchWindow]
+    room: int
+    steady_room: int
+    usable: Callable[[StoredMessage], bool]
+    counter: TokenCounter
+    labels: SpeakerLabels
+    made_for: StoredMessage
+    earlier_ids: Sequence[str]
+
+    def block(self, room: int, *, leaving: Collection[str] = ()
+              ) -> tuple[PromptMessage | None, list[SearchWindow]]:
+        """The best of what was found within `room` tokens, less the turns `leaving` out."""
+        return recall_block(list(self.found), room=room, in_prompt=leaving,
+                            summarized=lambda m: not self.usable(m), counter=self.counter,
+                            labels=self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallBlocks:
+    """What recall shows this turn: the kept block, standing before `at` of the earlier
+    turns (all of them when made now), and the fresh one that goes with the newest turn."""
+
+    kept_message: PromptMessage | None
+    fresh_message: PromptMessage | None
+    shown: tuple[SearchWindow, ...]
+    at: int
+
+
+def show_recall(kept_recall: KeptRecall | None, store: ConversationStore, conversation_id: str,
+                agent_id: str, ask: RecallAsk) -> RecallBlocks:
+    """What recall shows this turn: with `kept_recall`, its blocks (`KeptRecall.blocks`);
+    without, one fresh block with the newest turn."""
+    if kept_recall is not None:
+        kept_recall.watch(store)
+        return kept_recall.blocks(conversation_id, agent_id, ask)
+    block, shown = ask.block(ask.room)
+    return RecallBlocks(None, block, tuple(shown), at=len(ask.earlier_ids))
+
+
+class KeptRecall:
+    """Each (conversation, agent)'s kept recall block, and the blocks a turn shows."""
+
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD,
+                 max_conversations: int = 4096) -> None:
+        self.threshold = threshold
+        self._max = max_conversations
+        self._blocks: OrderedDict[tuple[str, str], KeptBlock] = OrderedDict()
+        self._watched: set[int] = set()
+
+    def watch(self, store: ConversationStore) -> None:
+        """Hear `store`'s edits and deletions (once per store): a kept block showing a turn
+        that changed is dropped."""
+        if id(store) not in self._watched:
+            self._watched.add(id(store))
+            store.subscribe(self._heard)
+
+    def _heard(self, change: HistoryChange) -> None:
+        if change.kind == "append":
+            return
+        changed = set(change.message_ids)
+        for key in [k for k, block in self._blocks.items()
+                    if k[0] == change.conversation_id and changed & block.turn_ids]:
+            del self._blocks[key]
+
+    def blocks(self, conversation_id: str, agent_id: str, ask: RecallAsk) -> RecallBlocks:
+        """The kept block (standing, or made now and kept from now on: an assembly that asks
+        more than once keeps the last block it made) and a fresh block in the room it leaves.
+
+        A new kept block takes at most `KEPT_SHARE` of `ask.steady_room`, so it still fits on
+        later turns while the kept turns grow.
+        """
+        key = (conversation_id, agent_id)
+        kept = self._standing(self._blocks.get(key), ask)
+        message = render_recall(kept.windows, labels=ask.labels) if kept else None
+        if kept is None or message is None or _cost(message, ask.counter) > ask.room:
+            message, windows = ask.block(int(min(ask.room, ask.steady_room) * KEPT_SHARE))
+            if message is None:
+                return RecallBlocks(None, None, (), at=len(ask.earlier_ids))
+            kept = KeptBlock(windows=tuple(windows),
+                             hit_ids=frozenset(h for w in windows for h in w.hit_ids),
+                             anchor_id=ask.made_for.id)
+            self._remember(key, kept)
+        fresh_message, fresh = ask.block(ask.room - _cost(message, ask.counter),
+                                         leaving=kept.turn_ids)
+        at = (ask.earlier_ids.index(kept.anchor_id) if kept.anchor_id in ask.earlier_ids
+              else len(ask.earlier_ids))
+        return RecallBlocks(replace(message, cache_point=True), fresh_message,
+                            (*kept.windows, *fresh), at=at)
+
+    def _remember(self, key: tuple[str, str], block: KeptBlock) -> None:
+        self._blocks[key] = block
+        self._blocks.move_to_end(key)
+        while len(self._blocks) > self._max:
+            self._blocks.popitem(last=False)
+
+    def _standing(self, kept: KeptBlock | None, ask: RecallAsk) -> KeptBlock | None:
+        """`kept` when its turn is still in the prompt (else the prefix before it changed
+        anyway), this turn's search still finds enough of its hits, and all of it is current."""
+        if kept is None or kept.anchor_id not in ask.earlier_ids:
+            return None
+        current = {m.id: m for w in ask.found for m in w.messages}
+        shared = len(kept.hit_ids & current.keys())
+        if current and shared <= self.threshold * len(kept.hit_ids):
+            return None  # a turn that finds nothing ("thanks!") keeps the topic
+        for window in kept.windows:
+            for message in window.messages:
+                again = current.get(message.id, message)
+                if (not ask.usable(message) or again.content != message.content
+                        or again.participant != message.participant):
+                    return None
+        return kept
+
+
+def _cost(message: PromptMessage, counter: TokenCounter) -> int:
+    return PER_MESSAGE_OVERHEAD + counter.count(message.content)
