@@ -51,7 +51,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "threadline.routing", "threadline.turn_edits",
      "threadline.handoff"),
     ("threadline.features", "threadline.people.feature", "threadline.handoff.feature",
-     "threadline.schedules.feature", "threadline.agents.mcp_feature"),
+     "threadline.schedules.feature", "threadline.agents.mcp_feature", "threadline.spend.feature",
+     "threadline.tracing.feature"),
     ("threadline.runtime", "threadline.demo", "threadline.app"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )

@@ -3,6 +3,7 @@
 A feature is one folder that says what it adds to a deployment, and nothing else names it:
 
     commands      what people may send (`/remind`, `/human`, ...), offered on every platform
+    interceptors  around each agent turn, after the runtime's own (the daily budgets)
     turn_tools    tools made for each turn, bound to its conversation and person
     toolsets      tools an agent is offered that may change between turns (an MCP server's)
     stages        its steps in every turn's walk, by slot (`threadline.stages.STAGE_ORDER`)
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from threadline.channels.base import Channel
     from threadline.commands import Command
     from threadline.config import Settings
+    from threadline.interceptors.base import Interceptor
+    from threadline.ops import Metrics
     from threadline.people.access import Access
     from threadline.stages import Stage
     from threadline.team import Team
@@ -45,11 +48,13 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "threadline.features"
 # In the order they are built and started (stopped in reverse).
 BUILT_IN = {
+    "tracing": "threadline.tracing.feature:FEATURE",
     "access": "threadline.people.feature:ACCESS",
     "link_codes": "threadline.people.feature:LINK_CODES",
     "handoff": "threadline.handoff.feature:FEATURE",
     "schedules": "threadline.schedules.feature:FEATURE",
     "mcp": "threadline.agents.mcp_feature:FEATURE",
+    "spend": "threadline.spend.feature:FEATURE",
 }
 
 
@@ -71,13 +76,15 @@ class Service(Protocol):
 @dataclass(frozen=True, slots=True)
 class FeatureContext:
     """What a feature is built from: the deployment's settings and backend, the access lists
-    every feature holds people to, its own settings section, and the channels by name (filled
-    as the runtime builds them, after the features: read them at start)."""
+    every feature holds people to, the channels by name (filled as the runtime builds them,
+    after the features: read them at start), the process's metrics and its own settings
+    section."""
 
     settings: Settings
     backend: Backend
     access: Access
     channels: Mapping[str, Channel]
+    metrics: Metrics
     options: BaseModel | None = None
 
 
@@ -86,6 +93,7 @@ class FeatureParts:
     """What one feature adds; see the module docstring."""
 
     commands: Sequence[Command] = ()
+    interceptors: Sequence[Interceptor] = ()
     turn_tools: Sequence[TurnTool] = ()
     toolsets: Callable[[str], Sequence[Toolset]] | None = None  # by agent name
     stages: Mapping[str, Stage] = field(default_factory=dict)  # by slot
@@ -112,6 +120,10 @@ class BuiltFeatures:
     @property
     def commands(self) -> list[Command]:
         return [c for p in self.parts.values() for c in p.commands]
+
+    @property
+    def interceptors(self) -> list[Interceptor]:
+        return [i for p in self.parts.values() for i in p.interceptors]
 
     @property
     def turn_tools(self) -> list[TurnTool]:
@@ -168,13 +180,13 @@ def feature_settings(settings: Settings) -> dict[Feature, BaseModel | None]:
 
 
 def build_features(settings: Settings, backend: Backend, *, access: Access,
-                   channels: Mapping[str, Channel]) -> BuiltFeatures:
+                   channels: Mapping[str, Channel], metrics: Metrics) -> BuiltFeatures:
     """Every registered feature built for this deployment, in registry order."""
     built = BuiltFeatures()
     for feature, options in feature_settings(settings).items():
         parts = feature.build(FeatureContext(settings=settings, backend=backend,
                                              access=access, channels=channels,
-                                             options=options))
+                                             metrics=metrics, options=options))
         if parts is not None:
             built.parts[feature.name] = parts
     return built

@@ -53,9 +53,8 @@ from threadline.locks import SingleProcessGuard
 from threadline.ops import Metrics, OpsServer
 from threadline.people.access import Access, PeopleList
 from threadline.provider_setup import Providers
-from threadline.spend.setup import build_spend_limit, metered, publish_today
+from threadline.spend.setup import metered
 from threadline.team import Team, default_commands
-from threadline.tracing import Tracing, start_tracing
 from threadline.turn import AgentResult, TurnContext
 
 log = structlog.get_logger("threadline.runtime")
@@ -127,12 +126,10 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
     providers = Providers(settings)
     summarizer = providers.summarizer(provider, wrap=metered(settings))
     # A friendly reply instead of a stack trace, one log line per turn, the Prometheus
-    # figures, and the daily budgets (checked before the model).
+    # figures, then the features' (the daily budgets, checked before the model).
     interceptors: list[Interceptor] = [
-        ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics)]
-    spend_limit = build_spend_limit(settings, backend, providers, metrics)
-    if spend_limit is not None:
-        interceptors.append(spend_limit)
+        ErrorReplyInterceptor(), TurnLogInterceptor(), MetricsInterceptor(metrics),
+        *features.interceptors]
     return [
         Agent(
             name=name, system_prompt=settings.system_prompt(name),
@@ -259,7 +256,6 @@ class Runtime:
         self._not_ready: dict[str, str] = {}  # feature -> why it gave up at start
         self._stop = stop_requested or asyncio.Event()
         self._guard: SingleProcessGuard | None = None
-        self.tracing: Tracing | None = None  # exporting spans between start and stop
 
     @classmethod
     def build(cls, settings: Settings, *, provider: ModelProvider | None = None,
@@ -272,7 +268,8 @@ class Runtime:
         metrics = Metrics()
         access = access_for(settings)
         channels: dict[str, Channel] = {}  # filled below, after the agents that post there
-        features = build_features(settings, backend, access=access, channels=channels)
+        features = build_features(settings, backend, access=access, channels=channels,
+                                  metrics=metrics)
         inspector = Inspector.for_settings(settings, backend)
         # Without the backend's approval book, tools that need approval are refused, not run.
         approvals = ApprovalGate(backend.approvals, store=backend.history, channels=channels,
@@ -298,18 +295,14 @@ class Runtime:
                    stop_requested=stop_requested)
 
     async def start(self) -> None:
-        """Start tracing (when configured), open the store (migrating it), start the ops
-        server, then connect every channel."""
-        # First: a tracing setting that cannot work stops the start before anything opens.
-        self.tracing = start_tracing(self.settings.tracing.options(),
-                                     redactor=self.inspector.redactor)
+        """Open the store (migrating it), start the ops server and the features, then connect
+        every channel, and answer once the features are ready."""
         if self.backend.owner_file is not None:
             self._guard = SingleProcessGuard(str(self.backend.owner_file))
             self._guard.acquire()  # SQLite serves one process: a second one stops here
         for line in self.backend.missing():
             log.warning(line, backend=self.backend.name)
         await self.backend.__aenter__()
-        await publish_today(self.settings, self.backend, self.metrics)
         writer = self.team.writer
         if writer.outbox is not None:
             outbox = writer.outbox
@@ -440,7 +433,4 @@ class Runtime:
                 await self.backend.close()
             if self._guard is not None:
                 self._guard.release()
-            if self.tracing is not None:
-                # Last: every turn has ended, so every span has; the flush waits in a thread.
-                await asyncio.to_thread(self.tracing.stop)
         log.info("runtime.stopped")
