@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "threadline.handoff"),
     ("threadline.features", "threadline.people.feature", "threadline.handoff.feature",
      "threadline.schedules.feature", "threadline.agents.mcp_feature", "threadline.spend.feature",
-     "threadline.tracing.feature"),
+     "threadline.tracing.feature", "threadline.agents.approvals_feature"),
     ("threadline.runtime", "threadline.demo", "threadline.app"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )

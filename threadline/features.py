@@ -7,6 +7,8 @@ A feature is one folder that says what it adds to a deployment, and nothing else
     turn_tools    tools made for each turn, bound to its conversation and person
     toolsets      tools an agent is offered that may change between turns (an MCP server's)
     stages        its steps in every turn's walk, by slot (`threadline.stages.STAGE_ORDER`)
+    approvals     the gate tool calls that need a person's approval wait at (one per
+                  deployment: the approvals feature's), decided as presses arrive
     service       what runs beside the turns: started before turns are taken, ready (or
                   given up, in words) before the first one is answered, stopped after them
 
@@ -35,6 +37,7 @@ from threadline.plugs import load_plug, plug_references
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Toolset, TurnTool
+    from threadline.agents.approvals import ApprovalGate
     from threadline.backends import Backend
     from threadline.channels.base import Channel
     from threadline.commands import Command
@@ -53,6 +56,7 @@ BUILT_IN = {
     "link_codes": "threadline.people.feature:LINK_CODES",
     "handoff": "threadline.handoff.feature:FEATURE",
     "schedules": "threadline.schedules.feature:FEATURE",
+    "approvals": "threadline.agents.approvals_feature:FEATURE",
     "mcp": "threadline.agents.mcp_feature:FEATURE",
     "spend": "threadline.spend.feature:FEATURE",
 }
@@ -98,6 +102,7 @@ class FeatureParts:
     toolsets: Callable[[str], Sequence[Toolset]] | None = None  # by agent name
     stages: Mapping[str, Stage] = field(default_factory=dict)  # by slot
     service: Service | None = None
+    approvals: ApprovalGate | None = None
     require_approval: Callable[[str], frozenset[str]] | None = None  # model-facing names
 
 
@@ -135,6 +140,10 @@ class BuiltFeatures:
     def require_approval(self, agent: str) -> frozenset[str]:
         return frozenset().union(*(p.require_approval(agent) for p in self.parts.values()
                                    if p.require_approval))
+
+    @property
+    def approvals(self) -> ApprovalGate | None:
+        return next((p.approvals for p in self.parts.values() if p.approvals), None)
 
     @property
     def stages(self) -> dict[str, Stage]:

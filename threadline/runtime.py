@@ -27,7 +27,6 @@ from typing import Any
 import structlog
 
 from threadline.agents.agent import Agent, Answering, Memory, Tooling
-from threadline.agents.approvals import ApprovalGate
 from threadline.agents.file_setup import file_intakes
 from threadline.agents.llm import ModelProvider
 from threadline.agents.observe import TurnObserver
@@ -118,7 +117,7 @@ def files_for(settings: Settings, backend: Backend
 
 
 def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvider | None,
-                 metrics: Metrics, features: BuiltFeatures, approvals: ApprovalGate,
+                 metrics: Metrics, features: BuiltFeatures,
                  observer: TurnObserver | None) -> list[Agent]:
     """Each agent of the settings, with its model, tools and what the features add.
 
@@ -145,7 +144,8 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
                 fallbacks=providers.fallbacks_for(name) if provider is None else (),
                 sees_images=agent.sees_images),
             tooling=Tooling(turn_tools=features.turn_tools, toolsets=features.toolsets(name),
-                            approvals=approvals, require_approval=agent.require_approval),
+                            approvals=features.approvals,
+                            require_approval=agent.require_approval),
         )
         for name, agent in settings.agents.items()
     ]
@@ -271,21 +271,13 @@ class Runtime:
         features = build_features(settings, backend, access=access, channels=channels,
                                   metrics=metrics)
         inspector = Inspector.for_settings(settings, backend)
-        # Without the backend's approval book, tools that need approval are refused, not run.
-        approvals = ApprovalGate(backend.approvals, store=backend.history, channels=channels,
-                                 access=access, approvers=settings.approvals.approvers,
-                                 timeout=settings.approvals.timeout_seconds)
         agents = build_agents(settings, backend=backend, provider=provider, metrics=metrics,
-                              features=features, approvals=approvals,
-                              observer=inspector.recorder)
+                              features=features, observer=inspector.recorder)
         intake, own_intake = files_for(settings, backend)
-        asks = any(a.require_approval for a in settings.agents.values()) or any(
-            s.require_approval for s in settings.mcp_servers.values())
         team = Team(agents, lock=backend.lock, inbox=backend.inbox,
-                    commands=CommandRegistry((*default_commands(), *features.commands,
-                                              *(approvals.commands() if asks else ()))),
+                    commands=CommandRegistry((*default_commands(), *features.commands)),
                     answer_edits=settings.history.answer_edits, files=intake,
-                    stages=features.stages, approvals=approvals if asks else None)
+                    stages=features.stages, approvals=features.approvals)
         stop_requested = asyncio.Event()
         channels.update(attach_channels(settings, team, backend, intakes=own_intake,
                                         interactive=interactive,
