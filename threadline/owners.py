@@ -43,6 +43,11 @@ class ConversationOwners:
         # database connection on PostgreSQL); the others wait their turn here.
         self._slots = asyncio.Semaphore(lock.concurrency)
 
+    @property
+    def owned(self) -> frozenset[str]:
+        """The conversations this process is owning (or trying to) right now."""
+        return frozenset(self._owners)
+
     def wake(self, conversation_id: str) -> None:
         """Make sure this process tries to own the conversation and answer its open turns."""
         if self.closing:
