@@ -34,9 +34,9 @@ from threadline.team import Team
 
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
-SQLITE_STATEMENTS = 22
+SQLITE_STATEMENTS = 18
 SQLITE_TRANSACTIONS = 13
-POSTGRES_STATEMENTS = 26
+POSTGRES_STATEMENTS = 21
 POSTGRES_TRANSACTIONS = 15
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")

@@ -31,15 +31,16 @@ def _now_us() -> int:
 
 
 def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
-    if conn.rows("SELECT 1 FROM threadline_messages WHERE id = :id", {"id": message.id}):
-        return False
+    # One statement: a turn the history already holds (its inbox row pruned) is not new either.
     now = _now_us()
     return conn.rowcount(
         "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
-        "message_json, received_us, updated_us) VALUES (:turn_id, :cid, :channel, 'received', "
-        "0, :message, :now, :now) ON CONFLICT DO NOTHING",
-        {"turn_id": message.id, "cid": message.conversation_id, "channel": channel,
-         "message": _encode(message), "now": now},
+        "message_json, received_us, updated_us) SELECT CAST(:turn_id AS VARCHAR(255)), "
+        "CAST(:cid AS VARCHAR(255)), CAST(:channel AS VARCHAR(255)), 'received', 0, "
+        "CAST(:message AS TEXT), CAST(:now AS BIGINT), CAST(:now AS BIGINT) WHERE NOT EXISTS "
+        "(SELECT 1 FROM threadline_messages WHERE id = :stored_id) ON CONFLICT DO NOTHING",
+        {"turn_id": message.id, "stored_id": message.id, "cid": message.conversation_id,
+         "channel": channel, "message": _encode(message), "now": now},
     ) == 1
 
 
