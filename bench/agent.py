@@ -24,6 +24,7 @@ Conversations grow as the run goes (up to TURNS_PER_CONVERSATION human turns eac
 assembler reads real histories). Each figure is one run on this machine: orders of magnitude.
 
     .venv/bin/python bench/agent.py
+    .venv/bin/python bench/agent.py --per-turn   # only the per-turn overhead beside the peer
 """
 
 from __future__ import annotations
@@ -266,6 +267,48 @@ async def against_the_agents_sdk(folder: Path, fresh: Callable[[], Awaitable[str
           "alternated 3 times; ours also keeps a durable inbox, a reply ledger and recall)")
 
 
+async def per_turn_beside_the_agents_sdk(folder: Path) -> None:
+    """Only the per-turn overhead beside the Agents SDK, on SQLite and (when
+    THREADLINE_TEST_PG_URL is set) on PostgreSQL, where the peer keeps its sessions with
+    `SQLAlchemySession` on asyncpg; alternated three times (`--per-turn`)."""
+    from peers import agents_sdk_turns
+
+    files = iter(range(1_000))
+
+    async def sqlite_file() -> str:
+        return f"sqlite:///{folder / f'turns{next(files)}.db'}"
+
+    await against_the_agents_sdk(folder, sqlite_file)
+    base = os.environ.get("THREADLINE_TEST_PG_URL")
+    if not base:
+        print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL)")
+        return
+    from agents.extensions.memory import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    schemas = PostgresSchemas(base)
+    try:
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(3):
+            ours += await whole_turns(await schemas.fresh())
+            url, _, schema = (await schemas.fresh()).partition("?search_path=")
+            engine = create_async_engine(url, connect_args={
+                "server_settings": {"search_path": schema}})
+            theirs += await agents_sdk_turns(
+                folder, SEQUENTIAL_CONVERSATIONS, TURNS_PER_CONVERSATION,
+                session=lambda cid, engine=engine: SQLAlchemySession(  # type: ignore[misc]
+                    cid, engine=engine, create_tables=True))
+            await engine.dispose()
+    finally:
+        await schemas.drop()
+    mine, peer = statistics.median(ours), statistics.median(theirs)
+    print(f"PostgreSQL: per-turn overhead, instant model: Threadline p50 {mine:6.2f} ms   "
+          f"p99 {percentile(ours, 0.99):6.2f} ms;   Agents SDK Runner + SQLAlchemySession "
+          f"(asyncpg) p50 {peer:6.2f} ms   p99 {percentile(theirs, 0.99):6.2f} ms   -> "
+          f"{mine / peer:.2f}x (alternated 3 times)")
+
+
 async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
     """Every figure for one database; `fresh()` gives an empty database for each part."""
     before, after, appends, assembles = await overhead(await fresh())
@@ -462,5 +505,8 @@ if __name__ == "__main__":
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if sys.argv[1:2] == ["--worker"]:
         asyncio.run(worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1:2] == ["--per-turn"]:
+        with tempfile.TemporaryDirectory() as folder:
+            asyncio.run(per_turn_beside_the_agents_sdk(Path(folder)))
     else:
         asyncio.run(main())

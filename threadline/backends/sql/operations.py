@@ -291,12 +291,6 @@ def month_factor(query: SearchQuery, params: dict[str, Any], *, year: str, month
     return f" * (CASE WHEN {' OR '.join(tests)} THEN :boost ELSE 1.0 END)"
 
 
-def conversation_size(conn: SqlRunner, conversation_id: str) -> int:
-    size = conn.rows("SELECT message_count FROM threadline_conversations "
-                     "WHERE conversation_id = :cid", {"cid": conversation_id})
-    return int(size[0][0]) if size else 0
-
-
 def conversation_rows(size: int, columns: str = "*") -> str:
     """The rows a PostgreSQL search reads: the conversation's, through its btree, when short.
 
