@@ -2,9 +2,13 @@
 
 A conversation is woken when a turn of it is recorded (or found waiting by the scan); this
 process then tries to hold it (`ConversationLock.try_hold`: an advisory lock on PostgreSQL, so
-replicas take turns) and answers its open turns in arrival order until none is left. A process
-that dies releases it, and whoever owns it next answers what was left: the scan looks for
-conversations with turns waiting every `scan_interval` seconds.
+replicas take turns) and answers its open turns in arrival order until none is left. The
+PostgreSQL lock keeps it a moment longer (`LINGER`, less than another process's
+`SECOND_LOOK`), so the next turn of a lively chat costs no lock and unlock, and a turn another
+process recorded meanwhile is still taken there at its second look. A process that dies
+releases it (the server drops its connections and their locks), and whoever owns it next
+answers what was left: the scan looks for conversations with turns waiting every
+`scan_interval` seconds.
 """
 
 from __future__ import annotations
@@ -17,11 +21,9 @@ import structlog
 
 from threadline.errors import StoreError
 from threadline.history.inbox import InboxTurn, TurnInbox
-from threadline.locks import ConversationLock
+from threadline.locks import SECOND_LOOK, ConversationLock
 
 log = structlog.get_logger("threadline.pipeline")
-
-SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
 
 
 class ConversationOwners:
