@@ -30,7 +30,7 @@ class ConversationOwners:
     """This process's owners of conversations; see the module docstring."""
 
     def __init__(self, *, inbox: TurnInbox, lock: ConversationLock,
-                 answer: Callable[[InboxTurn], Awaitable[None]],
+                 answer: Callable[[InboxTurn], Awaitable[bool]],
                  scan_interval: float = 1.0) -> None:
         self.inbox = inbox
         self.lock = lock
@@ -119,14 +119,20 @@ class ConversationOwners:
             del self._owners[conversation_id]
 
     async def _answer_open_turns(self, conversation_id: str) -> None:
-        while not self.closing:
+        """Answer the open turns, oldest first, and those recorded meanwhile (by any process):
+        the last one's end says whether any is left (`TurnInbox.finish`), so a conversation
+        whose turns are all answered is not read once more to find none. A turn recorded
+        after that end wakes the conversation again (this process), or is taken at the
+        recording process's second look."""
+        others = True
+        while others and not self.closing:
             turns = await self.inbox.open_turns(conversation_id)
             if not turns:
                 return
             for turn in turns:
                 if self.closing:
                     return
-                await self.answer(turn)
+                others = await self.answer(turn)
 
     async def _scan_forever(self) -> None:
         while True:

@@ -204,25 +204,28 @@ class TurnPipeline:
 
     # -- one turn --------------------------------------------------------------------------
 
-    async def _answer(self, turn: InboxTurn) -> None:
+    async def _answer(self, turn: InboxTurn) -> bool:
+        """Answer one open turn; whether other turns of its conversation may be open."""
         attempt = await self.inbox.begin(turn.turn_id)
         if attempt == 0:
-            return  # deleted since the conversation's open turns were read
+            return True  # deleted since the conversation's open turns were read
         with tracing.turn_span(turn, attempt) as span:
-            state = await self._attempt(turn, attempt)
+            state, others = await self._attempt(turn, attempt)
             span.set({"threadline.outcome": state.value})
+        return others
 
-    async def _attempt(self, turn: InboxTurn, attempt: int) -> TurnState:
-        """One attempt at a turn, to its end: answered, given up, or left for another try."""
+    async def _attempt(self, turn: InboxTurn, attempt: int) -> tuple[TurnState, bool]:
+        """One attempt at a turn, to its end: answered, given up, or left for another try;
+        and whether other turns of the conversation are open (`TurnInbox.finish`)."""
         bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
                          channel=turn.channel, attempt=attempt, **tracing.log_fields())
         if attempt > self.max_attempts:
             error = (f"not answered after {self.max_attempts} attempts (the process answering "
                      f"it stopped or failed each time; last error: {turn.error or 'none'})")
             bound.error("pipeline.turn_given_up", error=error)
-            await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
+            others = await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
             self._resolve(turn.turn_id, [])
-            return TurnState.GIVEN_UP
+            return TurnState.GIVEN_UP, others
         try:
             results = await self._answer_turn(turn.message, turn.channel, bound,
                                               retried=attempt > 1)
@@ -231,14 +234,14 @@ class TurnPipeline:
         except Exception as exc:
             bound.exception("pipeline.turn_failed")
             state = TurnState.GIVEN_UP if attempt >= self.max_attempts else TurnState.RECEIVED
-            await self.inbox.finish(turn.turn_id, state, error=repr(exc)[:2000])
+            others = await self.inbox.finish(turn.turn_id, state, error=repr(exc)[:2000])
             if state is TurnState.RECEIVED:
                 raise  # leave the conversation; the scan takes the turn again
             self._resolve(turn.turn_id, [])
-            return state
-        await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
+            return state, others
+        others = await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
         self._resolve(turn.turn_id, results)
-        return TurnState.ANSWERED
+        return TurnState.ANSWERED, others
 
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:

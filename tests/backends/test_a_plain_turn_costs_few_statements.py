@@ -34,10 +34,10 @@ from threadline.team import Team
 
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
-SQLITE_STATEMENTS = 18
-SQLITE_TRANSACTIONS = 13
-POSTGRES_STATEMENTS = 18
-POSTGRES_TRANSACTIONS = 13
+SQLITE_STATEMENTS = 17
+SQLITE_TRANSACTIONS = 12
+POSTGRES_STATEMENTS = 16
+POSTGRES_TRANSACTIONS = 12
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
 

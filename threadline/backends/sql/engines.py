@@ -239,9 +239,15 @@ class PostgresBackend:
         # `?search_path=NAME` keeps Threadline's tables in their own schema.
         search_path = url.query.get("search_path")
         url = url.difference_update_query(["search_path"])
-        connect_args: dict[str, Any] = {"timeout": connect_timeout, "command_timeout": 60}
+        # asyncpg prepares every statement; after five runs PostgreSQL may switch one to a
+        # generic plan, which for the searches (blind to the conversation and the sample size)
+        # scanned the whole table: 40 ms became 500 ms at a million turns. So each statement
+        # is planned for its own values, set once per connection rather than per search.
+        server_settings = {"plan_cache_mode": "force_custom_plan"}
         if search_path:
-            connect_args["server_settings"] = {"search_path": str(search_path)}
+            server_settings["search_path"] = str(search_path)
+        connect_args: dict[str, Any] = {"timeout": connect_timeout, "command_timeout": 60,
+                                        "server_settings": server_settings}
         self.url = url
         self._engine: AsyncEngine = create_async_engine(
             url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,

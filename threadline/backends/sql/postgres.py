@@ -139,10 +139,8 @@ def _bm25_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
     columns: str,
 ) -> list[Sequence[Any]]:
-    # asyncpg prepares statements; after five runs PostgreSQL may switch to a generic plan,
-    # which for these (blind to the conversation and the sample size) scanned the whole table:
-    # 40 ms became 500 ms at a million turns. Plan each search for its own values.
-    conn.rowcount("SET LOCAL plan_cache_mode = force_custom_plan", {})
+    # Planned for its own values: the store's connections never use generic plans
+    # (`PostgresBackend`).
     params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
                               "phrases": websearch_text(replace(query, terms=())) or ""}
     # The queries are built once, in a one-row FROM item (`w`): as expressions they were
