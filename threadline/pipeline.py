@@ -31,6 +31,33 @@
 With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
 the routing decision, each agent's answer and each delivery.
 
+What a plain turn writes (one person, one agent), each write where it must be:
+
+    1 inbox: recorded     before `receive` returns, so the platform is acknowledged only for
+                          a durable turn; one statement, which also finds a redelivery of a
+                          turn the history already holds
+    2 inbox: taken        before anything runs, counting the attempt, so a turn that kills
+                          its process every time is given up after `max_attempts`
+    3 history: the turn   in answering order; its conversation row reserves the sequence in
+                          the same transaction and the insert itself sends the change
+                          notification (PostgreSQL), so no round trip of their own
+    4 inbox: read back    after 3, in its own statement, so an edit or a deletion racing the
+                          worker lands in the row (read here) or in the history (from 3 on)
+    5 ledger: claimed     before the reply is posted: a retried turn never posts it twice
+    6 ledger: delivered   after the platform took it, with its platform ids: a retry reuses
+                          the reply instead of asking the model again
+    7 history: the reply  after 6, carrying the platform ids (a reply to it reaches its agent)
+    8 inbox: answered     last, after every reply and hand-off of the turn: a crash before it
+                          takes the turn again, and 5/6 keep that from posting twice. The same
+                          statement says whether the conversation has other turns open, so
+                          its owner does not read them once more to find none
+
+Reads: the open turns (once per run of turns), the prompt (history, summary, recall), and on
+PostgreSQL `pg_try_advisory_lock` when the conversation is not still held from its last turns
+(`threadline.backends.sql.locks`: held a moment past them). 5 to 8 could share transactions
+only by making the store and the inbox one writer (the reply is written through capture's
+writer, which falls back to the outbox when the store is away); they stay apart.
+
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
 it (logged, not reposted blindly); a reply the process was still streaming when it died was
@@ -204,8 +231,7 @@ class TurnPipeline:
 
     # -- one turn --------------------------------------------------------------------------
 
-    async def _answer(self, turn: InboxTurn) -> bool:
-        """Answer one open turn; whether other turns of its conversation may be open."""
+    async def _answer(self, turn: InboxTurn) -> bool:  # True: others may be open
         attempt = await self.inbox.begin(turn.turn_id)
         if attempt == 0:
             return True  # deleted since the conversation's open turns were read
@@ -215,8 +241,8 @@ class TurnPipeline:
         return others
 
     async def _attempt(self, turn: InboxTurn, attempt: int) -> tuple[TurnState, bool]:
-        """One attempt at a turn, to its end: answered, given up, or left for another try;
-        and whether other turns of the conversation are open (`TurnInbox.finish`)."""
+        """One attempt at a turn, to its end (answered, given up, or left for another try),
+        and whether its conversation has other turns open (`TurnInbox.finish`)."""
         bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
                          channel=turn.channel, attempt=attempt, **tracing.log_fields())
         if attempt > self.max_attempts:
