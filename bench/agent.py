@@ -230,11 +230,16 @@ async def throughput(url: str, *, record: bool = False) -> float:
     return len(arrivals) / elapsed
 
 
-async def whole_turns(url: str) -> list[float]:
+async def whole_turns(url: str, *, replicas: bool = False) -> list[float]:
     """Whole turns in ms through `Team.handle` with an instant model (the model's own time is
-    nil, so this is our per-turn overhead), one turn at a time, on the peer's shape."""
+    nil, so this is our per-turn overhead), one turn at a time, on the peer's shape.
+    `replicas` (PostgreSQL): with the conversation lock a deployment of replicas uses."""
+    from threadline.backends.sql.locks import PostgresConversationLock
+
     async with SqlConversationStore(url) as store:
-        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())])
+        lock = PostgresConversationLock(url) if replicas else None
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())],
+                    lock=lock)
         timings: list[float] = []
         for turn in range(TURNS_PER_CONVERSATION):
             for c in range(SEQUENTIAL_CONVERSATIONS):
@@ -242,6 +247,8 @@ async def whole_turns(url: str) -> list[float]:
                 await team.handle(message(f"seq{c}", turn))
                 timings.append((time.perf_counter() - started) * 1000)
         await team.stop()
+        if lock is not None:
+            await lock.close()
     return timings[SEQUENTIAL_CONVERSATIONS * 2:]
 
 
@@ -289,9 +296,11 @@ async def per_turn_beside_the_agents_sdk(folder: Path) -> None:
     schemas = PostgresSchemas(base)
     try:
         ours: list[float] = []
+        replicated: list[float] = []
         theirs: list[float] = []
         for _ in range(3):
             ours += await whole_turns(await schemas.fresh())
+            replicated += await whole_turns(await schemas.fresh(), replicas=True)
             url, _, schema = (await schemas.fresh()).partition("?search_path=")
             engine = create_async_engine(url, connect_args={
                 "server_settings": {"search_path": schema}})
@@ -307,6 +316,9 @@ async def per_turn_beside_the_agents_sdk(folder: Path) -> None:
           f"p99 {percentile(ours, 0.99):6.2f} ms;   Agents SDK Runner + SQLAlchemySession "
           f"(asyncpg) p50 {peer:6.2f} ms   p99 {percentile(theirs, 0.99):6.2f} ms   -> "
           f"{mine / peer:.2f}x (alternated 3 times)")
+    print(f"PostgreSQL: the same with the replicas' conversation lock: Threadline p50 "
+          f"{statistics.median(replicated):6.2f} ms   p99 {percentile(replicated, 0.99):6.2f} ms"
+          f"   -> {statistics.median(replicated) / peer:.2f}x")
 
 
 async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:

@@ -259,8 +259,11 @@ class PostgresBackend:
             return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """A read outside a transaction: under READ COMMITTED each statement sees its own
+        snapshot either way, and BEGIN and ROLLBACK would cost two round trips of their own."""
         async with self._engine.connect() as connection:
-            return await connection.run_sync(_on_alchemy, fn, *args)
+            unwrapped = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            return await unwrapped.run_sync(_on_alchemy, fn, *args)
 
     def alchemy_engine(self) -> AsyncEngine:
         """The engine itself, for a library that brings its own SQLAlchemy statements."""
