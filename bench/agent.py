@@ -24,6 +24,7 @@ Conversations grow as the run goes (up to TURNS_PER_CONVERSATION human turns eac
 assembler reads real histories). Each figure is one run on this machine: orders of magnitude.
 
     .venv/bin/python bench/agent.py
+    .venv/bin/python bench/agent.py --per-turn   # only the per-turn overhead beside the peer
 """
 
 from __future__ import annotations
@@ -229,11 +230,16 @@ async def throughput(url: str, *, record: bool = False) -> float:
     return len(arrivals) / elapsed
 
 
-async def whole_turns(url: str) -> list[float]:
+async def whole_turns(url: str, *, replicas: bool = False) -> list[float]:
     """Whole turns in ms through `Team.handle` with an instant model (the model's own time is
-    nil, so this is our per-turn overhead), one turn at a time, on the peer's shape."""
+    nil, so this is our per-turn overhead), one turn at a time, on the peer's shape.
+    `replicas` (PostgreSQL): with the conversation lock a deployment of replicas uses."""
+    from threadline.backends.sql.locks import PostgresConversationLock
+
     async with SqlConversationStore(url) as store:
-        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())])
+        lock = PostgresConversationLock(url) if replicas else None
+        team = Team([Agent(name="support", conversation_history=store, provider=InstantModel())],
+                    lock=lock)
         timings: list[float] = []
         for turn in range(TURNS_PER_CONVERSATION):
             for c in range(SEQUENTIAL_CONVERSATIONS):
@@ -241,6 +247,8 @@ async def whole_turns(url: str) -> list[float]:
                 await team.handle(message(f"seq{c}", turn))
                 timings.append((time.perf_counter() - started) * 1000)
         await team.stop()
+        if lock is not None:
+            await lock.close()
     return timings[SEQUENTIAL_CONVERSATIONS * 2:]
 
 
@@ -264,6 +272,53 @@ async def against_the_agents_sdk(folder: Path, fresh: Callable[[], Awaitable[str
           f"{peer:6.2f} ms   p99 {percentile(theirs, 0.99):6.2f} ms   -> {mine / peer:.2f}x "
           f"({SEQUENTIAL_CONVERSATIONS} conversations x {TURNS_PER_CONVERSATION} turns, "
           "alternated 3 times; ours also keeps a durable inbox, a reply ledger and recall)")
+
+
+async def per_turn_beside_the_agents_sdk(folder: Path) -> None:
+    """Only the per-turn overhead beside the Agents SDK, on SQLite and (when
+    THREADLINE_TEST_PG_URL is set) on PostgreSQL, where the peer keeps its sessions with
+    `SQLAlchemySession` on asyncpg; alternated three times (`--per-turn`)."""
+    from peers import agents_sdk_turns
+
+    files = iter(range(1_000))
+
+    async def sqlite_file() -> str:
+        return f"sqlite:///{folder / f'turns{next(files)}.db'}"
+
+    await against_the_agents_sdk(folder, sqlite_file)
+    base = os.environ.get("THREADLINE_TEST_PG_URL")
+    if not base:
+        print("PostgreSQL: skipped (set THREADLINE_TEST_PG_URL)")
+        return
+    from agents.extensions.memory import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    schemas = PostgresSchemas(base)
+    try:
+        ours: list[float] = []
+        replicated: list[float] = []
+        theirs: list[float] = []
+        for _ in range(3):
+            ours += await whole_turns(await schemas.fresh())
+            replicated += await whole_turns(await schemas.fresh(), replicas=True)
+            url, _, schema = (await schemas.fresh()).partition("?search_path=")
+            engine = create_async_engine(url, connect_args={
+                "server_settings": {"search_path": schema}})
+            theirs += await agents_sdk_turns(
+                folder, SEQUENTIAL_CONVERSATIONS, TURNS_PER_CONVERSATION,
+                session=lambda cid, engine=engine: SQLAlchemySession(  # type: ignore[misc]
+                    cid, engine=engine, create_tables=True))
+            await engine.dispose()
+    finally:
+        await schemas.drop()
+    mine, peer = statistics.median(ours), statistics.median(theirs)
+    print(f"PostgreSQL: per-turn overhead, instant model: Threadline p50 {mine:6.2f} ms   "
+          f"p99 {percentile(ours, 0.99):6.2f} ms;   Agents SDK Runner + SQLAlchemySession "
+          f"(asyncpg) p50 {peer:6.2f} ms   p99 {percentile(theirs, 0.99):6.2f} ms   -> "
+          f"{mine / peer:.2f}x (alternated 3 times)")
+    print(f"PostgreSQL: the same with the replicas' conversation lock: Threadline p50 "
+          f"{statistics.median(replicated):6.2f} ms   p99 {percentile(replicated, 0.99):6.2f} ms"
+          f"   -> {statistics.median(replicated) / peer:.2f}x")
 
 
 async def report(label: str, fresh: Callable[[], Awaitable[str]]) -> None:
@@ -462,5 +517,8 @@ if __name__ == "__main__":
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if sys.argv[1:2] == ["--worker"]:
         asyncio.run(worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1:2] == ["--per-turn"]:
+        with tempfile.TemporaryDirectory() as folder:
+            asyncio.run(per_turn_beside_the_agents_sdk(Path(folder)))
     else:
         asyncio.run(main())

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from figures import percentile
 
@@ -113,10 +114,12 @@ async def run_peers(
     return figures
 
 
-async def agents_sdk_turns(folder: Path, conversations: int, turns: int) -> list[float]:
+async def agents_sdk_turns(folder: Path, conversations: int, turns: int, *,
+                           session: Callable[[str], Any] | None = None) -> list[float]:
     """Whole turns, in ms, through the OpenAI Agents SDK's `Runner` with a `SQLiteSession` per
-    conversation and a model that answers at once: the peer of our per-turn overhead (the
-    session reads the history, the run appends the question and the answer)."""
+    conversation (or `session(conversation id)`) and a model that answers at once: the peer of
+    our per-turn overhead (the session reads the history, the run appends the question and the
+    answer)."""
     from agents import Agent, ModelSettings, Runner, SQLiteSession, Usage, set_tracing_disabled
     from agents.items import ModelResponse
     from agents.models.interface import Model
@@ -141,7 +144,8 @@ async def agents_sdk_turns(folder: Path, conversations: int, turns: int) -> list
     path = folder / "openai_agents_runner.db"
     remove_database(path)
     agent = Agent(name="support", instructions="You help customers.", model=InstantModel())
-    sessions = [SQLiteSession(f"seq{c}", path) for c in range(conversations)]
+    sessions = [session(f"seq{c}") if session is not None else SQLiteSession(f"seq{c}", path)
+                for c in range(conversations)]
     timings: list[float] = []
     for turn in range(turns):
         for session in sessions:
@@ -150,6 +154,7 @@ async def agents_sdk_turns(folder: Path, conversations: int, turns: int) -> list
             started = time.perf_counter()
             await Runner.run(agent, question, session=session)
             timings.append((time.perf_counter() - started) * 1000)
-    for session in sessions:
-        session.close()
+    for opened in sessions:
+        if isinstance(opened, SQLiteSession):
+            opened.close()
     return timings[conversations * 2:]  # the first turns pay for imports and connections

@@ -20,6 +20,11 @@ from typing import Protocol, TextIO
 
 from threadline.errors import ConfigError
 
+# Seconds before a process looks again at a conversation another process owned (that process
+# may have let go just before the turn was recorded); a lock holding conversations past their
+# turns lets go sooner than this.
+SECOND_LOOK = 0.2
+
 
 class ConversationLock(Protocol):
     """Owns a conversation across processes while its turns are answered."""

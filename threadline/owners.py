@@ -2,9 +2,13 @@
 
 A conversation is woken when a turn of it is recorded (or found waiting by the scan); this
 process then tries to hold it (`ConversationLock.try_hold`: an advisory lock on PostgreSQL, so
-replicas take turns) and answers its open turns in arrival order until none is left. A process
-that dies releases it, and whoever owns it next answers what was left: the scan looks for
-conversations with turns waiting every `scan_interval` seconds.
+replicas take turns) and answers its open turns in arrival order until none is left. The
+PostgreSQL lock keeps it a moment longer (`LINGER`, less than another process's
+`SECOND_LOOK`), so the next turn of a lively chat costs no lock and unlock, and a turn another
+process recorded meanwhile is still taken there at its second look. A process that dies
+releases it (the server drops its connections and their locks), and whoever owns it next
+answers what was left: the scan looks for conversations with turns waiting every
+`scan_interval` seconds.
 """
 
 from __future__ import annotations
@@ -17,18 +21,16 @@ import structlog
 
 from threadline.errors import StoreError
 from threadline.history.inbox import InboxTurn, TurnInbox
-from threadline.locks import ConversationLock
+from threadline.locks import SECOND_LOOK, ConversationLock
 
 log = structlog.get_logger("threadline.pipeline")
-
-SECOND_LOOK = 0.2  # seconds before looking again at a conversation another process owned
 
 
 class ConversationOwners:
     """This process's owners of conversations; see the module docstring."""
 
     def __init__(self, *, inbox: TurnInbox, lock: ConversationLock,
-                 answer: Callable[[InboxTurn], Awaitable[None]],
+                 answer: Callable[[InboxTurn], Awaitable[bool]],
                  scan_interval: float = 1.0) -> None:
         self.inbox = inbox
         self.lock = lock
@@ -42,6 +44,11 @@ class ConversationOwners:
         # Conversations answered at once in this process (each held one costs the lock a
         # database connection on PostgreSQL); the others wait their turn here.
         self._slots = asyncio.Semaphore(lock.concurrency)
+
+    @property
+    def owned(self) -> frozenset[str]:
+        """The conversations this process is owning (or trying to) right now."""
+        return frozenset(self._owners)
 
     def wake(self, conversation_id: str) -> None:
         """Make sure this process tries to own the conversation and answer its open turns."""
@@ -112,14 +119,20 @@ class ConversationOwners:
             del self._owners[conversation_id]
 
     async def _answer_open_turns(self, conversation_id: str) -> None:
-        while not self.closing:
+        """Answer the open turns, oldest first, and those recorded meanwhile (by any process):
+        the last one's end says whether any is left (`TurnInbox.finish`), so a conversation
+        whose turns are all answered is not read once more to find none. A turn recorded
+        after that end wakes the conversation again (this process), or is taken at the
+        recording process's second look."""
+        others = True
+        while others and not self.closing:
             turns = await self.inbox.open_turns(conversation_id)
             if not turns:
                 return
             for turn in turns:
                 if self.closing:
                     return
-                await self.answer(turn)
+                others = await self.answer(turn)
 
     async def _scan_forever(self) -> None:
         while True:

@@ -31,6 +31,33 @@
 With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
 the routing decision, each agent's answer and each delivery.
 
+What a plain turn writes (one person, one agent), each write where it must be:
+
+    1 inbox: recorded     before `receive` returns, so the platform is acknowledged only for
+                          a durable turn; one statement, which also finds a redelivery of a
+                          turn the history already holds
+    2 inbox: taken        before anything runs, counting the attempt, so a turn that kills
+                          its process every time is given up after `max_attempts`
+    3 history: the turn   in answering order; its conversation row reserves the sequence in
+                          the same transaction and the insert itself sends the change
+                          notification (PostgreSQL), so no round trip of their own
+    4 inbox: read back    after 3, in its own statement, so an edit or a deletion racing the
+                          worker lands in the row (read here) or in the history (from 3 on)
+    5 ledger: claimed     before the reply is posted: a retried turn never posts it twice
+    6 ledger: delivered   after the platform took it, with its platform ids: a retry reuses
+                          the reply instead of asking the model again
+    7 history: the reply  after 6, carrying the platform ids (a reply to it reaches its agent)
+    8 inbox: answered     last, after every reply and hand-off of the turn: a crash before it
+                          takes the turn again, and 5/6 keep that from posting twice. The same
+                          statement says whether the conversation has other turns open, so
+                          its owner does not read them once more to find none
+
+Reads: the open turns (once per run of turns), the prompt (history, summary, recall), and on
+PostgreSQL `pg_try_advisory_lock` when the conversation is not still held from its last turns
+(`threadline.backends.sql.locks`: held a moment past them). 5 to 8 could share transactions
+only by making the store and the inbox one writer (the reply is written through capture's
+writer, which falls back to the outbox when the store is away); they stay apart.
+
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
 it (logged, not reposted blindly); a reply the process was still streaming when it died was
@@ -204,25 +231,27 @@ class TurnPipeline:
 
     # -- one turn --------------------------------------------------------------------------
 
-    async def _answer(self, turn: InboxTurn) -> None:
+    async def _answer(self, turn: InboxTurn) -> bool:  # True: others may be open
         attempt = await self.inbox.begin(turn.turn_id)
         if attempt == 0:
-            return  # deleted since the conversation's open turns were read
+            return True  # deleted since the conversation's open turns were read
         with tracing.turn_span(turn, attempt) as span:
-            state = await self._attempt(turn, attempt)
+            state, others = await self._attempt(turn, attempt)
             span.set({"threadline.outcome": state.value})
+        return others
 
-    async def _attempt(self, turn: InboxTurn, attempt: int) -> TurnState:
-        """One attempt at a turn, to its end: answered, given up, or left for another try."""
+    async def _attempt(self, turn: InboxTurn, attempt: int) -> tuple[TurnState, bool]:
+        """One attempt at a turn, to its end (answered, given up, or left for another try),
+        and whether its conversation has other turns open (`TurnInbox.finish`)."""
         bound = log.bind(conversation_id=turn.conversation_id, turn_id=turn.turn_id,
                          channel=turn.channel, attempt=attempt, **tracing.log_fields())
         if attempt > self.max_attempts:
             error = (f"not answered after {self.max_attempts} attempts (the process answering "
                      f"it stopped or failed each time; last error: {turn.error or 'none'})")
             bound.error("pipeline.turn_given_up", error=error)
-            await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
+            others = await self.inbox.finish(turn.turn_id, TurnState.GIVEN_UP, error=error)
             self._resolve(turn.turn_id, [])
-            return TurnState.GIVEN_UP
+            return TurnState.GIVEN_UP, others
         try:
             results = await self._answer_turn(turn.message, turn.channel, bound,
                                               retried=attempt > 1)
@@ -231,14 +260,14 @@ class TurnPipeline:
         except Exception as exc:
             bound.exception("pipeline.turn_failed")
             state = TurnState.GIVEN_UP if attempt >= self.max_attempts else TurnState.RECEIVED
-            await self.inbox.finish(turn.turn_id, state, error=repr(exc)[:2000])
+            others = await self.inbox.finish(turn.turn_id, state, error=repr(exc)[:2000])
             if state is TurnState.RECEIVED:
                 raise  # leave the conversation; the scan takes the turn again
             self._resolve(turn.turn_id, [])
-            return state
-        await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
+            return state, others
+        others = await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
         self._resolve(turn.turn_id, results)
-        return TurnState.ANSWERED
+        return TurnState.ANSWERED, others
 
     async def _answer_turn(self, message: StoredMessage, channel_name: str | None,
                            bound: Any, *, retried: bool) -> list[AgentResult]:

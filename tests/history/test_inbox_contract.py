@@ -45,6 +45,19 @@ async def test_states_and_attempts_are_kept(store: ConversationStore) -> None:
     assert not await inbox.receive(message, channel="slack")  # given up is not new either
 
 
+async def test_finishing_a_turn_says_whether_others_of_its_conversation_are_open(
+        store: ConversationStore) -> None:
+    inbox = inbox_of(store)
+    for message in (turn("one", id="t1"), turn("two", id="t2"),
+                    turn("other", id="t3", conversation_id="c2")):
+        await inbox.receive(message, channel="slack")
+    await inbox.begin("t1")
+    assert await inbox.finish("t1", TurnState.ANSWERED)  # "two" waits
+    await inbox.begin("t2")
+    assert not await inbox.finish("t2", TurnState.ANSWERED)  # c2's turn is not c1's
+    assert await inbox.finish("t2", TurnState.ANSWERED)  # not being answered: read again
+
+
 async def test_a_turn_already_in_the_history_is_not_new(store: ConversationStore) -> None:
     if type(store).__name__ == "InMemoryConversationStore":
         return  # the in-memory inbox knows only what it received itself

@@ -108,10 +108,13 @@ class TurnInbox(Protocol):
         holds the turn: an edit from then on finds it there."""
         ...
 
-    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> bool:
         """Mark a turn being answered answered, given up (with the error that made it so) or
         received (to take again). A turn no longer being answered (deleted, or reopened by
-        `answer_again` meanwhile) is left as it is."""
+        `answer_again` meanwhile) is left as it is.
+
+        False only when the turn was finished and no other turn of its conversation is open
+        (its owner need not read them again); True when others are, or it was left as it is."""
         ...
 
     async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
@@ -190,14 +193,16 @@ class MemoryInbox:
         self._turns[turn_id] = replace(turn, state=TurnState.ANSWERING)
         return turn.message
 
-    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> bool:
         turn = self._turns.get(turn_id)
         if turn is None or turn.state is not TurnState.ANSWERING:
-            return
+            return True
         self._turns[turn_id] = replace(turn, state=state, error=error)
         finished = [k for k, t in self._turns.items() if t.state not in OPEN_STATES]
         for key in finished[: max(len(finished) - self._remember, 0)]:
             del self._turns[key]
+        return any(t.conversation_id == turn.conversation_id and t.state in OPEN_STATES
+                   for t in self._turns.values())
 
     async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
         turn = self._open(turn_id)

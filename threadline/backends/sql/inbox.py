@@ -31,15 +31,16 @@ def _now_us() -> int:
 
 
 def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
-    if conn.rows("SELECT 1 FROM threadline_messages WHERE id = :id", {"id": message.id}):
-        return False
+    # One statement: a turn the history already holds (its inbox row pruned) is not new either.
     now = _now_us()
     return conn.rowcount(
         "INSERT INTO threadline_inbox (turn_id, conversation_id, channel, state, attempts, "
-        "message_json, received_us, updated_us) VALUES (:turn_id, :cid, :channel, 'received', "
-        "0, :message, :now, :now) ON CONFLICT DO NOTHING",
-        {"turn_id": message.id, "cid": message.conversation_id, "channel": channel,
-         "message": _encode(message), "now": now},
+        "message_json, received_us, updated_us) SELECT CAST(:turn_id AS VARCHAR(255)), "
+        "CAST(:cid AS VARCHAR(255)), CAST(:channel AS VARCHAR(255)), 'received', 0, "
+        "CAST(:message AS TEXT), CAST(:now AS BIGINT), CAST(:now AS BIGINT) WHERE NOT EXISTS "
+        "(SELECT 1 FROM threadline_messages WHERE id = :stored_id) ON CONFLICT DO NOTHING",
+        {"turn_id": message.id, "stored_id": message.id, "cid": message.conversation_id,
+         "channel": channel, "message": _encode(message), "now": now},
     ) == 1
 
 
@@ -93,13 +94,19 @@ def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
     return message_from_dict(json.loads(rows[0][0])) if rows else None
 
 
-def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> None:
-    # An answered turn's text lives on in the history; the inbox keeps only its outcome.
+def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> bool:
+    # An answered turn's text lives on in the history; the inbox keeps only its outcome. The
+    # same statement says whether other turns of the conversation are open (its owner would
+    # otherwise read them once more to find none).
     forget_text = ", message_json = NULL" if state == TurnState.ANSWERED.value else ""
-    conn.rowcount(
+    rows = conn.rows(
         f"UPDATE threadline_inbox SET state = :state, error = :error, updated_us = :now"
-        f"{forget_text} WHERE turn_id = :turn_id AND state = 'answering'",
-        {"turn_id": turn_id, "state": state, "error": error, "now": _now_us()})
+        f"{forget_text} WHERE turn_id = :turn_id AND state = 'answering' RETURNING "
+        f"(SELECT count(*) FROM threadline_inbox AS other WHERE other.conversation_id = "
+        f"threadline_inbox.conversation_id AND other.turn_id <> :other_id AND other.{_OPEN})",
+        {"turn_id": turn_id, "other_id": turn_id, "state": state, "error": error,
+         "now": _now_us()})
+    return not rows or int(rows[0][0]) > 0
 
 
 def _edit_open(conn: SqlRunner, turn_id: str, content: str) -> str | None:
@@ -213,8 +220,10 @@ class SqlTurnInbox:
                                                         turn_id)
         return current
 
-    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> None:
-        await self._run("finish a turn", True, _finish, turn_id, state.value, error)
+    async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> bool:
+        others: bool = await self._run("finish a turn", True, _finish, turn_id, state.value,
+                                       error)
+        return others
 
     async def edit_open(self, turn_id: str, content: str) -> TurnState | None:
         state: str | None = await self._run("edit an open turn", True, _edit_open, turn_id,

@@ -3,14 +3,25 @@ home-made coordinator, released by the server when the owning process dies."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import structlog
 from sqlalchemy import make_url, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from threadline.errors import ConfigError
+from threadline.locks import SECOND_LOOK
+
+log = structlog.get_logger("threadline.pipeline")
+
+# Seconds a conversation stays held once its turns are answered: the next turn of a lively
+# chat skips the lock and unlock. Shorter than another process's second look, so a turn that
+# process recorded meanwhile is never left waiting for the scan.
+LINGER = SECOND_LOOK / 2
 
 
 def advisory_key(conversation_id: str, namespace: str = "") -> int:
@@ -28,11 +39,13 @@ class PostgresConversationLock:
 
     Each held conversation uses one pooled connection while it is held, so `pool_size` bounds
     how many conversations one process answers at once (`concurrency`, which the turn pipeline
-    keeps to). If the process dies the server drops
-    its connections and with them the locks.
+    keeps to). A conversation is held `linger` seconds past its last turn (`LINGER`), unless
+    its connection is wanted for another one sooner. If the process dies the server drops its
+    connections and with them the locks.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, connect_timeout: float = 5.0,
+                 linger: float = LINGER) -> None:
         parsed = make_url(url)
         if parsed.get_backend_name() != "postgresql":
             raise ConfigError(
@@ -44,26 +57,102 @@ class PostgresConversationLock:
             parsed = parsed.set(drivername="postgresql+asyncpg")
         self._namespace = str(parsed.query.get("search_path") or "")
         self.concurrency = pool_size
+        self.linger = linger
         self._engine = create_async_engine(
             parsed.difference_update_query(["search_path"]), pool_size=pool_size,
             max_overflow=0, pool_pre_ping=True, pool_timeout=connect_timeout,
             connect_args={"timeout": connect_timeout},
         )
+        self._in_use = 0
+        # Held, their turns answered: by conversation, the connection and its release.
+        self._idle: dict[str, tuple[AsyncConnection, asyncio.TimerHandle]] = {}
+        self._releasing: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
     async def try_hold(self, conversation_id: str) -> AsyncIterator[bool]:
-        key = advisory_key(conversation_id, self._namespace)
-        async with self._engine.connect() as connection:
-            taken = (await connection.execute(text("SELECT pg_try_advisory_lock(:key)"),
-                                              {"key": key})).scalar_one()
-            await connection.commit()  # the lock is the session's; no transaction stays open
+        self._in_use += 1  # from here: it may take a connection
+        try:
+            connection = await self._still_held(conversation_id) or await self._take(
+                conversation_id)
+            if connection is None:
+                yield False
+                return
             try:
-                yield bool(taken)
+                yield True
             finally:
-                if taken:
-                    await connection.execute(text("SELECT pg_advisory_unlock(:key)"),
-                                             {"key": key})
-                    await connection.commit()
+                if self.linger > 0:
+                    self._idle[conversation_id] = (
+                        connection, asyncio.get_running_loop().call_later(
+                            self.linger, self._release_later, conversation_id))
+                else:
+                    await self._release(conversation_id, connection)
+        finally:
+            self._in_use -= 1
+
+    async def _take(self, conversation_id: str) -> AsyncConnection | None:
+        """A connection now holding the conversation; None when another process holds it."""
+        await self._make_room()
+        connection = await self._engine.connect()
+        try:
+            taken = (await connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {
+                "key": advisory_key(conversation_id, self._namespace)})).scalar_one()
+            await connection.commit()  # the lock is the session's; no transaction stays open
+        except BaseException:
+            await connection.close()
+            raise
+        if not taken:
+            await connection.close()
+            return None
+        return connection
+
+    async def _still_held(self, conversation_id: str) -> AsyncConnection | None:
+        """The connection still holding the conversation from its last turns, if it is alive
+        (a connection the server dropped took the lock with it)."""
+        idle = self._idle.pop(conversation_id, None)
+        if idle is None:
+            return None
+        connection, release = idle
+        release.cancel()
+        raw = await connection.get_raw_connection()
+        if raw.driver_connection is None or raw.driver_connection.is_closed():
+            await connection.invalidate()
+            return None
+        return connection
+
+    async def _make_room(self) -> None:
+        """Let go of the longest idle conversation when every connection is taken."""
+        while self._idle and self._in_use + len(self._idle) > self.concurrency:
+            oldest = next(iter(self._idle))
+            connection, release = self._idle.pop(oldest)
+            release.cancel()
+            await self._release(oldest, connection)
+
+    def _release_later(self, conversation_id: str) -> None:
+        idle = self._idle.pop(conversation_id, None)
+        if idle is not None:
+            task = asyncio.get_running_loop().create_task(self._release(conversation_id,
+                                                                        idle[0]))
+            self._releasing.add(task)
+            task.add_done_callback(self._releasing.discard)
+
+    async def _release(self, conversation_id: str, connection: AsyncConnection) -> None:
+        try:
+            await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {
+                "key": advisory_key(conversation_id, self._namespace)})
+            await connection.commit()
+        except Exception as exc:  # the server drops a broken connection's locks itself
+            log.warning("pipeline.unlock_failed", conversation_id=conversation_id,
+                        error=str(exc))
+            with contextlib.suppress(Exception):
+                await connection.invalidate()
+        finally:
+            await connection.close()
 
     async def close(self) -> None:
+        for conversation_id in list(self._idle):
+            connection, release = self._idle.pop(conversation_id)
+            release.cancel()
+            await self._release(conversation_id, connection)
+        if self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
         await self._engine.dispose()

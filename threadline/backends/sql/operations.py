@@ -78,18 +78,22 @@ _INSERT = (
     ":has_cjk, :tool_json, :extra_json, :token_count, :speaker_key, :speaker_space) "
     "ON CONFLICT DO NOTHING"
 )
-# Creates the conversation row or touches it, returning its last sequence. On PostgreSQL the
-# DO UPDATE also row-locks it until commit, so sequences follow commit order across processes.
+# Creates the conversation row or reserves the next `n` sequences in it, returning its last
+# sequence after them: one write of the row per batch. On PostgreSQL the DO UPDATE also
+# row-locks it until commit, so sequences follow commit order across processes.
 _CLAIM_CONVERSATION = (
     "INSERT INTO threadline_conversations (conversation_id, last_sequence, message_count, "
-    "last_activity_us) VALUES (:cid, 0, 0, :ts) ON CONFLICT (conversation_id) DO UPDATE "
-    "SET last_sequence = threadline_conversations.last_sequence RETURNING last_sequence"
+    "last_activity_us) VALUES (:cid, :n, :n, :ts) ON CONFLICT (conversation_id) DO UPDATE "
+    "SET last_sequence = threadline_conversations.last_sequence + :n, "
+    "message_count = threadline_conversations.message_count + :n, "
+    "last_activity_us = CASE WHEN threadline_conversations.last_activity_us > :ts "
+    "THEN threadline_conversations.last_activity_us ELSE :ts END RETURNING last_sequence"
 )
-_RECORD_CONVERSATION = (
-    "UPDATE threadline_conversations SET last_sequence = :last, "
-    "message_count = message_count + :n, "
-    "last_activity_us = CASE WHEN last_activity_us > :ts THEN last_activity_us ELSE :ts END "
-    "WHERE conversation_id = :cid"
+# Gives back the sequences reserved for turns that were already stored (a redelivery, a
+# replay): rare, and the row is still ours (locked, or SQLite's one writer).
+_RETURN_SEQUENCES = (
+    "UPDATE threadline_conversations SET last_sequence = last_sequence - :gap, "
+    "message_count = message_count - :gap WHERE conversation_id = :cid"
 )
 
 
@@ -99,36 +103,45 @@ def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
 
 
 def write_batch(
-    conn: SqlRunner, messages: Sequence[StoredMessage], token_counts: Sequence[int]
+    conn: SqlRunner, messages: Sequence[StoredMessage], token_counts: Sequence[int], *,
+    notices: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[bool]:
     """Insert turns in one transaction, allocating each conversation's next sequences.
 
     The conversation rows are claimed first (in a fixed order, so two workers never deadlock),
     which makes the sequence the order of commit across every process on the database.
+    `notices` (PostgreSQL): by turn id, the (channel, payload) its insert sends with
+    `pg_notify` when it goes in, in the same statement (no round trip of its own).
     """
-    first_seen: dict[str, int] = {}
+    size: dict[str, int] = {}
+    latest: dict[str, int] = {}
     for message in messages:
-        first_seen.setdefault(message.conversation_id, to_micros(message.timestamp))
+        cid, ts = message.conversation_id, to_micros(message.timestamp)
+        size[cid] = size.get(cid, 0) + 1
+        latest[cid] = max(latest.get(cid, ts), ts)
     last = {
-        cid: int(conn.rows(_CLAIM_CONVERSATION, {"cid": cid, "ts": first_seen[cid]})[0][0])
-        for cid in sorted(first_seen)
+        cid: int(conn.rows(_CLAIM_CONVERSATION, {"cid": cid, "n": size[cid],
+                                                 "ts": latest[cid]})[0][0]) - size[cid]
+        for cid in sorted(size)
     }
     flags: list[bool] = []
-    added: dict[str, int] = dict.fromkeys(last, 0)
-    activity: dict[str, int] = {}
     for message, tokens in zip(messages, token_counts, strict=True):
         cid = message.conversation_id
         row = message_to_row(message, sequence=last[cid] + 1, token_count=tokens)
-        inserted = conn.rowcount(_INSERT, row) == 1
+        notice = (notices or {}).get(message.id)
+        if notice is None:
+            inserted = conn.rowcount(_INSERT, row) == 1
+        else:
+            inserted = bool(conn.rows(f"{_INSERT} RETURNING pg_notify(:notify_channel, "
+                                      ":notify_payload)", {**row, "notify_channel": notice[0],
+                                                           "notify_payload": notice[1]}))
         flags.append(inserted)
         if inserted:
             last[cid] += 1
-            added[cid] += 1
-            activity[cid] = max(activity.get(cid, row["ts_us"]), row["ts_us"])
-    for cid, count in added.items():
-        if count:
-            conn.rowcount(_RECORD_CONVERSATION,
-                          {"cid": cid, "last": last[cid], "n": count, "ts": activity[cid]})
+            size[cid] -= 1
+    for cid, gap in size.items():
+        if gap:
+            conn.rowcount(_RETURN_SEQUENCES, {"cid": cid, "gap": gap})
     return flags
 
 
@@ -276,12 +289,6 @@ def month_factor(query: SearchQuery, params: dict[str, Any], *, year: str, month
         tests.append(f"({test})")
     params["boost"] = MONTH_BOOST
     return f" * (CASE WHEN {' OR '.join(tests)} THEN :boost ELSE 1.0 END)"
-
-
-def conversation_size(conn: SqlRunner, conversation_id: str) -> int:
-    size = conn.rows("SELECT message_count FROM threadline_conversations "
-                     "WHERE conversation_id = :cid", {"cid": conversation_id})
-    return int(size[0][0]) if size else 0
 
 
 def conversation_rows(size: int, columns: str = "*") -> str:

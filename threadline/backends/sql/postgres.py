@@ -20,7 +20,6 @@ from threadline.backends.sql.operations import (
     Params,
     SqlRunner,
     conversation_rows,
-    conversation_size,
     month_factor,
     scoped,
 )
@@ -140,10 +139,8 @@ def _bm25_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
     columns: str,
 ) -> list[Sequence[Any]]:
-    # asyncpg prepares statements; after five runs PostgreSQL may switch to a generic plan,
-    # which for these (blind to the conversation and the sample size) scanned the whole table:
-    # 40 ms became 500 ms at a million turns. Plan each search for its own values.
-    conn.rowcount("SET LOCAL plan_cache_mode = force_custom_plan", {})
+    # Planned for its own values: the store's connections never use generic plans
+    # (`PostgresBackend`).
     params: dict[str, Any] = {"cid": conversation_id, "limit": limit,
                               "phrases": websearch_text(replace(query, terms=())) or ""}
     # The queries are built once, in a one-row FROM item (`w`): as expressions they were
@@ -156,25 +153,26 @@ def _bm25_postgres(
     terms = range(len(query.terms))
     words = f"(SELECT {', '.join(built)}) AS w"
     any_word = " || ".join(["w.phrase", *(f"w.text{n} || w.name{n}" for n in terms)])
-    turns = conversation_size(conn, conversation_id)
     read = "id, sequence, ts_us, search_vector" if columns == HIT_KEYS else "*"
     where = f"m.search_vector @@ ({any_word}){scoped('m', scope, params)}"
     # The weights come from the newest WEIGHING_SAMPLE turns: counting every turn of a very
-    # long conversation cost as much as ranking it.
+    # long conversation cost as much as ranking it. The conversation's size (which picks the
+    # ranking's plan) is read in the same statement.
     params["sample"] = WEIGHING_SAMPLE
     counts = conn.rows(
-        "SELECT count(*), coalesce(avg(length(m.search_vector)), 1)"
+        "SELECT count(*), coalesce(avg(length(m.search_vector)), 1), "
+        "(SELECT message_count FROM threadline_conversations WHERE conversation_id = :cid)"
         + "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n}))"
                   for n in terms)
         + " FROM (SELECT id, sequence, search_vector FROM threadline_messages "
         "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
         f"{words} WHERE {where}", params)[0]
-    matched, average = int(counts[0]), float(counts[1]) or 1.0
+    matched, average, turns = int(counts[0]), float(counts[1]) or 1.0, int(counts[2] or 0)
     if not matched:
         return []
     size = max(matched, min(turns, WEIGHING_SAMPLE))
     scores = []
-    for n, df in enumerate(counts[2:]):
+    for n, df in enumerate(counts[3:]):
         params[f"idf{n}"] = math.log(1 + (size - int(df) + 0.5) / (int(df) + 0.5))
         scores.append(f"CASE WHEN m.search_vector @@ w.text{n} THEN :idf{n} "
                       f"WHEN m.search_vector @@ w.name{n} THEN :idf{n} * 0.5 ELSE 0 END")

@@ -7,8 +7,10 @@ Two FTS5 indexes: words (porter stems; the conversation key is an indexed column
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -38,17 +40,46 @@ def _months(query: SearchQuery, params: dict[str, Any]) -> str:
     return month_factor(query, params, year=_YEAR, month=_MONTH)
 
 
+class WordCounts:
+    """How many turns of the whole word index hold a word (see `search_hits`), shared by the
+    store's reader threads.
+
+    Counting walks the word's postings once, so a count is kept: a count that lags behind new
+    turns only makes the pruning milder, and none is older than `max_age` seconds (the index
+    of a busy bot grows by thousands of turns an hour).
+    """
+
+    def __init__(self, *, max_age: float = 600.0, size: int = 20_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_age = max_age
+        self.size = size
+        self.clock = clock
+        self._counts: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, word: str) -> int | None:
+        with self._lock:
+            known = self._counts.get(word)
+        if known is None or self.clock() - known[1] > self.max_age:
+            return None
+        return known[0]
+
+    def put(self, word: str, count: int) -> None:
+        with self._lock:
+            self._counts[word] = (count, self.clock())
+            self._counts.move_to_end(word)
+            if len(self._counts) > self.size:
+                self._counts.popitem(last=False)
+
+
 class SqliteRunner:
     """A `SqlRunner` on a raw `sqlite3` connection (which caches prepared statements itself)."""
 
     dialect = "sqlite"
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, word_counts: WordCounts) -> None:
         self.connection = connection
-        # How many turns of the whole word index hold a word (see `search_hits`): counting
-        # walks the word's postings once; a count that lags behind new turns only makes the
-        # pruning milder.
-        self.word_counts: OrderedDict[str, int] = OrderedDict()
+        self.word_counts = word_counts
 
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
         return self.connection.execute(sql, params).fetchall()
@@ -185,9 +216,7 @@ def _index_count(conn: SqliteRunner, word: str) -> int:
     if known is None:
         known = _count_matches(conn, "threadline_messages_fts",
                                "{content participant_name} : " + fts5_quoted(word))
-        conn.word_counts[word] = known
-        if len(conn.word_counts) > 20_000:
-            conn.word_counts.popitem(last=False)
+        conn.word_counts.put(word, known)
     return known
 
 

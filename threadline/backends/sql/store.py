@@ -38,7 +38,7 @@ from threadline.backends.sql import operations as ops
 from threadline.backends.sql.database_url import database_url
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.inbox import SqlTurnInbox
-from threadline.backends.sql.notify import Listener, announce, channel_for
+from threadline.backends.sql.notify import Listener, announce, channel_for, encode
 from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history.changes import (
@@ -437,9 +437,17 @@ class SqlConversationStore:
 
 def _write_announced(conn: ops.SqlRunner, messages: Sequence[StoredMessage],
                      counts: Sequence[int], *, channel: str) -> list[bool]:
-    """`write_batch`, and the appends announced at its commit (PostgreSQL)."""
-    flags = ops.write_batch(conn, messages, counts)
-    announce(conn, channel, appended(messages, flags))
+    """`write_batch`, and the appends announced at its commit (PostgreSQL): one notification
+    per conversation, sent by the insert itself when the batch holds one turn of it (a turn's
+    usual write), after the inserts when it holds several."""
+    if conn.dialect != "postgresql":
+        return ops.write_batch(conn, messages, counts)
+    per_conversation = Counter(m.conversation_id for m in messages)
+    notices = {m.id: (channel, encode(HistoryChange("append", m.conversation_id, (m.id,))))
+               for m in messages if per_conversation[m.conversation_id] == 1}
+    flags = ops.write_batch(conn, messages, counts, notices=notices)
+    announce(conn, channel, [change for change in appended(messages, flags)
+                             if per_conversation[change.conversation_id] > 1])
     return flags
 
 
