@@ -15,7 +15,7 @@ import pytest
 from tests.interceptors.scripted import ScriptedModel, last_user_text, say
 from threadline.agents.agent import Agent
 from threadline.backends.sql import SqlConversationStore
-from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.locks import PostgresConversationLock, advisory_key
 from threadline.team import Team
 
 pytestmark = pytest.mark.postgres
@@ -59,11 +59,15 @@ async def test_a_worker_whose_held_connection_died_holds_nothing(pg_url: str) ->
         worker_b = worker(store_b, locks[1], scan_interval=0.2, model=model_b)
         await worker_a.handle(say("@support one", conversation_id="c1"))
         # The server drops A's lock connection (as when A's process dies): the lock goes too.
+        # Only the connection holding c1's key in this test's schema: tests running beside
+        # this one hold advisory locks of their own.
+        key = advisory_key("c1", pg_url.rsplit("search_path=", 1)[-1]) & 0xFFFFFFFFFFFFFFFF
         admin = await asyncpg.connect(dsn)
         try:
             await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()")
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND granted AND classid = $1 AND objid = $2 AND objsubid = 1",
+                key >> 32, key & 0xFFFFFFFF)
         finally:
             await admin.close()
         async with asyncio.timeout(10):

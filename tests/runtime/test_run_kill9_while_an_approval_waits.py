@@ -10,7 +10,7 @@ from typing import Any
 from tests.fakes.anthropic import FakeAnthropic, Reply, text, tool_use
 from tests.fakes.telegram import TgUser, private_chat
 from tests.runtime.platforms import platform, write_config
-from tests.runtime.test_run_kill9_answers_everything import start, until
+from tests.runtime.test_run_kill9_answers_everything import logged, start, until
 
 TOOL = '''\
 import os
@@ -45,7 +45,9 @@ async def test_kill_9_while_an_approval_waits_then_approve_runs_the_tool_once(
         try:
             await telegram.deliver(telegram.message(private_chat(person), person,
                                                     "please refund order 7"))
-            await until(lambda: any("reply_markup" in m for m in telegram.sent))
+            # Asked, and the asking recorded (a kill between the two asks again: the
+            # person may see the request twice, never not at all).
+            await until(lambda: logged(tmp_path / "first.log", "approval.asked"))
         finally:
             first.send_signal(signal.SIGKILL)
             await first.wait()
