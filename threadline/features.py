@@ -77,6 +77,19 @@ class Service(Protocol):
     async def stop(self) -> None: ...
 
 
+class Running:
+    """A `Service` to start from: ready at once, nothing to stop; override what it does."""
+
+    async def start(self, team: Team) -> None:
+        return None
+
+    async def ready(self) -> str | None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class FeatureContext:
     """What a feature is built from: the deployment's settings and backend, the access lists

@@ -3,7 +3,7 @@ and the desk told on its channel (`handoff:` in the YAML; see `threadline.handof
 
 from __future__ import annotations
 
-from threadline.features import Feature, FeatureContext, FeatureParts
+from threadline.features import Feature, FeatureContext, FeatureParts, Running
 from threadline.handoff.commands import handoff_commands
 from threadline.handoff.desk import HandoffDesk, TeamDesk
 from threadline.handoff.stage import HandoffStage
@@ -11,7 +11,7 @@ from threadline.handoff.tool import hand_off_tool
 from threadline.team import Team
 
 
-class _DeskService:
+class _DeskService(Running):
     """Gives the desk the channels its notices go out on, once they are built."""
 
     def __init__(self, desk: HandoffDesk, context: FeatureContext) -> None:
@@ -20,12 +20,6 @@ class _DeskService:
 
     async def start(self, team: Team) -> None:
         self.desk.attach(self.context.channels, team.pipeline.inbox)
-
-    async def ready(self) -> str | None:
-        return None
-
-    async def stop(self) -> None:
-        return None
 
 
 def _build(context: FeatureContext) -> FeatureParts | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from threadline.config import Settings
-from threadline.features import Feature, FeatureContext, FeatureParts
+from threadline.features import Feature, FeatureContext, FeatureParts, Running
 from threadline.schedules.commands import schedule_commands
 from threadline.schedules.limits import ScheduleLimits
 from threadline.schedules.schedule import Schedule
@@ -20,7 +20,7 @@ from threadline.schedules.zones import TimeZones
 from threadline.team import Team
 
 
-class _SchedulerService:
+class _SchedulerService(Running):
     """Starts firing once the channels are built (the YAML's schedules need each channel to
     say where a conversation is); stopped before the team, so nothing fires into a pipeline
     that is draining."""
@@ -33,9 +33,6 @@ class _SchedulerService:
         self.scheduler.wake = team.pipeline.wake
         await self.scheduler.book.keep_configured(configured(self.context, team))
         self.scheduler.start()
-
-    async def ready(self) -> str | None:
-        return None
 
     async def stop(self) -> None:
         await self.scheduler.stop()

@@ -4,13 +4,13 @@ interceptor) and today's spend published to the metrics at start (`spend:` in th
 
 from __future__ import annotations
 
-from threadline.features import Feature, FeatureContext, FeatureParts
+from threadline.features import Feature, FeatureContext, FeatureParts, Running
 from threadline.provider_setup import Providers
 from threadline.spend.setup import build_spend_limit, publish_today
 from threadline.team import Team
 
 
-class _TodayPublished:
+class _TodayPublished(Running):
     """Today's spend per agent into the metrics, once the store is open."""
 
     def __init__(self, context: FeatureContext) -> None:
@@ -18,12 +18,6 @@ class _TodayPublished:
 
     async def start(self, team: Team) -> None:
         await publish_today(self.context.settings, self.context.backend, self.context.metrics)
-
-    async def ready(self) -> str | None:
-        return None
-
-    async def stop(self) -> None:
-        return None
 
 
 def _build(context: FeatureContext) -> FeatureParts:

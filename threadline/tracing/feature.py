@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
-from threadline.features import Feature, FeatureContext, FeatureParts
+from threadline.features import Feature, FeatureContext, FeatureParts, Running
 from threadline.inspector.redaction import redactor_for
 from threadline.team import Team
 from threadline.tracing.export import Tracing, start_tracing, wanted
 
 
-class _Exporting:
+class _Exporting(Running):
     def __init__(self, context: FeatureContext) -> None:
         self.context = context
         self.tracing: Tracing | None = None
@@ -22,9 +22,6 @@ class _Exporting:
         settings = self.context.settings
         self.tracing = start_tracing(settings.tracing.options(),
                                      redactor=redactor_for(settings))
-
-    async def ready(self) -> str | None:
-        return None
 
     async def stop(self) -> None:
         if self.tracing is not None:
