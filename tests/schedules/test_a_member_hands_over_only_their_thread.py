@@ -31,7 +31,9 @@ async def test_human_at_the_top_level_hands_over_only_the_askers_thread(
         async with running_in_process(tmp_path, "slack", where, anthropic.url, more_yaml=DESK):
             asked = slack.message_event("/human", user="U0ALICE")
             await slack.deliver_event(url, asked)
-            await until(lambda: len(posts(channel="C0TEAM")) == 1)
+            # The desk is told first, then the asker is answered in their thread.
+            await until(lambda: len(posts(channel="C0TEAM")) == 1
+                        and len(posts(thread_ts=asked["ts"])) == 1)
             [answer] = posts(thread_ts=asked["ts"])
             assert "A person will answer here" in answer
 
