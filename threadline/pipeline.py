@@ -127,7 +127,7 @@ class TurnPipeline:
         stages: Sequence[Stage] = (),
         approvals: ApprovalGate | None = None,
     ) -> None:
-        self._agents = agents
+        self.agents: Mapping[str, Agent] = agents
         self.commands = commands or CommandRegistry()
         self.inbox = inbox
         self.writer = writer
@@ -308,7 +308,7 @@ class TurnPipeline:
                     turn.log.warning("pipeline.turn_budget_spent", agent=name,
                                      max_agent_turns=self.max_agent_turns)
                     return results
-                result = await self.run_agent(self._agents[name], inbound, turn, reason=reason)
+                result = await self.run_agent(self.agents[name], inbound, turn, reason=reason)
                 if result is None:
                     continue
                 results.append(result)
@@ -379,6 +379,7 @@ class TurnPipeline:
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
+            self.routing.answering(inbound, agent.name)
             return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
                                       recording=self._reply_step(deliver),
                                       channel=channel.name if channel is not None else None)
@@ -414,10 +415,6 @@ class TurnPipeline:
                            delivered_ids=earlier.platform_ids, stop_reason=stop_reason)
 
     # -- what the stages are given (`threadline.stages.TurnActions`) ------------------------
-
-    @property
-    def agents(self) -> Mapping[str, Agent]:
-        return self._agents
 
     @property
     def outbox(self) -> Outbox | None:

@@ -106,10 +106,20 @@ class Routing:
             return stored.participant.id
         return None
 
+    def answering(self, inbound: StoredMessage, agent_name: str) -> None:
+        """`agent_name` is about to answer in `inbound`'s thread: a follow-up there reaches it,
+        even one that comes as soon as the reply shows, before its turn is done."""
+        thread = inbound.metadata.thread_id
+        if thread and (inbound.conversation_id, thread) not in self._reply_authors:
+            self._remember(inbound.conversation_id, thread, agent_name)
+
     def remember_reply(self, inbound: StoredMessage, result: AgentResult) -> None:
         """Which agent wrote the posted parts (and answers in the thread), for replies to them."""
         thread = inbound.metadata.thread_id
         for platform_id in [*result.delivered_ids, *([thread] if thread else [])]:
-            self._reply_authors[(inbound.conversation_id, platform_id)] = result.agent_name
+            self._remember(inbound.conversation_id, platform_id, result.agent_name)
+
+    def _remember(self, conversation_id: str, platform_id: str, agent_name: str) -> None:
+        self._reply_authors[(conversation_id, platform_id)] = agent_name
         while len(self._reply_authors) > MAX_REMEMBERED_REPLIES:
             self._reply_authors.popitem(last=False)
