@@ -116,7 +116,6 @@ class FeatureParts:
     stages: Mapping[str, Stage] = field(default_factory=dict)  # by slot
     service: Service | None = None
     approvals: ApprovalGate | None = None
-    require_approval: Callable[[str], frozenset[str]] | None = None  # model-facing names
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +148,6 @@ class BuiltFeatures:
 
     def toolsets(self, agent: str) -> list[Toolset]:
         return [t for p in self.parts.values() if p.toolsets for t in p.toolsets(agent)]
-
-    def require_approval(self, agent: str) -> frozenset[str]:
-        return frozenset().union(*(p.require_approval(agent) for p in self.parts.values()
-                                   if p.require_approval))
 
     @property
     def approvals(self) -> ApprovalGate | None:

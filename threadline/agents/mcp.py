@@ -370,12 +370,20 @@ def check_lists(servers: Mapping[str, Any], entries: Sequence[str]) -> list[str]
 
 async def probe(name: str, settings: McpServerSettings, within: float = 10.0) -> str:
     """Connect once and list the tools (`threadline check`); `ToolServerUnavailable` if not."""
+    tools = await tool_names(name, settings, within)
+    return f"{len(tools)} tool(s): {', '.join(tools)}"
+
+
+async def tool_names(name: str, settings: McpServerSettings, within: float = 10.0
+                     ) -> list[str]:
+    """The server's tools by their own names, from one connection; `ToolServerUnavailable`
+    when it cannot be reached within `within` seconds."""
     server = McpServer(name, settings, retry=False)
     server.start()
     try:
         if not await server.wait_up(within):
             raise ToolServerUnavailable(server.problem or f"no answer within {within:g} s")
-        return f"{len(server.tools)} tool(s): {', '.join(sorted(server.tools))}"
+        return sorted(server.tools)
     finally:
         await server.stop()
 

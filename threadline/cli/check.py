@@ -23,14 +23,15 @@ from functools import partial
 
 import aiohttp
 
-from threadline.agents.mcp import probe
+from threadline.agents.mcp import probe, tool_names
+from threadline.agents.mcp_feature import unknown_approval_names
 from threadline.backends import BackendOptions, open_backend
 from threadline.backends.sql.database_url import sqlite_file
 from threadline.channels.platform import ChannelContext, ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for
 from threadline.cli.config_file import settings_for
 from threadline.config import Settings
-from threadline.errors import PortUnavailableError, ThreadlineError
+from threadline.errors import ConfigError, PortUnavailableError, ThreadlineError
 from threadline.listening import Listener, port_problem
 from threadline.ops import ops_listener
 from threadline.provider_setup import checks as provider_checks
@@ -73,6 +74,23 @@ async def check_store(settings: Settings) -> str:
         conversations = await backend.history.count()
         spent = await spend_today(settings, backend)
         return f"{backend.shown_url}: {conversations} turns stored; spent {spent}"
+
+
+async def check_approval_names(agent: str, settings: Settings, within: float) -> str:
+    """Each `require_approval` entry names a tool the agent has: a Python tool, or an MCP
+    tool by its own name, as `server/tool` or as the model sees it. A name that matches
+    none would let the call run unasked, so it fails here with the names it could mean."""
+    chosen = settings.agents[agent]
+    python = [getattr(tool, "name", None) or tool.__name__
+              for tool in (load_tool(t, agent=agent, settings=settings) for t in chosen.tools)]
+    servers = {entry.partition("/")[0] for entry in chosen.mcp.allow}
+    listed = {name: await tool_names(name, settings.mcp_servers[name], within)
+              for name in sorted(servers) if name in settings.mcp_servers}
+    problems = unknown_approval_names(chosen.require_approval, python_tools=python,
+                                      server_tools=listed)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return f"{len(chosen.require_approval)} tool(s) wait for approval"
 
 
 async def check_tools(agent: str, settings: Settings) -> str:
@@ -191,6 +209,9 @@ async def run_checks(settings: Settings, per_check: float) -> list[Result]:
     for name, agent in settings.agents.items():
         if agent.tools:
             checks[f"agent {name} tools"] = partial(check_tools, name, settings)
+        if agent.require_approval:
+            checks[f"agent {name} require_approval"] = partial(
+                check_approval_names, name, settings, per_check * 0.8)
     for name, server in settings.mcp_servers.items():
         # Within the check's own time limit, so the server's last problem is what is reported.
         checks[f"mcp server {name}"] = partial(probe, name, server,
