@@ -126,6 +126,11 @@ async def test_a_process_hears_its_own_edit_at_once_and_once(
         edits = [c for c in heard if c.kind != "append"]  # the append's comes late too
         assert edits == [HistoryChange("edit", "room", ("m1",))]  # before any await
         assert await store.delete_messages("room", ["m1"]) == 1
-        await asyncio.sleep(1.0)  # the notifications of both come back meanwhile
+        # Notifications come back in commit order: once a later append's is heard, both
+        # of the edit's and the deletion's have come (and were not told again).
+        await store.append(turn("later", id="m2", conversation_id="elsewhere"))
+        async with asyncio.timeout(10):
+            while HistoryChange("append", "elsewhere", ("m2",)) not in heard:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
         assert [c for c in heard if c.kind != "append"] == [
             HistoryChange("edit", "room", ("m1",)), HistoryChange("delete", "room", ("m1",))]

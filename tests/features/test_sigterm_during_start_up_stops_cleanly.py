@@ -68,8 +68,8 @@ mcp_servers:
             if when == "before":
                 await until(lambda: logged(log, "store.ready"))
             elif when == "while":
+                # The server is starting (it waits `delay` s): Threadline waits for it.
                 await until(lambda: bool(servers_tagged(tag)))
-                await asyncio.sleep(0.5)  # the server is starting, Threadline waits for it
                 assert not logged(log, "runtime.started")
             else:
                 await until(lambda: logged(log, "runtime.started"))
