@@ -6,9 +6,10 @@ or an address this machine does not have becomes a `PortUnavailableError` naming
 the setting that chose it, instead of an `OSError` traceback. `threadline check` asks
 `port_problem` about the same `Listener`s before anything runs.
 
-`serve` also remembers every port it bound (`own_ports`): the file fetcher
-(`threadline.channels.fetch_policy`) never connects to them on a local address, so a file URL
-cannot make the bot read its own ops server or console, which trust loopback callers.
+`serve` also remembers every server it started (`own_ports`: the ports they serve now, so a port
+released when its server stops, and later handed to someone else, is not counted): the file
+fetcher (`threadline.channels.fetch_policy`) never connects to them on a local address, so a file
+URL cannot make the bot read its own ops server or console, which trust loopback callers.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from threadline.errors import PortUnavailableError
 
-_own_ports: set[int] = set()
+_served: list[web.AppRunner] = []  # those stopped since are dropped by `own_ports`
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +60,15 @@ async def serve(runner: web.AppRunner, listener: Listener) -> int:
         raise PortUnavailableError(listener.problem(error)) from error
     addresses = runner.addresses
     bound = int(addresses[0][1]) if addresses else listener.port
-    _own_ports.update(int(address[1]) for address in addresses)
+    _served.append(runner)
     return bound
 
 
 def own_ports() -> frozenset[int]:
-    """The ports this process has served on (never fetched from on a local address)."""
-    return frozenset(_own_ports)
+    """The ports this process serves now (never fetched from on a local address); a stopped
+    server's runner lists no addresses."""
+    _served[:] = [runner for runner in _served if runner.addresses]
+    return frozenset(int(address[1]) for runner in _served for address in runner.addresses)
 
 
 def port_problem(listener: Listener) -> str | None:
