@@ -119,20 +119,15 @@ class ConversationOwners:
             del self._owners[conversation_id]
 
     async def _answer_open_turns(self, conversation_id: str) -> None:
-        """Answer the open turns, oldest first, and those recorded meanwhile (by any process):
-        the last one's end says whether any is left (`TurnInbox.finish`), so a conversation
-        whose turns are all answered is not read once more to find none. A turn recorded
-        after that end wakes the conversation again (this process), or is taken at the
-        recording process's second look."""
-        others = True
-        while others and not self.closing:
-            turns = await self.inbox.open_turns(conversation_id)
-            if not turns:
+        """Answer the open turns, oldest first, and those recorded meanwhile (by any process),
+        each taken as the next (`TurnInbox.take_next`): the last one's end says whether any
+        is left (`TurnInbox.finish`), so a conversation whose turns are all answered is not
+        read once more to find none. A turn recorded after that end wakes the conversation
+        again (this process), or is taken at the recording process's second look."""
+        while not self.closing:
+            turn = await self.inbox.take_next(conversation_id)
+            if turn is None or not await self.answer(turn):
                 return
-            for turn in turns:
-                if self.closing:
-                    return
-                others = await self.answer(turn)
 
     async def _scan_forever(self) -> None:
         while True:

@@ -37,10 +37,11 @@ What a plain turn writes (one person, one agent), each write where it must be:
                           a durable turn; one statement, which also finds a redelivery of a
                           turn the history already holds
     2 inbox: taken        before anything runs, counting the attempt, so a turn that kills
-                          its process every time is given up after `max_attempts`
+                          its process every time is given up after `max_attempts`; the same
+                          statement picks the conversation's oldest open turn (no read first)
     3 history: the turn   in answering order; its conversation row reserves the sequence in
-                          the same transaction and the insert itself sends the change
-                          notification (PostgreSQL), so no round trip of their own
+                          the same statement on PostgreSQL (same transaction on SQLite), and
+                          the insert itself sends the change notification (PostgreSQL)
     4 inbox: read back    after 3, in its own statement, so an edit or a deletion racing the
                           worker lands in the row (read here) or in the history (from 3 on)
     5 ledger: claimed     before the reply is posted: a retried turn never posts it twice
@@ -52,7 +53,7 @@ What a plain turn writes (one person, one agent), each write where it must be:
                           statement says whether the conversation has other turns open, so
                           its owner does not read them once more to find none
 
-Reads: the open turns (once per run of turns), the prompt (history, summary, recall), and on
+Reads: the prompt (history and summary at once, recall in one statement), and on
 PostgreSQL `pg_try_advisory_lock` when the conversation is not still held from its last turns
 (`threadline.backends.sql.locks`: held a moment past them). 5 to 8 could share transactions
 only by making the store and the inbox one writer (the reply is written through capture's
@@ -232,11 +233,8 @@ class TurnPipeline:
     # -- one turn --------------------------------------------------------------------------
 
     async def _answer(self, turn: InboxTurn) -> bool:  # True: others may be open
-        attempt = await self.inbox.begin(turn.turn_id)
-        if attempt == 0:
-            return True  # deleted since the conversation's open turns were read
-        with tracing.turn_span(turn, attempt) as span:
-            state, others = await self._attempt(turn, attempt)
+        with tracing.turn_span(turn, turn.attempts) as span:
+            state, others = await self._attempt(turn, turn.attempts)
             span.set({"threadline.outcome": state.value})
         return others
 

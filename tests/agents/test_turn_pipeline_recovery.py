@@ -51,7 +51,8 @@ async def test_turns_received_before_a_crash_are_answered_in_order_after_it(
             "@support two", conversation_id="c1")
         assert await store.inbox.receive(first, channel="room")
         assert await store.inbox.receive(second, channel="room")
-        assert await store.inbox.begin(first.id) == 1  # the dead process was answering it
+        taken = await store.inbox.take_next("c1")  # the dead process was answering it
+        assert taken is not None and (taken.turn_id, taken.attempts) == (first.id, 1)
         assert not await store.inbox.receive(first, channel="room")  # a redelivery: not new
 
         model = ScriptedModel()
@@ -75,7 +76,7 @@ async def test_a_reply_posted_before_the_crash_is_neither_asked_for_nor_posted_a
                                 say("@support two", conversation_id="c2"))
         for message in (delivered, uncertain):
             await store.inbox.receive(message, channel="room")
-            await store.inbox.begin(message.id)
+            await store.inbox.take_next(message.conversation_id)
             await store.append(message)
         # c1: posted and recorded as delivered, then the process died before finishing.
         writer = Agent(name="support", provider=ScriptedModel())
@@ -109,7 +110,7 @@ async def test_a_reply_still_being_streamed_when_the_process_died_is_answered_ag
         writer = Agent(name="support", provider=ScriptedModel())
         for message in (asked, finishing):
             await store.inbox.receive(message, channel="room")
-            await store.inbox.begin(message.id)
+            await store.inbox.take_next(message.conversation_id)
             await store.append(message)
         # c1: its first words were being shown when the process died.
         await store.inbox.start_delivery(
@@ -144,7 +145,7 @@ async def test_a_turn_that_keeps_failing_is_given_up_and_the_next_one_answered(
         await store.inbox.receive(poison, channel="room")
         await store.inbox.receive(next_one, channel="room")
         for _ in range(3):  # three processes died answering it
-            await store.inbox.begin(poison.id)
+            await store.inbox.take_next(poison.conversation_id)
         _, channel, logs = await restart(store, ScriptedModel(reply))
         rows = await store._call("read", False, lambda conn: conn.rows(
             "SELECT turn_id, state, error FROM threadline_inbox ORDER BY row_id", {}))
@@ -162,7 +163,7 @@ async def test_an_edit_that_reached_only_the_inbox_before_a_crash_is_stored_and_
     async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
         draft = say("@support deploy at 5?", conversation_id="c1")
         await store.inbox.receive(draft, channel="room")
-        await store.inbox.begin(draft.id)
+        await store.inbox.take_next(draft.conversation_id)
         await store.append(draft)
         assert await store.inbox.edit_open(draft.id, "@support deploy at 6?") is (
             TurnState.ANSWERING)

@@ -35,9 +35,9 @@ from threadline.team import Team
 
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
-SQLITE_STATEMENTS = 17
-SQLITE_TRANSACTIONS = 12
-POSTGRES_STATEMENTS = 16
+SQLITE_STATEMENTS = 16
+SQLITE_TRANSACTIONS = 11
+POSTGRES_STATEMENTS = 12
 POSTGRES_TRANSACTIONS = 8
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")

@@ -254,14 +254,15 @@ def hold_worker(store: Store, monkeypatch: pytest.MonkeyPatch,
     held = HeldWorker(moment)
     inbox = store.inbox
     if moment == "taken":
-        take = inbox.begin
+        take = inbox.take_next
 
-        async def begin(turn_id: str) -> int:
-            attempt = await take(turn_id)
-            await held.stop_here()
-            return attempt
+        async def take_next(conversation_id: str) -> Any:
+            taken = await take(conversation_id)
+            if taken is not None:
+                await held.stop_here()
+            return taken
 
-        monkeypatch.setattr(inbox, "begin", begin)
+        monkeypatch.setattr(inbox, "take_next", take_next)
     else:
         read_back = inbox.retake
 

@@ -29,7 +29,7 @@ async def test_a_command_answer_claimed_before_the_crash_is_not_posted_again(
     async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 't.db'}") as store:
         command = say("/agents", conversation_id="c1")
         await store.inbox.receive(command, channel="room")
-        await store.inbox.begin(command.id)  # the dead process was answering it
+        await store.inbox.take_next(command.conversation_id)  # the dead process was answering it
         answer = Agent(name="support", provider=ScriptedModel()).reply_turn(
             command, "Agents here: support")
         claimed = replace(answer, metadata=replace(answer.metadata, extra={"command": "agents"}))

@@ -15,6 +15,12 @@ def inbox_of(store: ConversationStore) -> TurnInbox:
     return inbox
 
 
+async def taken_id(inbox: TurnInbox, conversation_id: str) -> str | None:
+    """The id of the turn `take_next` takes (None: none open)."""
+    taken = await inbox.take_next(conversation_id)
+    return taken.turn_id if taken is not None else None
+
+
 async def test_a_turn_is_received_once_and_waits_in_arrival_order(
         store: ConversationStore) -> None:
     inbox = inbox_of(store)
@@ -35,8 +41,10 @@ async def test_states_and_attempts_are_kept(store: ConversationStore) -> None:
     inbox = inbox_of(store)
     message = turn("one", id="t1")
     await inbox.receive(message, channel="slack")
-    assert await inbox.begin("t1") == 1
-    assert await inbox.begin("t1") == 2  # taken again after a crash
+    taken = await inbox.take_next("c1")
+    assert taken is not None and (taken.message, taken.attempts) == (message, 1)
+    again = await inbox.take_next("c1")  # taken again after a crash: still the oldest open
+    assert again is not None and (again.turn_id, again.attempts) == ("t1", 2)
     [open_turn] = await inbox.open_turns("c1")
     assert (open_turn.state, open_turn.attempts) == (TurnState.ANSWERING, 2)
     await inbox.finish("t1", TurnState.GIVEN_UP, error="boom")
@@ -51,9 +59,9 @@ async def test_finishing_a_turn_says_whether_others_of_its_conversation_are_open
     for message in (turn("one", id="t1"), turn("two", id="t2"),
                     turn("other", id="t3", conversation_id="c2")):
         await inbox.receive(message, channel="slack")
-    await inbox.begin("t1")
+    assert await taken_id(inbox, "c1") == "t1"
     assert await inbox.finish("t1", TurnState.ANSWERED)  # "two" waits
-    await inbox.begin("t2")
+    assert await taken_id(inbox, "c1") == "t2"
     assert not await inbox.finish("t2", TurnState.ANSWERED)  # c2's turn is not c1's
     assert await inbox.finish("t2", TurnState.ANSWERED)  # not being answered: read again
 
@@ -101,11 +109,11 @@ async def test_an_edit_changes_an_open_turn_waiting_or_taken_and_not_a_finished_
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
     await inbox.receive(turn("and the notes", id="t2"), channel="slack")
-    await inbox.receive(turn("answered already", id="t3"), channel="slack")
-    assert await inbox.edit_open("t1", "deploy at 6") is TurnState.RECEIVED
-    assert await inbox.begin("t2") == 1
-    assert await inbox.edit_open("t2", "and the release notes") is TurnState.ANSWERING
-    await inbox.begin("t3")
+    await inbox.receive(turn("answered already", id="t3", conversation_id="c2"), channel="slack")
+    assert await inbox.edit_open("t2", "and the release notes") is TurnState.RECEIVED
+    assert await taken_id(inbox, "c1") == "t1"
+    assert await inbox.edit_open("t1", "deploy at 6") is TurnState.ANSWERING
+    assert await taken_id(inbox, "c2") == "t3"
     await inbox.finish("t3", TurnState.ANSWERED)
     assert await inbox.edit_open("t3", "too late: in the history") is None
     assert await inbox.edit_open("unknown", "never received") is None
@@ -118,7 +126,7 @@ async def test_a_taken_turn_is_read_back_as_edited_and_stays_taken(
         store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
-    assert await inbox.begin("t1") == 1
+    assert await taken_id(inbox, "c1") == "t1"
     await inbox.edit_open("t1", "deploy at 6")
     current = await inbox.retake("t1")
     assert current is not None and (current.id, current.content) == ("t1", "deploy at 6")
@@ -132,18 +140,18 @@ async def test_a_deletion_cancels_an_open_turn_and_its_worker_reads_nothing_back
         store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
-    await inbox.receive(turn("answered already", id="t2"), channel="slack")
+    await inbox.receive(turn("answered already", id="t2", conversation_id="c2"), channel="slack")
     await inbox.receive(turn("another secret", id="t3"), channel="slack")
-    await inbox.begin("t2")
+    assert await taken_id(inbox, "c2") == "t2"
     await inbox.finish("t2", TurnState.ANSWERED)
     assert await inbox.cancel_open("t1") is TurnState.RECEIVED
     assert await inbox.cancel_open("t1") is None  # a redelivered deletion
     assert await inbox.cancel_open("t2") is None
-    assert await inbox.begin("t3") == 1
+    assert await taken_id(inbox, "c1") == "t3"  # "t1" was cancelled: never taken
     assert await inbox.cancel_open("t3") is TurnState.ANSWERING
     assert await inbox.retake("t3") is None
     await inbox.finish("t3", TurnState.ANSWERED)  # the worker's end leaves it cancelled
-    assert await inbox.begin("t1") == 0  # listed before the deletion: not taken
+    assert await inbox.take_next("c1") is None
     assert await inbox.open_turns("c1") == []
     assert await inbox.edit_open("t1", "a cancelled turn stays cancelled") is None
     assert not await inbox.receive(turn("oops, a password", id="t1"), channel="slack")
@@ -154,7 +162,7 @@ async def test_a_taken_or_finished_turn_can_wait_again_as_edited(
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
     assert not await inbox.answer_again(turn("still waiting", id="t1"))
-    await inbox.begin("t1")
+    assert await taken_id(inbox, "c1") == "t1"
     await inbox.finish("t1", TurnState.ANSWERED)
     assert await inbox.answer_again(turn("deploy at 6", id="t1"))
     [again] = await inbox.open_turns("c1")
@@ -166,7 +174,7 @@ async def test_a_turn_edited_again_while_answered_waits_once_its_attempt_ends(
         store: ConversationStore) -> None:
     inbox = inbox_of(store)
     await inbox.receive(turn("deploy at 5", id="t1"), channel="slack")
-    await inbox.begin("t1")
+    assert await taken_id(inbox, "c1") == "t1"
     assert await inbox.answer_again(turn("deploy at 6", id="t1"))
     await inbox.finish("t1", TurnState.ANSWERED)  # the attempt that answered "deploy at 5"
     [again] = await inbox.open_turns("c1")

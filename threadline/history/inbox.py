@@ -97,9 +97,10 @@ class TurnInbox(Protocol):
         """Conversations with turns still to answer, the longest waiting first."""
         ...
 
-    async def begin(self, turn_id: str) -> int:
-        """Mark an open turn as being answered; returns its attempt number (1 for the first),
-        0 when it is no longer open (deleted since it was listed)."""
+    async def take_next(self, conversation_id: str) -> InboxTurn | None:
+        """The conversation's oldest open turn, now marked as being answered, with this
+        attempt counted (`attempts` is 1 for the first); None when none is open. One step, so
+        its owner reads nothing else to go from one turn to the next."""
         ...
 
     async def retake(self, turn_id: str) -> StoredMessage | None:
@@ -178,13 +179,14 @@ class MemoryInbox:
         waiting = (t.conversation_id for t in self._turns.values() if t.state in OPEN_STATES)
         return list(dict.fromkeys(waiting))[:limit]
 
-    async def begin(self, turn_id: str) -> int:
-        turn = self._open(turn_id)
+    async def take_next(self, conversation_id: str) -> InboxTurn | None:
+        turn = next((t for t in self._turns.values()
+                     if t.conversation_id == conversation_id and t.state in OPEN_STATES), None)
         if turn is None:
-            return 0
-        self._turns[turn_id] = replace(turn, state=TurnState.ANSWERING,
-                                       attempts=turn.attempts + 1)
-        return turn.attempts + 1
+            return None
+        taken = replace(turn, state=TurnState.ANSWERING, attempts=turn.attempts + 1)
+        self._turns[turn.turn_id] = taken
+        return taken
 
     async def retake(self, turn_id: str) -> StoredMessage | None:
         turn = self._open(turn_id)

@@ -78,12 +78,25 @@ def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def _begin(conn: SqlRunner, turn_id: str) -> int:
-    rows = conn.rows(
-        "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "
-        f"updated_us = :now WHERE turn_id = :turn_id AND {_OPEN} RETURNING attempts",
-        {"turn_id": turn_id, "now": _now_us()})
-    return int(rows[0][0]) if rows else 0
+def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
+    # One statement picks the oldest open turn and takes it. On PostgreSQL an edit or deletion
+    # may change that row between the pick and the take (the take re-checks it is open); then
+    # the next one is picked, if any is open.
+    while True:
+        rows = conn.rows(
+            "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "
+            "updated_us = :now WHERE turn_id = (SELECT turn_id FROM threadline_inbox WHERE "
+            f"conversation_id = :cid AND {_OPEN} ORDER BY row_id LIMIT 1) AND {_OPEN} "
+            "RETURNING message_json, channel, attempts, error",
+            {"cid": conversation_id, "now": _now_us()})
+        if rows:
+            message_json, channel, attempts, error = rows[0]
+            return InboxTurn(message=message_from_dict(json.loads(message_json)),
+                             channel=channel, state=TurnState.ANSWERING,
+                             attempts=int(attempts), error=error)
+        if not conn.rows(f"SELECT 1 FROM threadline_inbox WHERE conversation_id = :cid "
+                         f"AND {_OPEN} LIMIT 1", {"cid": conversation_id}):
+            return None
 
 
 def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
@@ -211,9 +224,10 @@ class SqlTurnInbox:
                                              limit)
         return waiting
 
-    async def begin(self, turn_id: str) -> int:
-        attempts: int = await self._run("take a turn", True, _begin, turn_id)
-        return attempts
+    async def take_next(self, conversation_id: str) -> InboxTurn | None:
+        taken: InboxTurn | None = await self._run("take a turn", True, _take_next,
+                                                  conversation_id)
+        return taken
 
     async def retake(self, turn_id: str) -> StoredMessage | None:
         current: StoredMessage | None = await self._run("read back a turn", True, _retake,

@@ -68,16 +68,14 @@ class SqlRunner(Protocol):
         ...
 
 
-_INSERT = (
-    "INSERT INTO threadline_messages (id, conversation_id, conv_key, sequence, participant_kind, "
-    "participant_id, participant_name, content, ts_us, scope, channel_type, channel_name, "
-    "channel_id, thread_id, message_id, mentions, is_summary, has_cjk, tool_json, extra_json, "
-    "token_count, speaker_key, speaker_space) VALUES (:id, :conversation_id, :conv_key, "
-    ":sequence, :participant_kind, :participant_id, :participant_name, :content, :ts_us, :scope, "
-    ":channel_type, :channel_name, :channel_id, :thread_id, :message_id, :mentions, :is_summary, "
-    ":has_cjk, :tool_json, :extra_json, :token_count, :speaker_key, :speaker_space) "
-    "ON CONFLICT DO NOTHING"
-)
+_COLUMNS = (
+    "id, conversation_id, conv_key, sequence, participant_kind, participant_id, "
+    "participant_name, content, ts_us, scope, channel_type, channel_name, channel_id, "
+    "thread_id, message_id, mentions, is_summary, has_cjk, tool_json, extra_json, token_count, "
+    "speaker_key, speaker_space")
+_INSERT_COLUMNS = ", ".join(f":{name}" for name in _COLUMNS.split(", "))
+_INSERT = (f"INSERT INTO threadline_messages ({_COLUMNS}) VALUES ({_INSERT_COLUMNS}) "
+           "ON CONFLICT DO NOTHING")
 # Creates the conversation row or reserves the next `n` sequences in it, returning its last
 # sequence after them: one write of the row per batch. On PostgreSQL the DO UPDATE also
 # row-locks it until commit, so sequences follow commit order across processes.
@@ -113,6 +111,9 @@ def write_batch(
     `notices` (PostgreSQL): by turn id, the (channel, payload) its insert sends with
     `pg_notify` when it goes in, in the same statement (no round trip of its own).
     """
+    if len(messages) == 1 and conn.dialect == "postgresql":
+        notice = (notices or {}).get(messages[0].id)
+        return [_write_one_postgres(conn, messages[0], token_counts[0], notice)]
     size: dict[str, int] = {}
     latest: dict[str, int] = {}
     for message in messages:
@@ -143,6 +144,27 @@ def write_batch(
         if gap:
             conn.rowcount(_RETURN_SEQUENCES, {"cid": cid, "gap": gap})
     return flags
+
+
+def _write_one_postgres(conn: SqlRunner, message: StoredMessage, tokens: int,
+                        notice: tuple[str, str] | None) -> bool:
+    """One turn in one statement (the common case: a turn, a reply): the conversation row's
+    claim is a CTE whose sequence the insert takes, so the two share a round trip (the
+    claim's row lock still orders sequences by commit)."""
+    cid = message.conversation_id
+    row = message_to_row(message, sequence=0, token_count=tokens)
+    values = _INSERT_COLUMNS.replace(":sequence", "(SELECT last_sequence FROM claim)")
+    returning = ("RETURNING pg_notify(:notify_channel, :notify_payload)" if notice is not None
+                 else "RETURNING 1")
+    params = {**row, "cid": cid, "n": 1, "ts": to_micros(message.timestamp)}
+    if notice is not None:
+        params.update(notify_channel=notice[0], notify_payload=notice[1])
+    inserted = bool(conn.rows(
+        f"WITH claim AS ({_CLAIM_CONVERSATION}) INSERT INTO threadline_messages "
+        f"({_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING {returning}", params))
+    if not inserted:  # already stored (a replay): its sequence goes back
+        conn.rowcount(_RETURN_SEQUENCES, {"cid": cid, "gap": 1})
+    return inserted
 
 
 def select_turns(

@@ -6,7 +6,7 @@ The tsquery texts are built here and nowhere else.
 
 from __future__ import annotations
 
-import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -38,6 +38,28 @@ def _months(query: SearchQuery, params: dict[str, Any]) -> str:
 @lru_cache(maxsize=512)
 def _clause(sql: str) -> TextClause:
     return text(sql)
+
+
+class _ConversationSizes:
+    """How many turns each conversation had at its last search, which picks the next search's
+    plan (`conversation_rows`): read in the search's own statement, so it is one search stale
+    at most; unknown (a first search in this process) counts as short."""
+
+    def __init__(self, capacity: int = 8192) -> None:
+        self._sizes: OrderedDict[str, int] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, conversation_id: str) -> int:
+        return self._sizes.get(conversation_id, 0)
+
+    def remember(self, conversation_id: str, size: int) -> None:
+        self._sizes[conversation_id] = size
+        self._sizes.move_to_end(conversation_id)
+        if len(self._sizes) > self._capacity:
+            self._sizes.popitem(last=False)
+
+
+_sizes = _ConversationSizes()
 
 
 class AlchemyRunner:
@@ -151,37 +173,38 @@ def _bm25_postgres(
         built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :a{n}) AS text{n}")
         built.append(f"to_tsquery(CAST(:c{n} AS regconfig), :b{n}) AS name{n}")
     terms = range(len(query.terms))
-    words = f"(SELECT {', '.join(built)}) AS w"
+    words = f"w AS (SELECT {', '.join(built)})"
     any_word = " || ".join(["w.phrase", *(f"w.text{n} || w.name{n}" for n in terms)])
     read = "id, sequence, ts_us, search_vector" if columns == HIT_KEYS else "*"
     where = f"m.search_vector @@ ({any_word}){scoped('m', scope, params)}"
-    # The weights come from the newest WEIGHING_SAMPLE turns: counting every turn of a very
-    # long conversation cost as much as ranking it. The conversation's size (which picks the
-    # ranking's plan) is read in the same statement.
+    # The weights come from the newest WEIGHING_SAMPLE turns (counting every turn of a very
+    # long conversation cost as much as ranking it), counted in the same statement as the
+    # ranking (`s`), with the conversation's size, which the next search's plan is picked by.
     params["sample"] = WEIGHING_SAMPLE
-    counts = conn.rows(
-        "SELECT count(*), coalesce(avg(length(m.search_vector)), 1), "
-        "(SELECT message_count FROM threadline_conversations WHERE conversation_id = :cid)"
-        + "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n}))"
-                  for n in terms)
-        + " FROM (SELECT id, sequence, search_vector FROM threadline_messages "
-        "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
-        f"{words} WHERE {where}", params)[0]
-    matched, average, turns = int(counts[0]), float(counts[1]) or 1.0, int(counts[2] or 0)
-    if not matched:
-        return []
-    size = max(matched, min(turns, WEIGHING_SAMPLE))
-    scores = []
-    for n, df in enumerate(counts[3:]):
-        params[f"idf{n}"] = math.log(1 + (size - int(df) + 0.5) / (int(df) + 0.5))
-        scores.append(f"CASE WHEN m.search_vector @@ w.text{n} THEN :idf{n} "
-                      f"WHEN m.search_vector @@ w.name{n} THEN :idf{n} * 0.5 ELSE 0 END")
-    params["average"] = average
+    counted = "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n})) "
+                      f"AS df{n}" for n in terms)
+    counts = ("SELECT count(*) AS matched, coalesce(nullif(avg(length(m.search_vector)), 0), 1) "
+              "AS average, coalesce((SELECT message_count FROM threadline_conversations "
+              f"WHERE conversation_id = :cid), 0) AS turns{counted} "
+              "FROM (SELECT id, sequence, search_vector FROM threadline_messages "
+              "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
+              f"w WHERE {where}")
+    # Each word's BM25 idf over the sample (a word counted once a turn), computed once.
+    size = "greatest(c.matched, least(c.turns, :sample))"
+    idf = "".join(f", CAST(ln(1 + ({size} - c.df{n} + 0.5) / (c.df{n} + 0.5)) AS float8) "
+                  f"AS idf{n}" for n in terms)
+    stats = f"SELECT c.turns, CAST(c.average AS float8) AS average{idf} FROM ({counts}) AS c"
+    scores = [f"CASE WHEN m.search_vector @@ w.text{n} THEN s.idf{n} "
+              f"WHEN m.search_vector @@ w.name{n} THEN s.idf{n} * 0.5 ELSE 0 END" for n in terms]
     # BM25's saturation and length normalization for a word counted once (k1 1.2, b 0.75).
-    length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / :average))"
+    length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / s.average))"
     score = (f"(({' + '.join(scores) or '0'}) * {length} "
              "+ CASE WHEN m.search_vector @@ w.phrase THEN 2.0 ELSE 0 END)")
-    return conn.rows(
-        f"SELECT {columns} FROM {conversation_rows(turns, read)} AS m, {words} WHERE {where} "
-        f"ORDER BY {score}{_months(query, params)} DESC, m.sequence DESC "
+    found = conn.rows(
+        f"WITH {words}, s AS ({stats}) SELECT {columns}, s.turns "
+        f"FROM {conversation_rows(_sizes.get(conversation_id), read)} AS m, w, s "
+        f"WHERE {where} ORDER BY {score}{_months(query, params)} DESC, m.sequence DESC "
         "LIMIT :limit", params)
+    if found:
+        _sizes.remember(conversation_id, int(found[0][-1]))
+    return [row[:-1] for row in found]
