@@ -1,4 +1,5 @@
-"""An agent's recall block stands byte for byte while the topic holds, and is replaced after."""
+"""An agent's recall block stands byte for byte while the turn it was made for is in the prompt;
+a new subject's hits come beside it, in the fresh block with the newest turn."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def kept_block(prompt: AssembledPrompt) -> tuple[int, PromptMessage]:
     return at, block
 
 
-async def test_the_block_stands_before_its_turn_until_the_topic_changes(
+async def test_the_block_stands_before_its_turn_and_a_new_subject_comes_beside_it(
         store: ConversationStore) -> None:
     t = channel()
     await t.store_in(store)
@@ -66,10 +67,13 @@ async def test_the_block_stands_before_its_turn_until_the_topic_changes(
     assert second.messages[:again_at + 1] == first.messages[:at + 1]
     assert second.messages[again_at + 1].content.endswith("what is my cat called?")
 
+    # The talk moves on: the kept block still stands (replacing it would rewrite every
+    # cached byte after it); what the new subject needs is in the fresh block.
     third = await ask(t, store, kept, "where did my red bicycle get a flat tyre?")
-    new_at, new = kept_block(third)
-    assert new != block and "bicycle" in new.content and "Miso" not in new.content
-    assert new_at == len(third.messages) - 2  # made now: it goes with the newest turn
+    third_at, still = kept_block(third)
+    assert still == block and third.messages[:third_at + 1] == first.messages[:at + 1]
+    [fresh] = [m for m in third.messages[third_at + 1:] if RECALL_HEADER in m.content]
+    assert "bicycle" in fresh.content and "Miso" not in fresh.content
 
 
 async def test_a_kept_block_never_shows_a_turn_as_it_was_before_an_edit(

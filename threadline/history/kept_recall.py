@@ -5,13 +5,18 @@ front of the newest turns, so every turn pays for all of it again (bench/prompt_
 the input read from the cache with recall on, 77% with it off). Instead an agent keeps the
 block it made at one turn: the same bytes, at the same place in the history (just before that
 turn), where a cache breakpoint holds it. What this turn's search finds beyond it goes in a
-small fresh block with the newest turn, best hits first, in the room the kept block leaves
-(`KEPT_SHARE`: a new kept block takes at most that share of the room recall has on every turn,
-so it still fits while the kept turns grow and there is always room for the newest turn's own
-hits). The kept block is replaced when this turn's search no
-longer finds its hits (no more than `threshold` of them among everything it found: the topic
-moved on), and when the turn it stands before leaves the prompt (the prefix before it changed
-anyway, so a new block costs the cache nothing more).
+small fresh block with the newest turn, best hits first.
+
+The kept block stands as long as the turn it stands before is in the prompt: it is replaced
+when that turn leaves (the prefix before it changed anyway, so a new block costs the cache
+nothing more). It is not replaced when the talk moves on: replacing it rewrites every cached
+byte after it, and a chat's subject moves on most turns (LoCoMo, three agents in turn:
+consecutive blocks of an agent share a median 4% of their hits; replacing the block then cost
+9 points of the cache share in bench/prompt_cache.py). What the new subject needs comes in the
+fresh block, and recall as a whole keeps to its share of the budget (`steady_room`): a kept
+block takes at most `KEPT_SHARE` of it, the fresh block the rest. The budget a short history
+leaves unused is not filled with fresh recall, which would be new bytes, paid in full, on
+every turn (that took the share from 67% to 54% in the same bench).
 
 A kept block never shows stale or hidden text: every turn in it must still pass the
 assembler's filters (not forgotten, not in the prompt already, not summarized for the agent),
@@ -35,23 +40,17 @@ from threadline.history.recall import recall_block, render_recall
 from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
-# A kept block stands while this turn's search finds more than this share of its hits again
-# (among the turns it found, hits and the turns around them). LoCoMo's chat changes subject
-# nearly every turn (consecutive fresh blocks of an agent share a median 4% of their hits), so
-# the test is loose: any hit found again holds the topic, and the fresh block beside it carries
-# the newest turn's own hits. Even so the topic moves on 43% of turns in bench/prompt_cache.py.
-DEFAULT_THRESHOLD = 0.0
 # The share of recall's steady room a new kept block may take; the rest is the fresh block's.
-# In bench/prompt_cache.py 0.5, 0.75 and 0.9 read 52.1%, 52.2% and 53.7% from the cache.
+# In bench/prompt_cache.py (blocks replaced when the subject moved) 0.5, 0.75 and 0.9 read
+# 52.1%, 52.2% and 53.7% from the cache.
 KEPT_SHARE = 0.75
 
 
 @dataclass(frozen=True, slots=True)
 class KeptBlock:
-    """A kept recall block: its windows, their hits, and the turn it was made for."""
+    """A kept recall block: its windows and the turn it was made for."""
 
     windows: tuple[SearchWindow, ...]
-    hit_ids: frozenset[str]
     anchor_id: str
 
     @property
@@ -109,9 +108,7 @@ def show_recall(kept_recall: KeptRecall | None, store: ConversationStore, conver
 class KeptRecall:
     """Each (conversation, agent)'s kept recall block, and the blocks a turn shows."""
 
-    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD,
-                 max_conversations: int = 4096) -> None:
-        self.threshold = threshold
+    def __init__(self, *, max_conversations: int = 4096) -> None:
         self._max = max_conversations
         self._blocks: OrderedDict[tuple[str, str], KeptBlock] = OrderedDict()
         self._watched: set[int] = set()
@@ -145,12 +142,10 @@ class KeptRecall:
             message, windows = ask.block(int(min(ask.room, ask.steady_room) * KEPT_SHARE))
             if message is None:
                 return RecallBlocks(None, None, (), at=len(ask.earlier_ids))
-            kept = KeptBlock(windows=tuple(windows),
-                             hit_ids=frozenset(h for w in windows for h in w.hit_ids),
-                             anchor_id=ask.made_for.id)
+            kept = KeptBlock(windows=tuple(windows), anchor_id=ask.made_for.id)
             self._remember(key, kept)
-        fresh_message, fresh = ask.block(ask.room - _cost(message, ask.counter),
-                                         leaving=kept.turn_ids)
+        fresh_message, fresh = ask.block(
+            min(ask.room, ask.steady_room) - _cost(message, ask.counter), leaving=kept.turn_ids)
         at = (ask.earlier_ids.index(kept.anchor_id) if kept.anchor_id in ask.earlier_ids
               else len(ask.earlier_ids))
         return RecallBlocks(replace(message, cache_point=True), fresh_message,
@@ -164,13 +159,10 @@ class KeptRecall:
 
     def _standing(self, kept: KeptBlock | None, ask: RecallAsk) -> KeptBlock | None:
         """`kept` when its turn is still in the prompt (else the prefix before it changed
-        anyway), this turn's search still finds enough of its hits, and all of it is current."""
+        anyway) and all of it is current."""
         if kept is None or kept.anchor_id not in ask.earlier_ids:
             return None
         current = {m.id: m for w in ask.found for m in w.messages}
-        shared = len(kept.hit_ids & current.keys())
-        if current and shared <= self.threshold * len(kept.hit_ids):
-            return None  # a turn that finds nothing ("thanks!") keeps the topic
         for window in kept.windows:
             for message in window.messages:
                 again = current.get(message.id, message)
