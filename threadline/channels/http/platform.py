@@ -84,7 +84,8 @@ def build(name: str, settings: HttpSettings, context: ChannelContext) -> HttpCha
 
 STARTER = """\
   http:
-    # The protocol, with a worked curl example: docs/platforms/http.md.
+    # Set-up, step by step: docs/platforms/http.md (the protocol, with a worked curl
+    # example).
     type: http
     secret: ${THREADLINE_HTTP_SECRET}   # shared with the caller; make one: openssl rand -hex 32
     host: 127.0.0.1                     # 0.0.0.0 to take requests from other machines (TLS!)
