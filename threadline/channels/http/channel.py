@@ -40,6 +40,7 @@ from threadline.listening import Listener, serve
 
 log = structlog.get_logger("threadline.channels.http")
 MAX_FETCH = 500
+MIN_SECRET_CHARS = 24
 
 
 def _refused(status: int, code: str, message: str, *, channel: str) -> web.Response:
@@ -61,6 +62,7 @@ class HttpChannel(Channel):
                  allow_bots: bool = False, clock: Callable[[], float] = time.time) -> None:
         super().__init__(name=name, allow_bots=allow_bots, streaming=False)
         self._host, self._port, self._path = host, port, path.rstrip("/") or "/"
+        self._secret_chars = len(secret)
         self._verifier = RequestVerifier(secret, replay_window_seconds=replay_window_seconds,
                                          clock=clock)
         self._callback = callback
@@ -90,21 +92,25 @@ class HttpChannel(Channel):
                          f"channels.{self.name}.host")]
 
     async def check(self) -> list[str]:
-        """The callback must answer HTTP (any status: it is there); nothing else can fail
-        before a request comes in."""
+        """A secret short enough to guess, and a callback that does not answer HTTP (any
+        status will do: something is there); nothing else can fail before a request."""
         self.identity = BotIdentity(user_id=f"{self.name}-bot", username=self.name)
+        problems = [] if self._secret_chars >= MIN_SECRET_CHARS else [
+            f"http channel {self.name!r}: the secret is {self._secret_chars} characters; use "
+            f"at least {MIN_SECRET_CHARS} (for example `openssl rand -hex 32`)"]
         if self._callback is None:
-            return []
+            return problems
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
                     total=self._callback.timeout_seconds)) as session, \
                     session.head(self._callback.url, allow_redirects=False):
-                return []
+                return problems
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return [unreachable(where=f"http channel {self.name!r}", service="the callback",
-                                action="deliver replies", url=self._callback.url,
-                                setting=f"channels.{self.name}.callback_url", error=exc)
-                    + " Replies wait in the outbox meanwhile."]
+            return [*problems, unreachable(
+                where=f"http channel {self.name!r}", service="the callback",
+                action="deliver replies", url=self._callback.url,
+                setting=f"channels.{self.name}.callback_url", error=exc)
+                + " Replies wait in the outbox meanwhile."]
 
     async def start(self, events: ChannelEvents) -> None:
         if self._runner is not None:

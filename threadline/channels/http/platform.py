@@ -11,8 +11,6 @@ from threadline.channels.http.channel import HttpChannel
 from threadline.channels.http.outbox import ReplyOutbox
 from threadline.channels.platform import ChannelContext, ChannelSettings, Platform
 
-MIN_SECRET_CHARS = 24
-
 
 class HttpSettings(ChannelSettings):
     """A webhook endpoint for systems without an SDK (docs/platforms/http.md)."""
@@ -23,7 +21,7 @@ class HttpSettings(ChannelSettings):
     """http: this entry takes signed webhooks and answers to a callback or by fetch."""
     secret: str
     """The shared secret requests and replies are signed with (HMAC-SHA256), as
-    ${THREADLINE_HTTP_SECRET}; at least 24 characters."""
+    ${THREADLINE_HTTP_SECRET}; `threadline check` warns below 24 characters."""
     host: str = "127.0.0.1"
     """The address the webhook endpoint listens on (put TLS in front)."""
     port: int = Field(default=8090, ge=0, le=65535)
@@ -58,12 +56,6 @@ class HttpSettings(ChannelSettings):
         if url is not None and not url.startswith(("http://", "https://")):
             raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
         return url
-
-    def problems(self) -> list[str]:
-        if len(self.secret) < MIN_SECRET_CHARS:
-            return [f"secret is {len(self.secret)} characters; use at least "
-                    f"{MIN_SECRET_CHARS} (for example the output of `openssl rand -hex 32`)"]
-        return []
 
 
 def build(name: str, settings: HttpSettings, context: ChannelContext) -> HttpChannel:
