@@ -1,8 +1,9 @@
 """The `http` platform's outbox in the history's database (migration `http_replies`).
 
 A claim is one guarded update (`due_us` not yet in the future), so two replicas posting the
-same channel's replies never both post one: PostgreSQL re-checks the guard after waiting for
-the other writer, SQLite runs writers one at a time. A reply is kept with `ON CONFLICT DO
+same channel's replies never both post one: SQLite runs writers one at a time; PostgreSQL skips
+the rows another claimer holds (`FOR UPDATE SKIP LOCKED`), so two claimers take different
+replies rather than racing for the same ones. A reply is kept with `ON CONFLICT DO
 NOTHING` on its id: a turn answered again after a crash keeps it once.
 """
 
@@ -38,8 +39,10 @@ def _keep(conn: SqlRunner, reply: HttpReply) -> HttpReply:
 def _claim_due(conn: SqlRunner, channel: str, now_us: int, lease_us: int,
                limit: int) -> list[HttpReply]:
     key = {"channel": channel, "now": now_us, "until": now_us + lease_us, "limit": limit}
+    # PostgreSQL: rows another claimer is taking are skipped, not waited for and then lost.
+    skip = " FOR UPDATE SKIP LOCKED" if conn.dialect == "postgresql" else ""
     due = conn.rows(f"{_SELECT} WHERE channel = :channel AND delivered_us IS NULL "
-                    "AND due_us <= :now ORDER BY seq LIMIT :limit", key)
+                    f"AND due_us <= :now ORDER BY seq LIMIT :limit{skip}", key)
     return [_reply(row) for row in due if conn.rowcount(
         "UPDATE threadline_http_replies SET due_us = :until WHERE reply_id = :id "
         "AND delivered_us IS NULL AND due_us <= :now", {**key, "id": row[0]}) == 1]

@@ -207,8 +207,14 @@ class HttpChannel(Channel):
         except ValueError:
             return _refused(400, "bad_cursor", "after and limit must be whole numbers",
                             channel=self.name)
-        replies = await self._outbox.after(self.name, cursor=cursor, limit=max(limit, 1),
-                                           conversation_id=request.query.get("conversation_id"))
+        try:
+            replies = await self._outbox.after(
+                self.name, cursor=cursor, limit=max(limit, 1),
+                conversation_id=request.query.get("conversation_id"))
+        except StoreError as exc:
+            self._log.error("http.replies_unreadable", error=str(exc))
+            return _refused(503, "unavailable", "the replies cannot be read now; fetch again "
+                            "later from the same cursor", channel=self.name)
         return web.json_response({"replies": [r.wire() for r in replies],
                                   "next_cursor": replies[-1].cursor if replies else cursor})
 
