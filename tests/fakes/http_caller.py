@@ -49,6 +49,7 @@ class FakeCaller:
         self.posts: list[dict[str, Any]] = []
         self.replies: dict[str, dict[str, Any]] = {}
         self.refused_signatures = 0
+        self._answered: dict[str, dict[str, Any]] = {}  # by the message they answer
         self._arrived = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -103,6 +104,7 @@ class FakeCaller:
         assert request.headers["Idempotency-Key"] == reply["reply_id"]
         async with self._arrived:
             self.replies.setdefault(reply["reply_id"], reply)
+            self._answered.setdefault(reply["in_reply_to"], reply)
             self._arrived.notify_all()
         return web.json_response({"ok": True})
 
@@ -111,6 +113,12 @@ class FakeCaller:
         async with asyncio.timeout(within), self._arrived:
             await self._arrived.wait_for(lambda: len(self.replies) >= count)
         return list(self.replies.values())
+
+    async def reply_to(self, message_id: str, *, within: float = 30.0) -> dict[str, Any]:
+        """The first reply accepted for the message `message_id`, once it arrived."""
+        async with asyncio.timeout(within), self._arrived:
+            await self._arrived.wait_for(lambda: message_id in self._answered)
+        return self._answered[message_id]
 
     async def wait_for_posts(self, count: int, *, within: float = 30.0) -> None:
         """Until the callback was posted to `count` times (accepted or not)."""

@@ -87,6 +87,9 @@ class CallbackSender:
                 await self._post_due()
             except StoreError as exc:  # the database went away: keep trying, it keeps them
                 self._log.warning("http.callback_outbox_unavailable", error=str(exc))
+            except Exception as exc:  # one bad round must not stop replies for good
+                self._log.error("http.callback_round_failed", error=repr(exc)[:500],
+                                outcome="the replies stay kept; tried again next round")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._policy.poll_seconds)
 
