@@ -68,6 +68,7 @@ async def test_an_unsigned_request_is_refused(rig: Rig) -> None:
 ])
 async def test_a_malformed_body_is_refused_in_words(rig: Rig, body: bytes, error: str) -> None:
     await refused(rig, 400, error, body=body)
+    assert rig.channel.skipped_events == 1  # signed: the caller's mistake, counted in /metrics
 
 
 async def test_an_oversized_body_is_refused(rig: Rig) -> None:

@@ -168,7 +168,8 @@ class HttpChannel(Channel):
                              idempotency_key=request.headers.get("Idempotency-Key"))
         except InvalidMessageError as exc:
             turn = BadRequest(400, "malformed_body", str(exc))
-        if isinstance(turn, BadRequest):
+        if isinstance(turn, BadRequest):  # signed, so the caller's: counted in /metrics
+            self.skip_event(request.headers.get("Idempotency-Key", "-"), turn.code)
             return _refused(turn.status, turn.code, turn.message, channel=self.name)
         return await self._record(turn)
 
