@@ -25,8 +25,8 @@ SECOND = 1_000_000
 
 def reply(n: int, *, channel: str = "api") -> HttpReply:
     return HttpReply(reply_id=f"r{n}", channel=channel, conversation_id=f"c{n % 3}",
-                     in_reply_to=f"m{n}", agent="support", text=f"answer {n}",
-                     created_us=n)
+                     in_reply_to=f"m{n}", turn_id=f"http:{channel}:c{n % 3}:m{n}",
+                     agent="support", text=f"answer {n}", created_us=n)
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])

@@ -17,12 +17,12 @@ from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.http.outbox import HttpReply
 
-_COLUMNS = ("reply_id", "channel", "conversation_id", "in_reply_to", "agent", "text",
-            "created_us", "seq", "attempts", "delivered_us")
+_COLUMNS = ("reply_id", "channel", "conversation_id", "in_reply_to", "turn_id", "agent",
+            "text", "created_us", "seq", "attempts", "delivered_us")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM threadline_http_replies"
 _INSERT = ("INSERT INTO threadline_http_replies (reply_id, channel, conversation_id, "
-           "in_reply_to, agent, text, created_us, due_us, attempts) VALUES (:reply_id, :channel, "
-           ":conversation_id, :in_reply_to, :agent, :text, :created_us, 0, 0) "
+           "in_reply_to, turn_id, agent, text, created_us, due_us, attempts) VALUES (:reply_id, "
+           ":channel, :conversation_id, :in_reply_to, :turn_id, :agent, :text, :created_us, 0, 0) "
            "ON CONFLICT (reply_id) DO NOTHING")
 
 

@@ -228,7 +228,7 @@ class HttpChannel(Channel):
         try:
             kept = await self._outbox.keep(HttpReply(
                 reply_id=reply_id[:32], channel=self.name, conversation_id=conversation,
-                in_reply_to=turn, agent=agent_name, text=text,
+                in_reply_to=turn, turn_id=inbound.id, agent=agent_name, text=text,
                 created_us=int(self._clock() * 1_000_000)))
         except StoreError as exc:
             raise ChannelError(f"http channel {self.name!r} could not keep a reply to "

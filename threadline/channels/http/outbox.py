@@ -26,6 +26,7 @@ class HttpReply:
     channel: str
     conversation_id: str
     in_reply_to: str
+    turn_id: str  # the stored turn answered: forgetting its author deletes the reply
     agent: str | None
     text: str
     created_us: int

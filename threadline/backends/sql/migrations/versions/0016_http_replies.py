@@ -4,7 +4,8 @@ http_replies`).
 `threadline_http_replies`: one row per reply; `seq` is its place in the channel's order (the
 cursor a fetch reads after), `due_us` when it may next be posted to the callback (pushed forward
 while one replica posts it, and after each failed attempt), `delivered_us` once the callback
-took it.
+took it; `turn_id` is the stored turn answered, by which forgetting a person deletes the
+replies to their words.
 
 Revision ID: http_replies
 Revises: link_consent_both
@@ -30,6 +31,7 @@ def upgrade() -> None:
         sa.Column("channel", sa.String(255), nullable=False),
         sa.Column("conversation_id", sa.String(512), nullable=False),
         sa.Column("in_reply_to", sa.String(255), nullable=False),
+        sa.Column("turn_id", sa.String(255), nullable=False),
         sa.Column("agent", sa.String(255)),
         sa.Column("text", sa.Text, nullable=False),
         sa.Column("created_us", sa.BigInteger, nullable=False),
@@ -40,6 +42,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_threadline_http_replies_due", "threadline_http_replies",
                     ["channel", "delivered_us", "due_us"])
+    op.create_index("ix_threadline_http_replies_turn", "threadline_http_replies", ["turn_id"])
 
 
 def downgrade() -> None:
