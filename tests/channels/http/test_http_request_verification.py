@@ -100,3 +100,15 @@ async def test_a_fetch_must_be_signed_over_its_own_target(rig: Rig) -> None:
                      "X-Threadline-Signature": sign(rig.caller.secret, when,
                                                     signed_for.encode())}) as got:
         assert (got.status, (await got.json())["error"]) == (401, "bad_signature")
+
+
+async def test_a_secret_in_rotation_is_accepted_beside_the_old_one(rig: Rig) -> None:
+    when = int(time.time())
+    body = (b'{"conversation_id": "c-1", "message_id": "m-1", "text": "hello", '
+            b'"speaker": {"id": "x"}}')
+    both = f"{sign('the-old-secret', when, body)}, {sign(rig.caller.secret, when, body)}"
+    async with aiohttp.ClientSession() as session, session.post(
+            rig.channel.url, data=body,
+            headers={"X-Threadline-Timestamp": str(when),
+                     "X-Threadline-Signature": both}) as got:
+        assert got.status == 202
