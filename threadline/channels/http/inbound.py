@@ -35,21 +35,61 @@ class BadRequest:
     message: str
 
 
-def _id(value: object, field: str) -> str | BadRequest:
+class _Unreadable(Exception):
+    """A field that cannot be taken; carries the answer (caught in `turn_from`)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.answer = BadRequest(status, code, message)
+
+
+def _id(value: object, field: str) -> str:
     if isinstance(value, str) and _ID.match(value):
         return value
-    return BadRequest(400, f"bad_{field.replace('.', '_')}",
+    raise _Unreadable(400, f"bad_{field.replace('.', '_')}",
                       f"{field} must be 1 to 128 characters of letters, digits and ._~@/+=- "
                       f"(no spaces or colons), got {str(value)[:60]!r}")
 
 
-def _addressees(value: object) -> tuple[str, ...] | BadRequest:
-    names = [value] if isinstance(value, str) else value
+def _addressees(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
+    names = [value] if isinstance(value, str) else value
     if isinstance(names, list) and names and all(isinstance(n, str) and n for n in names):
         return tuple(str(n) for n in names)
-    return BadRequest(400, "bad_to", "to must be an agent's name or a list of names")
+    raise _Unreadable(400, "bad_to", "to must be an agent's name or a list of names")
+
+
+def _text(fields: dict[str, Any], max_text_chars: int) -> str:
+    text = fields.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise _Unreadable(400, "bad_text", "text must be a non-empty string")
+    if len(text) > max_text_chars:
+        raise _Unreadable(413, "message_too_long", f"text is {len(text)} characters; this "
+                          f"channel takes at most {max_text_chars} (max_text_chars): split it")
+    return text
+
+
+def _message_id(fields: dict[str, Any], idempotency_key: str | None) -> str:
+    given = fields.get("message_id")
+    if idempotency_key is not None and given is not None and given != idempotency_key:
+        raise _Unreadable(400, "conflicting_ids", "the Idempotency-Key header and message_id "
+                          "differ; send one, or the same in both")
+    return _id(idempotency_key if idempotency_key is not None else given, "message_id")
+
+
+def _speaker(fields: dict[str, Any]) -> tuple[Participant, bool]:
+    """The author, and whether they are another bot."""
+    speaker = fields.get("speaker")
+    if not isinstance(speaker, dict):
+        raise _Unreadable(400, "bad_speaker", 'speaker must be an object: {"id": "...", '
+                          '"name": "..."}')
+    speaker_id = _id(speaker.get("id"), "speaker.id")
+    name = speaker.get("name", "")
+    if not isinstance(name, str):
+        raise _Unreadable(400, "bad_speaker_name", "speaker.name must be a string")
+    return (Participant(kind="user", id=speaker_id, display_name=name[:200]),
+            speaker.get("is_bot") is True)
 
 
 def turn_from(body: bytes, *, channel: str, idempotency_key: str | None,
@@ -63,40 +103,18 @@ def turn_from(body: bytes, *, channel: str, idempotency_key: str | None,
     if not isinstance(fields, dict):
         return BadRequest(400, "malformed_body", "the body must be a JSON object with "
                           "conversation_id, message_id, speaker and text")
-    text = fields.get("text")
-    if not isinstance(text, str) or not text.strip():
-        return BadRequest(400, "bad_text", "text must be a non-empty string")
-    if len(text) > max_text_chars:
-        return BadRequest(413, "message_too_long", f"text is {len(text)} characters; this "
-                          f"channel takes at most {max_text_chars} (max_text_chars): split it")
-    given_id = fields.get("message_id")
-    if idempotency_key is not None and given_id is not None and given_id != idempotency_key:
-        return BadRequest(400, "conflicting_ids", "the Idempotency-Key header and message_id "
-                          "differ; send one, or the same in both")
-    message_id = _id(idempotency_key if idempotency_key is not None else given_id,
-                     "message_id")
-    conversation = _id(fields.get("conversation_id"), "conversation_id")
-    speaker = fields.get("speaker")
-    if not isinstance(speaker, dict):
-        return BadRequest(400, "bad_speaker", 'speaker must be an object: {"id": "...", '
-                          '"name": "..."}')
-    speaker_id = _id(speaker.get("id"), "speaker.id")
-    name = speaker.get("name", "")
-    addressees = _addressees(fields.get("to"))
-    for part in (message_id, conversation, speaker_id, addressees):
-        if isinstance(part, BadRequest):
-            return part
-    if not isinstance(name, str):
-        return BadRequest(400, "bad_speaker_name", "speaker.name must be a string")
-    assert isinstance(message_id, str) and isinstance(conversation, str)
-    assert isinstance(speaker_id, str) and isinstance(addressees, tuple)
-    extra = {"is_bot": True} if speaker.get("is_bot") is True else {}
+    try:
+        text = _text(fields, max_text_chars)
+        message_id = _message_id(fields, idempotency_key)
+        conversation = _id(fields.get("conversation_id"), "conversation_id")
+        author, is_bot = _speaker(fields)
+        addressees = _addressees(fields.get("to"))
+    except _Unreadable as unreadable:
+        return unreadable.answer
     return StoredMessage(
         conversation_id=f"{CHANNEL_TYPE}:{channel}:{conversation}",
         id=f"{CHANNEL_TYPE}:{channel}:{conversation}:{message_id}",
-        participant=Participant(kind="user", id=speaker_id, display_name=name[:200]),
-        content=text,
-        scope="dm",
+        participant=author, content=text, scope="dm",
         metadata=MessageMetadata(channel_type=CHANNEL_TYPE, channel_name=channel,
                                  channel_id=conversation, message_id=message_id,
-                                 mentions=addressees, extra=extra))
+                                 mentions=addressees, extra={"is_bot": True} if is_bot else {}))
