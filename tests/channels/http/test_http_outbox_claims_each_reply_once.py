@@ -95,3 +95,19 @@ async def test_a_failed_reply_waits_and_a_lapsed_claim_is_taken_again(
     [taken] = await one.claim_due("api", now_us=102 * SECOND, lease_us=SECOND, limit=10)
     assert taken.reply_id == "r1"
     assert await one.undelivered("api") == 1
+
+
+async def test_old_replies_are_deleted_but_never_one_still_waiting(
+        outboxes: tuple[ReplyOutbox, ReplyOutbox]) -> None:
+    outbox, _ = outboxes
+    for n in (1, 2, 3):
+        await outbox.keep(replace(reply(n), created_us=n * SECOND))
+    await outbox.delivered("r1", now_us=5 * SECOND)
+    # With a callback: only what it took goes; r2 waits for it however old it is.
+    assert await outbox.prune("api", before_us=3 * SECOND, delivered_only=True) == 1
+    assert [r.reply_id for r in await outbox.after("api", cursor=0, limit=10)] == ["r2", "r3"]
+    # Without one (replies are fetched): whatever is older goes; the cursor keeps counting.
+    assert await outbox.prune("api", before_us=3 * SECOND, delivered_only=False) == 1
+    later = await outbox.keep(replace(reply(4), created_us=4 * SECOND))
+    [r3] = await outbox.after("api", cursor=0, limit=10, conversation_id="c0")
+    assert later.cursor > r3.cursor

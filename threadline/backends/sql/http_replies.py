@@ -74,6 +74,13 @@ def _undelivered(conn: SqlRunner, channel: str) -> int:
                          "AND delivered_us IS NULL", {"channel": channel})[0][0])
 
 
+def _prune(conn: SqlRunner, channel: str, before_us: int, delivered_only: bool) -> int:
+    only = " AND delivered_us IS NOT NULL" if delivered_only else ""
+    return conn.rowcount("DELETE FROM threadline_http_replies WHERE channel = :channel "
+                         f"AND created_us < :before{only}",
+                         {"channel": channel, "before": before_us})
+
+
 class SqlReplyOutbox:
     """`threadline.channels.http.outbox.ReplyOutbox` on the history's database."""
 
@@ -103,3 +110,7 @@ class SqlReplyOutbox:
 
     async def undelivered(self, channel: str) -> int:
         return await self._store.run("count waiting http replies", _undelivered, channel)
+
+    async def prune(self, channel: str, *, before_us: int, delivered_only: bool) -> int:
+        return await self._store.run("delete old http replies", _prune, channel, before_us,
+                                     delivered_only, write=True)

@@ -37,10 +37,12 @@ from threadline.errors import (
 )
 from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener, serve
+from threadline.periodic import Periodic
 
 log = structlog.get_logger("threadline.channels.http")
 MAX_FETCH = 500
 MIN_SECRET_CHARS = 24
+PRUNE_EVERY_SECONDS = 3600.0
 
 
 def _refused(status: int, code: str, message: str, *, channel: str) -> web.Response:
@@ -59,7 +61,8 @@ class HttpChannel(Channel):
                  path: str = "/http/messages", callback: CallbackPolicy | None = None,
                  outbox: ReplyOutbox | None = None, replay_window_seconds: float = 300,
                  max_body_bytes: int = 262_144, max_text_chars: int = 16_000,
-                 allow_bots: bool = False, clock: Callable[[], float] = time.time) -> None:
+                 keep_replies_seconds: float = 30 * 86_400, allow_bots: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
         super().__init__(name=name, allow_bots=allow_bots, streaming=False)
         self._host, self._port, self._path = host, port, path.rstrip("/") or "/"
         self._secret_chars = len(secret)
@@ -70,6 +73,9 @@ class HttpChannel(Channel):
         self._outbox: ReplyOutbox = outbox if outbox is not None else MemoryReplyOutbox()
         self._max_body_bytes = max_body_bytes
         self._max_text_chars = max_text_chars
+        self._keep_replies_seconds = keep_replies_seconds
+        self._pruning = Periodic(self._prune, every=PRUNE_EVERY_SECONDS,
+                                 name="http.replies_pruned")
         self._clock = clock
         self._events: ChannelEvents | None = None
         self._runner: web.AppRunner | None = None
@@ -127,6 +133,7 @@ class HttpChannel(Channel):
         except BaseException:
             await self.stop()
             raise
+        self._pruning.start()
         if self._callback is not None:
             self._sender = CallbackSender(channel=self.name, outbox=self._outbox,
                                           policy=self._callback, clock=self._clock)
@@ -144,9 +151,18 @@ class HttpChannel(Channel):
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._pruning.stop()
         if self._sender is not None:
             await self._sender.stop()
             self._sender = None
+
+    async def _prune(self) -> None:
+        """Delete replies kept longer than `keep_replies_seconds` (see `outbox`)."""
+        before_us = int((self._clock() - self._keep_replies_seconds) * 1_000_000)
+        gone = await self._outbox.prune(self.name, before_us=before_us,
+                                        delivered_only=self._callback is not None)
+        if gone:
+            self._log.info("http.old_replies_deleted", replies=gone)
 
     def receiving(self) -> str | None:
         if self._runner is None:

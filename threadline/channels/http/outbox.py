@@ -6,7 +6,8 @@ From here a reply is either posted to the configured callback (`callback.Callbac
 claimed by one replica at a time, retried with backoff, marked delivered on a 2xx) or read by
 the caller through the signed fetch endpoint, by cursor. Nothing leaves the outbox when the
 callback is down: it waits, across restarts when the backend keeps it (the SQL backend's
-`threadline_http_replies`), and is posted once the callback answers again.
+`threadline_http_replies`), and is posted once the callback answers again. Replies are deleted
+`keep_replies_days` after they were kept: those the callback took or, without a callback, all.
 
 `MemoryReplyOutbox` is for a backend that keeps no such table (the memory backend): replies
 waiting for a callback do not outlive the process, and the channel says so when it starts.
@@ -78,6 +79,11 @@ class ReplyOutbox(Protocol):
         """How many replies of `channel` wait for the callback."""
         ...
 
+    async def prune(self, channel: str, *, before_us: int, delivered_only: bool) -> int:
+        """Delete replies of `channel` kept since before `before_us` (only those the callback
+        took, when `delivered_only`); how many."""
+        ...
+
 
 class MemoryReplyOutbox:
     """A `ReplyOutbox` in this process's memory (see the module docstring)."""
@@ -85,10 +91,12 @@ class MemoryReplyOutbox:
     def __init__(self) -> None:
         self._replies: dict[str, HttpReply] = {}
         self._due_us: dict[str, int] = {}
+        self._cursor = 0
 
     async def keep(self, reply: HttpReply) -> HttpReply:
         if reply.reply_id not in self._replies:
-            self._replies[reply.reply_id] = replace(reply, cursor=len(self._replies) + 1)
+            self._cursor += 1
+            self._replies[reply.reply_id] = replace(reply, cursor=self._cursor)
             self._due_us[reply.reply_id] = 0
         return self._replies[reply.reply_id]
 
@@ -116,3 +124,11 @@ class MemoryReplyOutbox:
     async def undelivered(self, channel: str) -> int:
         return sum(1 for r in self._replies.values()
                    if r.channel == channel and r.delivered_us is None)
+
+    async def prune(self, channel: str, *, before_us: int, delivered_only: bool) -> int:
+        old = [r.reply_id for r in self._replies.values() if r.channel == channel
+               and r.created_us < before_us and (r.delivered_us is not None
+                                                 or not delivered_only)]
+        for reply_id in old:
+            del self._replies[reply_id], self._due_us[reply_id]
+        return len(old)

@@ -36,6 +36,9 @@ class HttpSettings(ChannelSettings):
     """The largest request body taken (413 above)."""
     max_text_chars: int = Field(default=16_000, ge=1)
     """The longest message text taken (413 above)."""
+    keep_replies_days: float = Field(default=30.0, gt=0)
+    """How long replies stay readable by fetch: then those the callback took (or, without a
+    callback, all) are deleted; a reply waiting for a callback that is down is never deleted."""
     callback_timeout_seconds: float = Field(default=10.0, gt=0)
     """How long one post to the callback may take before it counts as failed."""
     retry_initial_seconds: float = Field(default=1.0, gt=0)
@@ -71,6 +74,7 @@ def build(name: str, settings: HttpSettings, context: ChannelContext) -> HttpCha
         outbox=outbox if isinstance(outbox, ReplyOutbox) else None,
         replay_window_seconds=settings.replay_window_seconds,
         max_body_bytes=settings.max_body_bytes, max_text_chars=settings.max_text_chars,
+        keep_replies_seconds=settings.keep_replies_days * 86_400,
         allow_bots=settings.allow_bots)
 
 
