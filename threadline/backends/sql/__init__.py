@@ -5,8 +5,7 @@ translation (`SqlConversationStore.run`): the inbox and reply ledger, people, sp
 records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
 extra), gateway shard leases, a Slack app's installations, the `http` platform's replies
 waiting for their caller; on PostgreSQL a conversation lock (advisory locks) owns a
-conversation across processes. Turns the database cannot take wait in
-an outbox file beside it.
+conversation across processes. Turns the database cannot take wait in an outbox file beside it.
 """
 
 from __future__ import annotations
