@@ -19,9 +19,10 @@ import hashlib
 
 from threadline.history.model import StoredMessage
 
-# Platforms whose user ids are unique only inside a workspace (a Slack team); elsewhere a user
-# id names one account on the whole platform (Telegram and Discord user ids).
-WORKSPACE_SCOPED_USERS = frozenset({"slack"})
+# Platforms whose user ids are unique only inside a workspace (a Slack team; an `http`
+# channel, whose caller names its own users); elsewhere a user id names one account on the
+# whole platform (Telegram and Discord user ids).
+WORKSPACE_SCOPED_USERS = frozenset({"slack", "http"})
 DM_SPACE = "dm"
 
 

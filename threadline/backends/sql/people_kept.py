@@ -111,7 +111,7 @@ def delete_batch(conn: SqlRunner, keys: Sequence[str], after_row: int, *,
     if batch is None:
         return None
     counts = {"turns": 0, "replies": 0, "summaries": 0, "reply_records": 0, "inbox": 0,
-              "deliveries": 0}
+              "deliveries": 0, "http_replies": 0}
     # By id (unique across conversations), a few statements per batch: a statement per
     # conversation cost about 130 us a deleted turn.
     per_conversation: dict[str, int] = {}
@@ -133,6 +133,8 @@ def delete_batch(conn: SqlRunner, keys: Sequence[str], after_row: int, *,
         ("threadline_reply_records", "id", "reply_records", [r["id"] for r in batch.records]),
         ("threadline_deliveries", "delivery_key", "deliveries",
          [d["delivery_key"] for d in batch.deliveries]),
+        # Replies kept for an `http` caller, by the turn they answer.
+        ("threadline_http_replies", "turn_id", "http_replies", [t.id for t in batch.turns]),
     ):
         params = {}
         if values:

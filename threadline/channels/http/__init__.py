@@ -1,0 +1,1 @@
+"""The `http` platform: any system without an SDK talks to the agents by signed webhooks."""
