@@ -25,7 +25,8 @@ SHOP = "http://127.0.0.1:1"  # a site allowed to embed the widget (its page is n
 
 
 def write_web_config(tmp_path: Path, model_url: str, *, port: int, origins: list[str],
-                     more_channel_yaml: str = "", more_yaml: str = "") -> Path:
+                     more_channel_yaml: str = "", more_yaml: str = "",
+                     agent_channels: str = "web", more_env: str = "") -> Path:
     """One support agent on a web channel, a SQLite file in `tmp_path`, JSON logs."""
     config = tmp_path / "threadline.yaml"
     config.write_text(f"""\
@@ -50,22 +51,24 @@ channels:
 {more_channel_yaml}agents:
   support:
     system_prompt: You help.
-    channels: [web]
+    channels: [{agent_channels}]
 {more_yaml}""", encoding="utf-8")
     (tmp_path / ".env").write_text(
         f"ANTHROPIC_API_KEY=test-key\nWEB_SESSION_SECRET={SESSION_SECRET}\n"
-        f"WEB_IDENTITY_SECRET={IDENTITY_SECRET}\n", encoding="utf-8")
+        f"WEB_IDENTITY_SECRET={IDENTITY_SECRET}\n{more_env}", encoding="utf-8")
     return config
 
 
 @asynccontextmanager
 async def web_runtime(tmp_path: Path, model_url: str, *, origins: list[str] | None = None,
-                      more_channel_yaml: str = "", more_yaml: str = ""
+                      more_channel_yaml: str = "", more_yaml: str = "",
+                      agent_channels: str = "web", more_env: str = ""
                       ) -> AsyncIterator[tuple[Runtime, str]]:
     """The runtime serving the web channel in this process, and the widget server's URL."""
     port = free_port()
     config = write_web_config(tmp_path, model_url, port=port, origins=origins or [SHOP],
-                              more_channel_yaml=more_channel_yaml, more_yaml=more_yaml)
+                              more_channel_yaml=more_channel_yaml, more_yaml=more_yaml,
+                              agent_channels=agent_channels, more_env=more_env)
     runtime = Runtime.build(load_settings(config), interactive=False)
     await runtime.start()
     try:
@@ -152,9 +155,9 @@ class Visitor:
 
 async def next_event(queue: asyncio.Queue[Event], kind: str, *, within: float = 20.0
                      ) -> Event:
-    """The next event of `kind` (others before it are dropped)."""
+    """The next event of `kind` (others before it are dropped; "" takes any)."""
     async with asyncio.timeout(within):
         while True:
             event = await queue.get()
-            if event.kind == kind:
+            if kind in ("", event.kind):
                 return event
