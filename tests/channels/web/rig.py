@@ -62,10 +62,10 @@ channels:
 @asynccontextmanager
 async def web_runtime(tmp_path: Path, model_url: str, *, origins: list[str] | None = None,
                       more_channel_yaml: str = "", more_yaml: str = "",
-                      agent_channels: str = "web", more_env: str = ""
+                      agent_channels: str = "web", more_env: str = "", port: int | None = None
                       ) -> AsyncIterator[tuple[Runtime, str]]:
     """The runtime serving the web channel in this process, and the widget server's URL."""
-    port = free_port()
+    port = port or free_port()
     config = write_web_config(tmp_path, model_url, port=port, origins=origins or [SHOP],
                               more_channel_yaml=more_channel_yaml, more_yaml=more_yaml,
                               agent_channels=agent_channels, more_env=more_env)
