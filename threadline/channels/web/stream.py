@@ -78,7 +78,7 @@ class ConversationStream:
         self.history = history
         self.board = board
         self.history_turns = history_turns
-        self._sent: set[str] = set()
+        self._sent: dict[str, dict[str, Any]] = {}  # turn id -> as sent
         self._last_seq = 0
 
     async def serve(self, request: web.Request, headers: Mapping[str, str]
@@ -90,13 +90,7 @@ class ConversationStream:
         try:
             await response.prepare(request)
             await response.write(b"retry: 1000\n\n")
-            after = _last_seen(request)
-            if after is not None:
-                self._last_seq = after
-                turns = await self.history.get(self.conversation_id, after_sequence=after)
-            else:
-                turns = await self.history.get(self.conversation_id, limit=self.history_turns)
-            await self._send_turns(response, turns)
+            await self._send_turns(response, await self._missed(_last_seen(request)))
             for reply in self.board.current(self.conversation_id):
                 await response.write(_event(reply.kind, reply.as_json()))
             await response.write(_event("ready", {"last": self._last_seq}))
@@ -115,6 +109,22 @@ class ConversationStream:
             self.board.leave(self.conversation_id, queue)
         return response
 
+    async def _missed(self, after: int | None) -> list[StoredMessage]:
+        """The turns this browser has not read: the recent ones on a fresh page; after a
+        reconnect those after `after`, the recent ones it has counted as sent (so a turn
+        written again unchanged, as a retaken turn is, is not sent twice)."""
+        recent = await self.history.get(self.conversation_id, limit=self.history_turns)
+        if after is None:
+            return recent
+        self._last_seq = after
+        for turn in recent:
+            if (turn.sequence or 0) <= after:
+                self._sent[turn.id] = turn_json(turn)
+        if len(recent) == self.history_turns and (recent[0].sequence or 0) > after:
+            # it may have missed more than the recent turns
+            return await self.history.get(self.conversation_id, after_sequence=after)
+        return [turn for turn in recent if (turn.sequence or 0) > after]
+
     async def _send(self, response: web.StreamResponse,
                     item: ReplyEvent | HistoryChange) -> None:
         if isinstance(item, ReplyEvent):
@@ -123,13 +133,15 @@ class ConversationStream:
             await response.write(_event("removed", {"ids": list(item.message_ids)}))
         else:
             turns = await self.history.get_by_ids(self.conversation_id, item.message_ids)
-            await self._send_turns(response, turns, again=item.kind == "edit")
+            await self._send_turns(response, turns)
 
-    async def _send_turns(self, response: web.StreamResponse, turns: Iterable[StoredMessage],
-                          *, again: bool = False) -> None:
+    async def _send_turns(self, response: web.StreamResponse, turns: Iterable[StoredMessage]
+                          ) -> None:
+        """Each turn not yet sent as it reads now (an edited one again, changed)."""
         for turn in turns:
-            if not _shown(turn) or (turn.id in self._sent and not again):
+            shown = turn_json(turn)
+            if not _shown(turn) or self._sent.get(turn.id) == shown:
                 continue
-            self._sent.add(turn.id)
+            self._sent[turn.id] = shown
             self._last_seq = max(self._last_seq, turn.sequence or 0)
-            await response.write(_event("turn", turn_json(turn), event_id=self._last_seq))
+            await response.write(_event("turn", shown, event_id=self._last_seq))
