@@ -1,8 +1,9 @@
 """The widget in a real browser (headless Chromium), on a shop's page holding only its `<script>`
 tag: a visitor asks and watches the reply being written word by word, reloads the page and sees
-the conversation; a message with `<img onerror>` and `<script>` shows as text and runs nothing;
-a PNG picked with the file button reaches the model as an image; another visitor, in a browser
-of their own, sees none of it."""
+the conversation; a message with `<img onerror>` and `<script>` shows as text and runs nothing,
+and the reply's Markdown is rendered without its HTML; a PNG picked with the file button reaches
+the model as an image; "Talk to a person" hands the conversation over; another visitor, in a
+browser of their own, sees none of it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from tests.runtime.platforms import free_port
 
 pytestmark = needs_chromium
 ANSWER = "Your parcel 4417-B left the depot this morning and arrives tomorrow before noon."
+MARKDOWN = "That is **only** text here, see [the help](https://example.com/help) <b>plain</b>"
+SHOWN = "That is only text here, see the help <b>plain</b>"
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\"> <script>document.title='pwned'</script>"
 
 
@@ -26,7 +29,7 @@ def answer(body: dict[str, object]) -> Reply:
     if '"type": "image"' in prompt:
         return text("A grey rectangle.")
     if "pwned" in prompt:
-        return text("That is only text here.")
+        return text(MARKDOWN)
     return text(ANSWER, tokens_per_second=12)
 
 
@@ -54,18 +57,28 @@ def visit(page: str, picture: Path) -> dict[str, object]:
         browser.type_and_send(HOSTILE)
         browser.until(lambda: len(browser.messages()) == 4
                       and "pending" not in browser.messages()[2][0]
-                      and browser.messages()[3][2] == "That is only text here.")
+                      and browser.messages()[3][2] == SHOWN)
         seen["hostile"] = browser.messages()[2][2]
         seen["images_in_log"] = browser.driver.execute_script(
             "return document.querySelector('[data-threadline-widget]').shadowRoot"
             ".querySelectorAll('ol img, ol script').length;")
         seen["title"] = browser.driver.title
+        seen["reply_markup"] = browser.driver.execute_script(
+            "const li = document.querySelector('[data-threadline-widget]').shadowRoot"
+            ".querySelectorAll('ol > li')[3];"
+            "return [li.querySelectorAll('strong').length, li.querySelectorAll('b').length,"
+            " Array.from(li.querySelectorAll('a')).map(a => [a.href, a.rel, a.textContent])];")
 
         browser.attach(picture)
         browser.type_and_send("what is in this picture?")
         browser.until(lambda: len(browser.messages()) == 6
                       and browser.messages()[5][2] == "A grey rectangle.")
         seen["picture_turn"] = browser.messages()[4]
+
+        browser.shadow("button.human").click()  # "Talk to a person": the handoff's /human
+        browser.until(lambda: len(browser.messages()) == 8
+                      and "stays quiet" in browser.messages()[7][2])
+        seen["handoff"] = browser.messages()[7][2]
     finally:
         browser.quit()
     stranger = Browser()
@@ -100,4 +113,8 @@ async def test_a_visitor_chats_in_the_widget_and_nothing_runs(tmp_path: Path) ->
               for message in request.body["messages"] if isinstance(message["content"], list)
               for block in message["content"] if block.get("type") == "image"]
     assert images and images[-1]["source"]["media_type"] == "image/png"
+    assert seen["reply_markup"] == [1, 0, [["https://example.com/help",
+                                             "noopener noreferrer nofollow", "the help"]]]
+    assert "the bot stays quiet in this conversation until someone sends /bot on" in str(
+        seen["handoff"])
     assert seen["stranger"] == []
