@@ -17,6 +17,7 @@ and the visitors are outside it.
    replies arrived whole.
 
     .venv/bin/python bench/web_widget.py [--runs 5] [--visitors 200] [--words 100] [--rate 50]
+                                         [--interval SECONDS]
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ async def many_visitors(*, base: str, origin: str, visitors: int, answer: str) -
           f"{took:.1f} s", flush=True)
 
 
-async def main(*, runs: int, visitors: int, words: int, rate: float) -> None:
+async def main(*, runs: int, visitors: int, words: int, rate: float,
+               interval: float | None) -> None:
     answer = " ".join(f"w{n}" for n in range(words))
     async with FakeAnthropic() as model:
         model.responder = lambda body: text(answer, tokens_per_second=rate)
@@ -128,11 +130,14 @@ async def main(*, runs: int, visitors: int, words: int, rate: float) -> None:
             base = f"http://127.0.0.1:{widget_port}"
             async with host_site(base) as shop:
                 config = write_web_config(Path(folder), model.url, port=widget_port,
-                                          origins=[shop], more_channel_yaml=BENCH_LIMITS)
+                                          origins=[shop], more_channel_yaml=BENCH_LIMITS + (
+                                              f"    stream_interval: {interval}\n"
+                                              if interval else ""))
                 served = await start(config, Platform("", {}, None), Path(folder) / "run.log")
                 try:
                     print(f"model: {words} words at {rate:g} tokens/s (its first word: "
-                          f"{1000 / rate:.0f} ms); store: SQLite; `threadline run`",
+                          f"{1000 / rate:.0f} ms); store: SQLite; `threadline run`; "
+                          f"stream_interval {interval or 'default'}",
                           flush=True)
                     if CHROMIUM.exists():
                         # The first run warms the process up (not counted).
@@ -158,8 +163,10 @@ if __name__ == "__main__":
     parser.add_argument("--visitors", type=int, default=200)
     parser.add_argument("--words", type=int, default=100)
     parser.add_argument("--rate", type=float, default=50.0, help="model tokens per second")
+    parser.add_argument("--interval", type=float, default=None,
+                        help="the channel's stream_interval (default: its own)")
     arguments = parser.parse_args()
     logging.disable(logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     asyncio.run(main(runs=arguments.runs, visitors=arguments.visitors, words=arguments.words,
-                     rate=arguments.rate))
+                     rate=arguments.rate, interval=arguments.interval))

@@ -32,7 +32,7 @@ async def test_forged_expired_and_other_site_identities_are_refused(tmp_path: Pa
         try:
             refusals = {
                 "forged": sign_identity(subject="cust-42", origin=SHOP,
-                                        secret="someone-elses-secret-0123456789"),
+                                        secret="someone-elses-identity-secret-0123456789"),
                 "expired": sign_identity(subject="cust-42", origin=SHOP,
                                          secret=IDENTITY_SECRET, now=time.time() - 3600),
                 "other site": sign_identity(subject="cust-42", origin="https://other.example",

@@ -52,6 +52,8 @@ def test_init_writes_a_web_starter_that_loads_and_check_names_what_is_missing(
     ("session_secret: written-in-the-file-0123456789",
      "channels.web.session_secret"),
     ("session_secret: ${SHORT_SECRET}", "session_secret is too short"),
+    ("session_secret: ${WEB_SESSION_SECRET}\n    identity_secret: ${SHORT_SECRET}",
+     "identity_secret is too short"),
     ("session_secret: ${WEB_SESSION_SECRET}\n    origins: [https://shop.example/chat]",
      "write each as scheme://host[:port]"),
 ])

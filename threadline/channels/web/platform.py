@@ -61,10 +61,10 @@ class WebSettings(LiveReplySettings):
         if bad:
             return [f"origins {bad}: write each as scheme://host[:port], without a path "
                     "(for example https://www.example.com)"]
-        if len(self.session_secret) < 16:
-            return ["session_secret is too short to sign sessions: use 32 random bytes or "
-                    "more (python -c 'import secrets; print(secrets.token_urlsafe(32))')"]
-        return []
+        short = [name for name, least in (("session_secret", 16), ("identity_secret", 32))
+                 if len(getattr(self, name) or "x" * least) < least]
+        return [f"{name} is too short to sign with: use 32 random bytes or more (python -c "
+                "'import secrets; print(secrets.token_urlsafe(32))')" for name in short]
 
 
 def build(name: str, settings: WebSettings, context: ChannelContext) -> WebChannel:

@@ -90,8 +90,6 @@ class WidgetRoutes:
             if problem is not None:
                 self._log.info("web.origin_refused", origin=request.headers.get("Origin"))
                 return self._finish(refused(403, problem), cors, api)
-            if request.method == "OPTIONS":
-                return self._finish(web.Response(status=204), cors, api)
             address = client_address(request, trust_proxy=self.settings.trust_proxy)
             wait = self.per_address.retry_after(address)
             if wait is not None:
@@ -127,6 +125,10 @@ class WidgetRoutes:
         html = _static("chat.html").decode().replace("{{title}}", escape(self.settings.title))
         return web.Response(text=html, content_type="text/html", headers={
             "Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache"})
+
+    async def preflight(self, request: web.Request) -> web.Response:
+        """A browser asking whether its page may call the API (CORS): the guard has said."""
+        return web.Response(status=204)
 
     async def session(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
@@ -266,7 +268,7 @@ def widget_app(channel: WebChannel) -> web.Application:
         channel.settings.max_files * (per_file + 1) + _FORM_OVERHEAD))
     app.router.add_get("/widget.js", routes.widget)
     app.router.add_get("/", routes.page)
-    app.router.add_route("OPTIONS", "/api/{path:.*}", routes.session)  # answered by the guard
+    app.router.add_route("OPTIONS", "/api/{path:.*}", routes.preflight)
     app.router.add_post("/api/session", routes.session)
     app.router.add_post("/api/messages", routes.message)
     app.router.add_get("/api/events", routes.events)

@@ -24,16 +24,19 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import structlog
 from aiohttp import web
 
 from threadline.channels.web.channel import TYPED
 from threadline.channels.web.replies import ReplyBoard, ReplyEvent
 from threadline.channels.web.visitors import Visitor
+from threadline.errors import StoreError
 from threadline.history.changes import HistoryChange
 from threadline.history.files import files_of
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
 
+log = structlog.get_logger("threadline.channels.web")
 PING_SECONDS = 15.0
 
 
@@ -105,6 +108,9 @@ class ConversationStream:
                 await self._send(response, item)
         except (ConnectionResetError, asyncio.CancelledError):
             pass  # the browser left (it reconnects), or the server stops
+        except StoreError as exc:  # the browser reconnects and reads what it missed
+            log.warning("web.stream_ended", conversation_id=self.conversation_id,
+                        error=str(exc))
         finally:
             self.board.leave(self.conversation_id, queue)
         return response
