@@ -1,11 +1,13 @@
 """The widget's connection cut while a reply is being written (every TCP connection between the
 browser and the server aborted by a proxy in between), in real headless Chromium: the widget's
 `EventSource` reconnects by itself, and the page ends with the reply complete, once, never
-having shown it twice."""
+having shown it twice. A message sent while the server cannot be reached is sent again by the
+widget, under the same id, once it can: one turn, answered once."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,8 +22,9 @@ ANSWER = ("Your parcel 4417-B left the depot this morning, passed the sorting ce
           "and arrives tomorrow before noon at the pickup point you chose.")
 
 
-def watch(page: str, cut: Callable[[], None]) -> dict[str, object]:
-    """Ask, cut the connection once part of the reply shows, and watch it end."""
+def watch(page: str, proxy: Callable[[str], None]) -> dict[str, object]:
+    """Ask, cut the connection once part of the reply shows, and watch it end; then ask while
+    the server is out of reach, and bring it back."""
     browser = Browser()
     most_agent_bubbles = 0
     try:
@@ -35,10 +38,18 @@ def watch(page: str, cut: Callable[[], None]) -> dict[str, object]:
             return bubbles
 
         partial = browser.until(lambda: [b[2] for b in agent() if b[2]])[0]
-        cut()
+        proxy("cut")
         browser.until(lambda: [b for b in agent()
                                if b[2] == ANSWER and "streaming" not in b[0]], within=60)
-        return {"partial": partial, "most": most_agent_bubbles,
+        most_during_the_cut = most_agent_bubbles
+
+        proxy("down")
+        browser.type_and_send("are you there?")
+        time.sleep(2)  # the widget's first sends fail: nothing listens
+        proxy("up")
+        browser.until(lambda: len(agent()) == 2 and agent()[1][2] == ANSWER
+                      and "streaming" not in agent()[1][0], within=60)
+        return {"partial": partial, "most": most_during_the_cut,
                 "final": [(m[0], m[2]) for m in browser.messages()]}
     finally:
         browser.quit()
@@ -52,21 +63,24 @@ async def test_a_connection_cut_mid_reply_ends_with_the_reply_once(tmp_path: Pat
         await proxy.start()
         loop = asyncio.get_running_loop()
 
-        async def restart_proxy() -> None:
-            await proxy.stop()  # every connection through it is aborted
-            await proxy.start()
+        async def act(what: str) -> None:
+            if what in ("cut", "down"):
+                await proxy.stop()  # every connection through it is aborted
+            if what in ("cut", "up"):
+                await proxy.start()
 
-        def cut() -> None:
-            asyncio.run_coroutine_threadsafe(restart_proxy(), loop).result(timeout=10)
+        def do(what: str) -> None:
+            asyncio.run_coroutine_threadsafe(act(what), loop).result(timeout=10)
 
         try:
             async with (host_site(f"http://127.0.0.1:{proxy.port}") as shop,
                         web_runtime(tmp_path, model.url, origins=[shop], port=widget_port)):
-                seen = await asyncio.to_thread(watch, f"{shop}/", cut)
+                seen = await asyncio.to_thread(watch, f"{shop}/", do)
         finally:
-            await proxy.stop()
+            await proxy.stop()  # safe when already stopped
 
     assert ANSWER.startswith(str(seen["partial"])) and seen["partial"] != ANSWER
     assert seen["most"] == 1  # never two bubbles for the reply
-    assert seen["final"] == [("visitor", "where is my parcel?"), ("agent", ANSWER)]
-    assert len(model.requests) == 1
+    assert seen["final"] == [("visitor", "where is my parcel?"), ("agent", ANSWER),
+                             ("visitor", "are you there?"), ("agent", ANSWER)]
+    assert len(model.requests) == 2
