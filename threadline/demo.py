@@ -264,7 +264,7 @@ async def _serve_web(demo: Demo, backend: Backend, db: Path) -> WebChannel:
     """The demo's agents in the website chat widget on 127.0.0.1 (the web channel)."""
     from threadline.channels.files import FileIntake
     from threadline.channels.web import WebChannel
-    from threadline.channels.web.platform import WebSettings
+    from threadline.channels.web.settings import WebSettings
 
     free = port_problem(Listener("127.0.0.1", WEB_PORT, "--web", "--web")) is None
     settings = WebSettings(type="web", port=WEB_PORT if free else 0,

@@ -17,7 +17,7 @@ import pytest
 
 from tests.channels.web.rig import Visitor, next_event
 from tests.cli.helpers import THREADLINE, run_cli
-from threadline.channels.web.platform import WebSettings
+from threadline.channels.web.settings import WebSettings
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 

@@ -24,6 +24,7 @@ from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveRe
 from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.live import RateGate
 from threadline.channels.web.replies import ReplyBoard, WebLiveReply
+from threadline.channels.web.stream import TYPED
 from threadline.channels.web.visitors import Visitor
 from threadline.errors import ChannelError
 from threadline.history.addressing import mentions_in_text
@@ -38,11 +39,10 @@ from threadline.history.store import ConversationStore
 from threadline.listening import Listener, serve
 
 if TYPE_CHECKING:
-    from threadline.channels.web.platform import WebSettings
+    from threadline.channels.web.settings import WebSettings
 
 log = structlog.get_logger("threadline.channels.web")
 CHANNEL_TYPE = "web"
-TYPED = "typed"  # `metadata.extra` key: the words the visitor typed, without the files' lines
 
 
 class WebChannel(Channel):
@@ -86,8 +86,6 @@ class WebChannel(Channel):
                 f"web channel {self.name!r} allows no site's pages (origins is empty): only "
                 f"its own chat page at {self.base_url}/ works; list the sites that embed the "
                 "widget under origins (for example https://www.example.com)")
-        if self.history is None and self._events is not None:
-            problems.append(f"web channel {self.name!r} has no history to show visitors")
         return problems
 
     async def start(self, events: ChannelEvents) -> None:

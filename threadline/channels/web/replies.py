@@ -71,9 +71,6 @@ class ReplyBoard:
             if not streams:
                 del self._streams[conversation_id]
 
-    def listeners(self, conversation_id: str) -> int:
-        return len(self._streams.get(conversation_id, ()))
-
     def close_all(self) -> None:
         """Every stream ends (the channel stops); browsers reconnect to whoever serves next."""
         for streams in self._streams.values():

@@ -18,16 +18,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from aiohttp import BodyPartReader, web
 from markupsafe import escape
 
-from threadline.channels.files import IncomingFile
-from threadline.channels.web.channel import WebChannel
+from threadline.channels.files import FileIntake, IncomingFile
 from threadline.channels.web.guard import (
     API_CSP,
     PAGE_CSP,
@@ -37,6 +36,7 @@ from threadline.channels.web.guard import (
     client_address,
     served_over_https,
 )
+from threadline.channels.web.replies import ReplyBoard
 from threadline.channels.web.stream import ConversationStream
 from threadline.channels.web.visitors import (
     SESSION_COOKIE,
@@ -47,7 +47,12 @@ from threadline.channels.web.visitors import (
     vouched_visitor,
 )
 from threadline.errors import ChannelAuthError, ChannelError, FileTooLargeError, StoreError
+from threadline.history.model import StoredMessage
+from threadline.history.store import ConversationStore
 from threadline.interceptors.rate_limit import Rate
+
+if TYPE_CHECKING:
+    from threadline.channels.web.settings import WebSettings
 
 log = structlog.get_logger("threadline.channels.web")
 
@@ -62,6 +67,19 @@ def _static(name: str) -> bytes:
     return resources.files("threadline.channels.web").joinpath("static", name).read_bytes()
 
 
+class WidgetHost(Protocol):
+    """What the routes need of the web channel they serve (`channel.WebChannel`)."""
+
+    name: str
+    settings: WebSettings
+    board: ReplyBoard
+    history: ConversationStore | None
+    file_intake: FileIntake | None
+
+    async def accept(self, visitor: Visitor, *, message_id: str, text: str,
+                     files: Sequence[IncomingFile]) -> StoredMessage: ...
+
+
 def refused(status: int, error: str, **headers: str) -> web.Response:
     return web.json_response({"error": error}, status=status, headers=headers)
 
@@ -69,7 +87,7 @@ def refused(status: int, error: str, **headers: str) -> web.Response:
 class WidgetRoutes:
     """The routes of one web channel (see the module docstring)."""
 
-    def __init__(self, channel: WebChannel) -> None:
+    def __init__(self, channel: WidgetHost) -> None:
         settings = channel.settings
         self.channel = channel
         self.settings = settings
@@ -259,7 +277,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def widget_app(channel: WebChannel) -> web.Application:
+def widget_app(channel: WidgetHost) -> web.Application:
     """The aiohttp application serving `channel`'s widget and API."""
     routes = WidgetRoutes(channel)
     intake = channel.file_intake

@@ -27,7 +27,6 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from threadline.channels.web.channel import TYPED
 from threadline.channels.web.replies import ReplyBoard, ReplyEvent
 from threadline.channels.web.visitors import Visitor
 from threadline.errors import StoreError
@@ -38,6 +37,7 @@ from threadline.history.store import ConversationStore
 
 log = structlog.get_logger("threadline.channels.web")
 PING_SECONDS = 15.0
+TYPED = "typed"  # `metadata.extra` key: the words the visitor typed, without the files' lines
 
 
 def _last_seen(request: web.Request) -> int | None:
