@@ -37,11 +37,14 @@ return Array.from(root.querySelectorAll('ol[role=log] > li')).map(
 
 
 @asynccontextmanager
-async def host_site(widget_base: str, *, identity: str = "") -> AsyncIterator[str]:
-    """A site whose one page embeds the widget from `widget_base`; yields its origin."""
-    tag = (f'<script src="{widget_base}/widget.js" async data-open="true" '
-           f'data-identity="{identity}"></script>')
-    page = f"<!doctype html><title>Shop</title><h1>Our shop</h1>{tag}"
+async def host_site(widget_base: str, *, attributes: str = 'data-open="true"'
+                    ) -> AsyncIterator[str]:
+    """A site whose one page embeds the widget from `widget_base` (its tag carrying
+    `attributes`); yields its origin."""
+    tag = f'<script src="{widget_base}/widget.js" async {attributes}></script>'
+
+    page = ('<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>Shop</title><h1>Our shop</h1>{tag}")
 
     async def serve(request: web.Request) -> web.Response:
         return web.Response(text=page, content_type="text/html")
@@ -61,7 +64,7 @@ async def host_site(widget_base: str, *, identity: str = "") -> AsyncIterator[st
 class Browser:
     """One visitor's Chromium (its own profile: its own cookies)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, phone: bool = False) -> None:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
@@ -70,6 +73,9 @@ class Browser:
         for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                      "--disable-gpu", "--window-size=1200,900"):
             options.add_argument(flag)
+        if phone:  # a phone's screen, 390 CSS pixels wide, as Chromium's device mode has it
+            options.add_experimental_option("mobileEmulation", {"deviceMetrics": {
+                "width": 390, "height": 800, "pixelRatio": 3.0}})
         self.driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)),
                                        options=options)
 
