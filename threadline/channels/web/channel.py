@@ -29,6 +29,7 @@ from threadline.channels.web.visitors import Visitor
 from threadline.errors import ChannelError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.changes import Unsubscribe
+from threadline.history.files import TurnFile
 from threadline.history.model import (
     MessageMetadata,
     Participant,
@@ -150,6 +151,12 @@ class WebChannel(Channel):
         self.delivered_here(inbound)
         return WebLiveReply(board=self.board, inbound=inbound, agent_name=agent_name,
                             gate=self._gate, log=log.bind(channel=self.name))
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """A file an agent's tool made: its bytes are kept already, and the stored reply names
+        it, so the visitor's stream offers it (`GET /api/files/SHA256`); nothing to send."""
+        self.delivered_here(inbound)
+        return [f"file:{file.sha256}"]
 
     async def send_reply(self, inbound: StoredMessage, text: str, *,
                          agent_name: str | None = None) -> list[str]:

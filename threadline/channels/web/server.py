@@ -7,6 +7,8 @@
     POST /api/messages     one message: multipart (id, text, file...) or JSON {id, text};
                            202 {"id": ...} once it is durable
     GET  /api/events       the conversation as Server-Sent Events (`stream`)
+    GET  /api/files/SHA256 a file of the visitor's own conversation (theirs, or an agent's),
+                           as a download; a picture also shown in the panel
 
 Every API answer holds against an untrusted page (`guard`): the origin allow list, CORS for that
 origin only, a CSP that runs nothing, a rate per address and per visitor, size limits; a refusal
@@ -21,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
 
 import structlog
 from aiohttp import BodyPartReader, web
@@ -47,6 +50,7 @@ from threadline.channels.web.visitors import (
     vouched_visitor,
 )
 from threadline.errors import ChannelAuthError, ChannelError, FileTooLargeError, StoreError
+from threadline.history.files import files_of
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
 from threadline.interceptors.rate_limit import Rate
@@ -125,8 +129,8 @@ class WidgetRoutes:
                 ) -> web.StreamResponse:
         if not response.prepared:  # a stream set its headers when it began
             response.headers.update({**SECURITY_HEADERS, **cors})
-            if api:
-                response.headers["Content-Security-Policy"] = API_CSP
+            if api:  # a route's own (stricter) policy stands
+                response.headers.setdefault("Content-Security-Policy", API_CSP)
         return response
 
     def _visitor(self, request: web.Request) -> Visitor | None:
@@ -207,6 +211,28 @@ class WidgetRoutes:
         headers = {**SECURITY_HEADERS, **self.origins.cors_headers(request),
                    "Content-Security-Policy": API_CSP}
         return await stream.serve(request, headers)
+
+    async def file(self, request: web.Request) -> web.Response:
+        """A kept file, only to a visitor whose conversation holds it; never rendered as a
+        page of ours (a download, sandboxed), so an uploaded HTML or SVG file runs nothing."""
+        visitor = self._visitor(request)
+        history, intake = self.channel.history, self.channel.file_intake
+        if visitor is None or history is None or intake is None:
+            return refused(404, "no such file in your conversation")
+        sha256 = request.match_info["sha256"]
+        held = [f for turn in await history.get(visitor.conversation_id)
+                for f in files_of(turn.metadata.extra) if f.kept and f.sha256 == sha256]
+        data = await intake.store.get(sha256) if held else None
+        if data is None:
+            return refused(404, "no such file in your conversation")
+        file = held[0]
+        shown = file.kind == "image"  # PNG, JPEG, GIF, WebP: never SVG
+        disposition = "inline" if shown else "attachment"
+        return web.Response(body=data, content_type=file.media_type if shown else (
+            "application/octet-stream"), headers={
+            "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(file.name)}",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Cache-Control": "private, max-age=3600"})
 
     # -- reading a message ------------------------------------------------------------------
 
@@ -290,4 +316,5 @@ def widget_app(channel: WidgetHost) -> web.Application:
     app.router.add_post("/api/session", routes.session)
     app.router.add_post("/api/messages", routes.message)
     app.router.add_get("/api/events", routes.events)
+    app.router.add_get("/api/files/{sha256:[0-9a-f]{64}}", routes.file)
     return app

@@ -57,7 +57,8 @@ def turn_json(turn: StoredMessage) -> dict[str, Any]:
         "name": turn.participant.display_name or turn.participant.id,
         "text": turn.metadata.extra.get(TYPED, turn.content) if kind == "user" else (
             turn.content),
-        "files": [{"name": f.name, "kind": f.kind, "note": f.note}
+        "files": [{"name": f.name, "kind": f.kind, "note": f.note,
+                   "url": f"/api/files/{f.sha256}" if f.kept else None}
                   for f in files_of(turn.metadata.extra)],
         "at": turn.timestamp.isoformat()}
 

@@ -207,7 +207,17 @@
     markdown(words || "", item.body);
     if (files && files.length) {
       item.body.appendChild(el("div", {className: "files"}, files.map(function (f) {
-        return el("span", {text: "\ud83d\udcce " + f.name + (f.note ? " (" + f.note + ")" : "")});
+        if (!f.url) { return el("span", {text: "\ud83d\udcce " + f.name + (f.note ? " (" + f.note + ")" : "")}); }
+        var a = el("a", {download: f.name, target: "_blank", rel: "noopener noreferrer"});
+        a.href = base + f.url;  // our own server's route, only ever a download or a picture
+        if (f.kind === "image") {
+          var img = el("img", {alt: f.name});
+          img.src = base + f.url;
+          a.appendChild(img);
+        } else {
+          a.textContent = "\ud83d\udcce " + f.name;
+        }
+        return a;
       })));
     }
     log.scrollTop = log.scrollHeight;
