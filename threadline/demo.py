@@ -10,16 +10,21 @@ reply is recorded; the web console on 127.0.0.1 shows what each agent saw while 
 
     threadline demo                         # type lines; @support / @billing address an agent
     threadline demo --script lines.txt      # one message per line, print everything, exit
+    threadline demo --web                   # the same agents in the website chat widget, on
+                                            # http://127.0.0.1:8790/ until Ctrl-C
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import secrets
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
@@ -43,13 +48,18 @@ from threadline.inspector.console import standalone_app
 from threadline.inspector.redaction import redactor_for
 from threadline.inspector.setup import Inspector
 from threadline.interceptors.base import CallNext
+from threadline.listening import Listener, port_problem
 from threadline.log import configure_logging
 from threadline.team import Team
 from threadline.tracing import TracingOptions, start_tracing
 from threadline.turn import AgentResult, TurnContext
 
+if TYPE_CHECKING:
+    from threadline.channels.web import WebChannel
+
 ROOM = "demo"
 CONSOLE_PORT = 9109  # another free port is taken when this one is busy
+WEB_PORT = 8790  # the web channel's default port; another free one when it is busy
 SUPPORT_PROMPT = ("You are the support agent of a small online shop. Remember what customers "
                   "tell you and use conversation_search when they ask about earlier turns.")
 BILLING_PROMPT = "You are the billing agent: invoices, refunds and payment methods."
@@ -240,9 +250,69 @@ async def run_demo(db: Path, script: list[str] | None, out: TextIO, *,
                 await asyncio.to_thread(tracing.stop)
 
 
+def _web_session_secret(db: Path) -> str:
+    """The demo widget's session secret, kept beside the database so a visitor's conversation
+    survives the demo's restarts as it does the page's reloads."""
+    path = db.with_name(db.name + ".web-secret")
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+async def _serve_web(demo: Demo, backend: Backend, db: Path) -> WebChannel:
+    """The demo's agents in the website chat widget on 127.0.0.1 (the web channel)."""
+    from threadline.channels.files import FileIntake
+    from threadline.channels.web import WebChannel
+    from threadline.channels.web.settings import WebSettings
+
+    free = port_problem(Listener("127.0.0.1", WEB_PORT, "--web", "--web")) is None
+    settings = WebSettings(type="web", port=WEB_PORT if free else 0,
+                           title="Threadline demo: @support, @billing",
+                           session_secret=_web_session_secret(db))
+    channel = WebChannel(name="web", settings=settings, history=backend.history)
+    if backend.files is not None:
+        channel.file_intake = FileIntake(store=backend.files)
+    demo.team.attach(channel)
+    await channel.start(demo.team)
+    return channel
+
+
+async def run_web_demo(db: Path, out: TextIO, *, command: str = "threadline") -> None:
+    """`threadline demo --web`: the demo's team in the chat widget until Ctrl-C or SIGTERM."""
+    if not db.parent.exists():
+        raise ConfigError(f"--db {db}: the folder {str(db.parent)!r} does not exist")
+    async with open_backend(f"sqlite:///{db}") as backend:
+        demo = Demo(backend, out, command=command)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await demo.team.start()
+        console = await demo.serve_console()
+        web_chat = await _serve_web(demo, backend, db)
+        try:
+            out.write(f"Threadline demo (offline model): open {web_chat.base_url}/ in a browser "
+                      "and write to @support or @billing there (Ctrl-C to stop).\n"
+                      f"What each agent saw, reply by reply: {demo.console_url}\n")
+            out.flush()
+            await stop.wait()
+        finally:
+            await web_chat.stop()
+            await demo.team.stop()
+            for agent in demo.team.agents:
+                await agent.close()
+            await demo.inspector.stop()
+            await console.cleanup()
+
+
 def main(args: argparse.Namespace) -> int:
-    """`threadline demo [--script FILE] [--db PATH]`."""
+    """`threadline demo [--script FILE | --web] [--db PATH]`."""
     configure_logging("warning", "console")
+    if args.web:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_web_demo(args.db, sys.stdout, command=args.invoked_as))
+        return 0
     script = _script_lines(args.script) if args.script else None
     asyncio.run(run_demo(args.db, script, sys.stdout, command=args.invoked_as))
     return 0

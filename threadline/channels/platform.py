@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from threadline.channels.base import Channel
 from threadline.channels.shard_leases import ShardLeases
 from threadline.commands.registry import Command
+from threadline.history.store import ConversationStore
 
 
 class ChannelSettings(BaseModel):
@@ -86,6 +87,9 @@ class ChannelContext:
     shard_leases: ShardLeases | None = None
     # The agents here that may notify a whole channel (`agents.NAME.broadcast`).
     broadcasters: frozenset[str] = frozenset()
+    # The conversation history, for a channel whose people read their transcript from it
+    # (the web widget); None: no backend is open, as in `threadline check`.
+    history: ConversationStore | None = None
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)

@@ -25,6 +25,7 @@ BUILT_IN = {
     "telegram": "threadline.channels.telegram.platform:PLATFORM",
     "discord": "threadline.channels.discord.platform:PLATFORM",
     "http": "threadline.channels.http.platform:PLATFORM",
+    "web": "threadline.channels.web.platform:PLATFORM",
 }
 # The platform of the embedded default config's one channel (and of `threadline demo`).
 DEFAULT_PLATFORM = "local"

@@ -74,6 +74,9 @@ def _demo(p: argparse.ArgumentParser) -> None:
                         "every reply and what each agent saw, then exit")
     p.add_argument("--db", type=Path, default=Path("threadline.db"), metavar="PATH",
                    help="SQLite file the demo remembers in (default ./threadline.db)")
+    p.add_argument("--web", action="store_true",
+                   help="chat with the agents in the website chat widget on 127.0.0.1 "
+                        "instead of this terminal (until Ctrl-C)")
     p.set_defaults(handler=demo.main, invoked_as=command())
 
 
