@@ -37,7 +37,8 @@ def _parts(history: InMemoryConversationStore) -> Backend:
                    speakers=history,
                    records=InMemoryReplyRecords(), approvals=MemoryApprovalBook(),
                    shard_leases=MemoryShardLeases(), vectors=_vectors(history),
-                   notices=(NOTICE,))
+                   # WhatsApp reads its 24-hour service windows from the history itself.
+                   platform_parts={"whatsapp": lambda: history}, notices=(NOTICE,))
 
 
 def build(url: str, options: BackendOptions) -> Backend:

@@ -3,7 +3,8 @@
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
 records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
-extra), gateway shard leases, a Slack app's installations; on PostgreSQL a conversation lock
+extra), gateway shard leases, a Slack app's installations (WhatsApp's part is the history,
+where its 24-hour service windows are read); on PostgreSQL a conversation lock
 (advisory locks) owns a conversation across processes. Turns the database cannot take wait in
 an outbox file beside it.
 """
@@ -71,7 +72,9 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
                    shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,
-                   platform_parts={"slack": partial(_slack_installations, store)},
+                   # WhatsApp reads its 24-hour service windows from the history itself.
+                   platform_parts={"slack": partial(_slack_installations, store),
+                                   "whatsapp": lambda: store},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 
