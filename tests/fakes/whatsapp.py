@@ -102,6 +102,8 @@ class FakeWhatsApp:
     typing: list[str] = field(default_factory=list)  # wamids shown with typing
     media: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     url: str = ""
+    media_url_host: str | None = None  # where the media endpoint says files are (else here)
+    file_requests: list[str] = field(default_factory=list)  # media ids fetched from /files
     _failures: deque[_Failure] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -291,7 +293,8 @@ class FakeWhatsApp:
             data, mime_type = self.media[path]
             return web.json_response({
                 "messaging_product": "whatsapp", "id": path, "mime_type": mime_type,
-                "url": f"{self.url}/files/{path}", "file_size": len(data),
+                "url": f"{self.media_url_host or self.url}/files/{path}",
+                "file_size": len(data),
                 "sha256": hashlib.sha256(data).hexdigest()})
         return self._error(400, 100, f"Unsupported request: {request.method} /{path}")
 
@@ -323,6 +326,7 @@ class FakeWhatsApp:
                                   "messages": [{"id": sent.wamid}]})
 
     async def _file(self, request: web.Request) -> web.Response:
+        self.file_requests.append(request.match_info["media_id"])
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.Response(status=401, text="media needs the access token")
         found = self.media.get(request.match_info["media_id"])
