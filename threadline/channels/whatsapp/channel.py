@@ -11,7 +11,8 @@ What to know when running it:
   in the log and as a note in the conversation's history.
 - Replies are plain text split under 4,096 characters. In a 1:1 chat a reply quotes the
   customer's message (WhatsApp's context) only when that message itself replied to something;
-  in a group it always does. `send_reply` ignores `agent_name`: a number posts as itself.
+  in a group it always does. A number posts as itself, so where several agents share it,
+  each reply opens with its agent's name in bold (`*sales*: ...`).
 - Buttons (approvals, `/forget`) are interactive reply buttons, at most three to a message and
   20 characters to a title; a press arrives as a message whose text is the button's command,
   sent by whoever pressed it.
@@ -285,6 +286,8 @@ class WhatsAppChannel(Channel):
         if not await self._free_form_allowed(inbound, agent_name):
             return [await self._send_template(client, inbound, to, text)]
         context = self._context_of(inbound)
+        if agent_name and len(self._agent_names) > 1:
+            text = f"*{agent_name}*: {text}"  # one number, several agents: say who speaks
         parts = split_text(text, self.max_message_chars)
         posted: list[str] = []
         for number, part in enumerate(parts, 1):
