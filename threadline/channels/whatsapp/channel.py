@@ -146,6 +146,10 @@ class WhatsAppChannel(Channel):
             raise
         self._client, self._receiver = client, receiver
         self._log.info("whatsapp.started", phone_number_id=self._phone_number_id)
+        if not self._history_kept:
+            self._log.warning("whatsapp.no_history", outcome=(
+                "the backend keeps no history for the 24-hour service window: only replies "
+                "to a message of the last 24 hours are sent free-form"))
 
     async def stop(self) -> None:
         client, self._client = self._client, None
@@ -383,10 +387,6 @@ class WhatsAppChannel(Channel):
             finally:
                 await close_client(client)
         problems = []
-        if not self._history_kept:
-            problems.append(
-                f"whatsapp channel {self.name!r}: no history to read the 24-hour service "
-                "window from; only replies to a message of the last 24 hours will be sent")
         if self._window_template is None:
             problems.append(
                 f"whatsapp channel {self.name!r}: no window_template, so scheduled posts and "

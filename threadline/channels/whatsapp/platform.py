@@ -51,10 +51,6 @@ class WhatsAppSettings(ChannelSettings):
     """More hosts media may be fetched from, as host or host:port (default: WhatsApp's
     lookaside.fbsbx.com only)."""
 
-    @property
-    def needs_backend(self) -> bool:
-        return True  # the service windows are read from the history
-
 
 def build(name: str, settings: WhatsAppSettings, context: ChannelContext) -> WhatsAppChannel:
     return WhatsAppChannel(
