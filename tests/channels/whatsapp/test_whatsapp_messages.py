@@ -112,3 +112,21 @@ async def test_a_message_for_another_number_is_left_alone(
     body["entry"][0]["changes"][0]["value"]["metadata"]["phone_number_id"] = "999"
     assert await fake.deliver(url_of(channel), body) == (200, "ok")
     assert await store.count() == 0
+
+
+async def test_a_customer_known_only_by_a_business_scoped_id_is_answered_by_that_id(
+        fake: FakeWhatsApp, channel: WhatsAppChannel, events: RecordingEvents) -> None:
+    bsuid = "US.13491208655302741918"
+    body = fake.text_message(ANA, "no number shown")
+    value = body["entry"][0]["changes"][0]["value"]
+    value["contacts"] = [{"profile": {"name": "Ana"}, "user_id": bsuid}]
+    message = value["messages"][0]
+    del message["from"]
+    message["from_user_id"] = bsuid
+    assert await fake.deliver(url_of(channel), body) == (200, "ok")
+    turn = await events.next_inbound()
+    assert turn.participant.id == bsuid
+    assert turn.conversation_id == f"whatsapp:{PHONE_NUMBER_ID}:{bsuid}"
+    await events.drain()
+    [sent] = fake.sent
+    assert sent.body["recipient"] == bsuid and "to" not in sent.body

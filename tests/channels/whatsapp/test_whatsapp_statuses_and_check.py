@@ -45,6 +45,9 @@ async def test_check_says_which_settings_are_missing(fake: FakeWhatsApp) -> None
     said = str(refused.value)
     assert "phone_number_id" in said and "app_secret" in said and "verify_token" in said
     assert "access_token" not in said
+    with pytest.raises(ConfigError, match="window_template_language 'english'"):
+        WhatsAppChannel(name="wa", **fake.channel_settings(), window_template="follow_up",
+                        window_template_language="english")
 
 
 async def test_check_asks_the_graph_api_and_learns_the_number(

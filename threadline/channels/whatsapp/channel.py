@@ -111,7 +111,13 @@ class WhatsAppChannel(Channel):
         self._webhook_port = webhook_port
         self._graph_url = graph_url.rstrip("/")
         self._window_template = window_template
-        self._template_language = window_template_language
+        try:
+            self._template_language = TemplateLanguage(window_template_language)
+        except (ValueError, TypeError):  # pywa's enum raises TypeError for unknown codes
+            raise ConfigError(
+                f"whatsapp channel {name!r}: window_template_language "
+                f"{window_template_language!r} is not a language code of WhatsApp templates; "
+                "write the code the template was approved in (en_US, es, pt_BR, ...)") from None
         self._typing = typing
         graph_host = f"{self._graph_url.split('://', 1)[-1].split('/', 1)[0]}"
         own_graph = self._graph_url != GRAPH_URL
@@ -320,7 +326,7 @@ class WhatsAppChannel(Channel):
                        template=self._window_template)
         sent = await self._call(lambda: client.send_template(
             to=to, name=self._window_template,
-            language=TemplateLanguage(self._template_language),
+            language=self._template_language,
             params=[BodyText.params(parameter)]),  # type: ignore[arg-type]  # no self
             what=f"send template {self._window_template!r}",
             conversation=inbound.conversation_id)
