@@ -49,7 +49,7 @@ async def test_a_picture_a_pdf_and_a_voice_note_reach_the_model(tmp_path: Path) 
             for number, body in enumerate(bodies, 1):
                 assert channel.webhook_url is not None
                 assert await fake.deliver(channel.webhook_url, body) == (200, "ok")
-                await fake.wait_for_sent(number)
+                await fake.wait_for_sent(number, within=30)  # a PDF is read in a child
         finally:
             await team.stop()
         turns = [t for t in await store.get(f"whatsapp:{fake.phone_number_id}:{ANA.wa_id}")

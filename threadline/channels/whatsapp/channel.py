@@ -32,6 +32,7 @@ import structlog
 from pywa.types.callback import Button
 from pywa_async.client import WhatsApp
 from pywa_async.types.templates import BodyText, TemplateLanguage
+from yarl import URL
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.fetch_policy import FileHosts, fetch_file
@@ -119,11 +120,12 @@ class WhatsAppChannel(Channel):
                 f"{window_template_language!r} is not a language code of WhatsApp templates; "
                 "write the code the template was approved in (en_US, es, pt_BR, ...)") from None
         self._typing = typing
-        graph_host = f"{self._graph_url.split('://', 1)[-1].split('/', 1)[0]}"
-        own_graph = self._graph_url != GRAPH_URL
+        # A proxy or a fake of the Graph API serves the media too: its host is the operator's.
+        graph = URL(self._graph_url)
+        own_graph = (f"{graph.host}:{graph.port}",) if self._graph_url != GRAPH_URL else ()
         self._file_hosts = FileHosts.of(
             channel=name, setting=f"channels.{name}.file_hosts", platform_hosts=MEDIA_HOSTS,
-            configured=[*((graph_host,) if own_graph else ()), *file_hosts])
+            configured=[*own_graph, *file_hosts])
         self.window = ServiceWindow(history, clock=clock)
         self._history_kept = history is not None
         self._client: WhatsApp | None = None
@@ -140,17 +142,18 @@ class WhatsAppChannel(Channel):
                                "call stop() before starting it again.")
         client = graph_client(phone_number_id=self._phone_number_id, token=self._token,
                               graph_url=self._graph_url)
+        receiver = WebhookReceiver(take=self._take, skip=self.skip_event,
+                                   app_secret=self._app_secret, verify_token=self._verify_token,
+                                   log=self._log)
         try:
             await self._learn_identity(client)
-            self._events = events
-            receiver = WebhookReceiver(take=self._take, skip=self.skip_event,
-                                       app_secret=self._app_secret,
-                                       verify_token=self._verify_token, log=self._log)
+            self._client, self._events = client, events  # ready before the first webhook
             await receiver.start(listener=self.listeners()[0], path=self._webhook_path)
         except BaseException:
+            self._client = None
             await close_client(client)
             raise
-        self._client, self._receiver = client, receiver
+        self._receiver = receiver
         self._log.info("whatsapp.started", phone_number_id=self._phone_number_id)
         if not self._history_kept:
             self._log.warning("whatsapp.no_history", outcome=(
