@@ -16,8 +16,7 @@ What to know when running it:
 - Buttons (approvals, `/forget`) are interactive reply buttons, at most three to a message and
   20 characters to a title; a press arrives as a message whose text is the button's command,
   sent by whoever pressed it.
-- While an agent answers, the customer's message is marked read and the typing indicator is
-  shown (WhatsApp clears it after 25 seconds or at the reply; it is renewed every 20).
+- While an agent answers, the customer's message shows read and "typing..." (`whatsapp.live`).
 - Status callbacks (sent, delivered, read, failed) are logged with the conversation; a failed
   one is also recorded in the conversation's history, with WhatsApp's reason.
 """
@@ -37,7 +36,6 @@ from yarl import URL
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.fetch_policy import FileHosts, fetch_file
 from threadline.channels.files import IncomingFile, take_in
-from threadline.channels.live import Renewal
 from threadline.channels.text import split_text
 from threadline.channels.whatsapp.graph import (
     GRAPH_URL,
@@ -53,9 +51,10 @@ from threadline.channels.whatsapp.inbound import (
     inbound_turn,
     media_of,
 )
+from threadline.channels.whatsapp.live import WhatsAppReply
 from threadline.channels.whatsapp.webhook import WebhookReceiver
 from threadline.channels.whatsapp.window import ServiceWindow, utc_now
-from threadline.errors import ChannelError, ConfigError
+from threadline.errors import ChannelError, ConfigError, StoreError
 from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, Participant, StoredMessage
 from threadline.history.store import ConversationStore
@@ -68,7 +67,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("threadline.channels.whatsapp")
 
 MEDIA_HOSTS = ("lookaside.fbsbx.com",)  # where the media endpoint's URLs point
-TYPING_RENEWAL = 20.0
 MAX_BUTTONS, MAX_BUTTON_TITLE, MAX_BUTTON_BODY = 3, 20, 1024
 MAX_TEMPLATE_PARAMETER = 1024
 WHATSAPP = Participant(kind="system", id="whatsapp", display_name="WhatsApp")
@@ -277,7 +275,12 @@ class WhatsAppChannel(Channel):
     async def _free_form_allowed(self, inbound: StoredMessage, agent_name: str | None) -> bool:
         """True inside the service window, False outside it with a template to send;
         outside it without one, `OutsideServiceWindow` (logged, noted in the history)."""
-        last = await self.window.last_inbound(inbound)
+        try:
+            last = await self.window.last_inbound(inbound)
+        except StoreError as exc:  # not knowing the window, nothing is sent blind
+            raise ChannelError(
+                f"whatsapp channel {self.name!r}, {inbound.conversation_id}: not sent: when "
+                f"the customer last wrote could not be read from the history ({exc})") from exc
         if last is not None and self.window.now() - last < self.window.length:
             return True
         if self._window_template:
@@ -287,10 +290,13 @@ class WhatsAppChannel(Channel):
                           conversation_id=inbound.conversation_id, turn_id=inbound.id,
                           agent=agent_name, error=str(refusal))
         if self._events is not None:
-            await self._events.on_context(self._note(
-                inbound.conversation_id, str(refusal),
-                note_id=f"{CHANNEL_TYPE}:not-sent:{inbound.id}:{agent_name or ''}",
-                chat=inbound.metadata.channel_id))
+            try:
+                await self._events.on_context(self._note(
+                    inbound.conversation_id, str(refusal),
+                    note_id=f"{CHANNEL_TYPE}:not-sent:{inbound.id}:{agent_name or ''}",
+                    chat=inbound.metadata.channel_id))
+            except StoreError as exc:  # the log line above still says it
+                self._log.warning("whatsapp.note_not_kept", error=str(exc))
         raise refusal
 
     async def send_reply(self, inbound: StoredMessage, text: str, *,
@@ -402,28 +408,3 @@ class WhatsAppChannel(Channel):
                 "follow-ups to customers silent for 24 hours are not sent (WhatsApp allows "
                 "only approved templates then); name an approved template to send them")
         return problems
-
-
-class WhatsAppReply(LiveReply):
-    """One reply: the message marked read and the typing indicator shown while the agent
-    works (renewed every 20 s), then the text posted whole (WhatsApp has no edits)."""
-
-    def __init__(self, *, channel: WhatsAppChannel, inbound: StoredMessage,
-                 agent_name: str | None, typing: bool) -> None:
-        self._channel, self._inbound, self._agent_name = channel, inbound, agent_name
-        shows = typing and inbound.participant.kind == "user"
-        self._typing = Renewal(lambda: channel.show_typing(inbound), every=TYPING_RENEWAL,
-                               log=log.bind(conversation_id=inbound.conversation_id,
-                                            agent=agent_name)) if shows else None
-
-    async def working(self, activity: str | None = None) -> None:
-        if self._typing is not None:
-            self._typing.start()
-
-    async def finish(self, text: str) -> list[str]:
-        await self.close()
-        return await self._channel.send_reply(self._inbound, text, agent_name=self._agent_name)
-
-    async def close(self) -> None:
-        if self._typing is not None:
-            await self._typing.stop()
