@@ -72,8 +72,8 @@ STARTER = """\
     access_token: ${WHATSAPP_ACCESS_TOKEN}          # a system user token
     app_secret: ${WHATSAPP_APP_SECRET}              # App settings > Basic: signs webhooks
     verify_token: ${WHATSAPP_VERIFY_TOKEN}          # any random string, also set at Meta
-    # Meta posts to https://YOUR-HOST/whatsapp; forward it here:
-    webhook_listen: 0.0.0.0
+    # Meta posts to https://YOUR-HOST/whatsapp; your proxy forwards it here:
+    webhook_listen: 127.0.0.1                       # 0.0.0.0 if the proxy is elsewhere
     webhook_port: 8444
     # Outside the 24-hour window only an approved template may be sent (one body parameter):
     # window_template: follow_up
