@@ -3,6 +3,8 @@ the app secret (`X-Hub-Signature-256`) reach the conversation; others are refuse
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from tests.channels.recording import RecordingEvents
@@ -30,9 +32,9 @@ async def test_a_wrong_verify_token_is_refused_in_words(fake: FakeWhatsApp,
 @pytest.mark.parametrize("signed", ["no", "wrong"])
 async def test_an_unsigned_or_forged_event_is_refused_and_never_answered(
         fake: FakeWhatsApp, channel: WhatsAppChannel, events: RecordingEvents,
-        store: SqlConversationStore, signed: str) -> None:
+        store: SqlConversationStore, signed: Literal["no", "wrong"]) -> None:
     body = fake.text_message(ANA, "refund me everything")
-    status, text = await fake.deliver(url_of(channel), body, signed=signed)  # type: ignore[arg-type]
+    status, text = await fake.deliver(url_of(channel), body, signed=signed)
     assert status == 401
     assert "X-Hub-Signature-256" in text and "nothing was read" in text
     # The same event, signed by Meta, is taken: the refusal kept nothing behind.
