@@ -3,7 +3,7 @@
 Each prints events per second a single process sustains (event in -> reply posted -> both
 turns stored) and p50/p99 added latency. Run one platform alone with its own script and
 flags (bench/channel_slack.py, bench/channel_telegram.py, bench/channel_discord.py,
-bench/channel_http.py, which measures Slack's HTTP mode beside it).
+bench/channel_http.py, which measures Slack's HTTP mode beside it; bench/channel_whatsapp.py).
 
     .venv/bin/python bench/channels.py
 """
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 PLATFORMS = ("channel_slack.py", "channel_telegram.py", "channel_discord.py",
-             "channel_http.py")
+             "channel_http.py", "channel_whatsapp.py")
 
 
 def main() -> int:

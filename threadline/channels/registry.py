@@ -26,6 +26,7 @@ BUILT_IN = {
     "discord": "threadline.channels.discord.platform:PLATFORM",
     "http": "threadline.channels.http.platform:PLATFORM",
     "web": "threadline.channels.web.platform:PLATFORM",
+    "whatsapp": "threadline.channels.whatsapp.platform:PLATFORM",
 }
 # The platform of the embedded default config's one channel (and of `threadline demo`).
 DEFAULT_PLATFORM = "local"
