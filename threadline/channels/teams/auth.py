@@ -1,0 +1,105 @@
+"""The bot's own token for the Bot Framework connector, and where the SDK validates inbound ones.
+
+The Teams SDK's own `TokenManager` builds MSAL clients that always run MSAL's instance
+discovery for a login host Microsoft does not list (a call to login.microsoftonline.com), so a
+proxy or a local login server could never be used. The SDK's `token=` option takes a token
+provider instead: `BotTokens` is one, on MSAL all the same (client credentials with the app
+password, the token cached by MSAL until it nears expiry), with instance discovery off, since
+the operator chose the login host. MSAL accepts only `https://` login URLs; a private CA (a
+TLS-inspecting proxy) is trusted through `REQUESTS_CA_BUNDLE`, as for any `requests` client.
+
+Inbound tokens are validated by the SDK (`InboundActivityTokenValidator`): signature against
+the key set published beside `openid_metadata_url` (its `/keys`), issuer
+`https://api.botframework.com`, audience the app id, expiry, and the `serviceurl` claim equal
+to the activity's `serviceUrl`. `cloud_for` points both at the configured hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msal
+import requests
+from microsoft_teams.api.auth.cloud_environment import PUBLIC, CloudEnvironment, with_overrides
+from microsoft_teams.apps.auth import InboundActivityTokenValidator
+
+from threadline.errors import ChannelAuthError, ChannelError
+
+BOT_SCOPE = PUBLIC.bot_scope
+# Tenants whose token requests succeed for an app registered in another tenant: the legacy
+# multi-tenant bots (new bots are single-tenant, and ask their own tenant).
+MULTI_TENANT = "botframework.com"
+
+
+def cloud_for(*, login_url: str, openid_metadata_url: str) -> CloudEnvironment:
+    """Microsoft's public cloud with the login host and the key set's address replaced."""
+    return with_overrides(PUBLIC, login_endpoint=login_url.rstrip("/"),
+                          openid_metadata_url=openid_metadata_url)
+
+
+class BotTokens:
+    """App-only tokens for the bot (the SDK's `TokenProviderProtocol`), through MSAL."""
+
+    def __init__(self, *, app_id: str, password: str, tenant_id: str, login_url: str,
+                 channel: str) -> None:
+        self._app_id, self._password = app_id, password
+        self._tenant_id, self._login_url = tenant_id, login_url.rstrip("/")
+        self._channel = channel
+        self._clients: dict[str, msal.ConfidentialClientApplication] = {}
+        self._lock = asyncio.Lock()
+
+    async def get_app_token(self, scope: str, tenant_id: str | None) -> str:
+        """A token for `scope` (MSAL's cached one while it is valid); a `ChannelAuthError`
+        when the login server refuses the app id or password, a `ChannelError` when it
+        cannot be reached."""
+        tenant = tenant_id or self._tenant_id
+        async with self._lock:  # one MSAL client per tenant, built once (it asks the server)
+            if tenant not in self._clients:
+                self._clients[tenant] = await asyncio.to_thread(self._new_client, tenant)
+        client = self._clients[tenant]
+        result: dict[str, Any] = await asyncio.to_thread(
+            client.acquire_token_for_client, [scope])
+        token = result.get("access_token")
+        if isinstance(token, str) and token:
+            return token
+        code = result.get("error") or "no access_token"
+        detail = str(result.get("error_description") or "").splitlines()[0:1]
+        message = (f"Teams channel {self._channel!r}: {self._login_url} refused a token for "
+                   f"app {self._app_id} in tenant {tenant} ({code}"
+                   f"{': ' + detail[0] if detail else ''})")
+        if code in ("invalid_client", "unauthorized_client", "invalid_request",
+                    "invalid_tenant", "tenant_not_found"):
+            raise ChannelAuthError(f"{message}; check app_id, app_password and tenant_id "
+                                   "against the bot's Azure app registration")
+        raise ChannelError(message)
+
+    def _new_client(self, tenant: str) -> msal.ConfidentialClientApplication:
+        try:
+            return msal.ConfidentialClientApplication(
+                self._app_id, client_credential=self._password,
+                authority=f"{self._login_url}/{tenant}", instance_discovery=False,
+                http_client=requests.Session())
+        except ValueError as error:  # the tenant's OpenID configuration was not found
+            raise ChannelAuthError(
+                f"Teams channel {self._channel!r}: {self._login_url} knows no tenant "
+                f"{tenant!r} ({error}); set tenant_id to the Directory (tenant) ID of the bot's "
+                "app registration") from error
+
+
+class OffLoopValidator:
+    """The SDK's inbound token validator, run in a worker thread.
+
+    Its `validate_token` is async but fetches the key set with PyJWT's blocking `urllib` client
+    (on first use, every five minutes, and for any token naming a key id it does not know): on
+    the event loop that would stall every conversation for the length of a fetch, and a fake
+    channel served by the same loop could never answer it. The SDK's checks run unchanged.
+    """
+
+    def __init__(self, inner: InboundActivityTokenValidator) -> None:
+        self._inner = inner
+
+    async def validate_token(self, raw_token: str, service_url: str | None = None
+                             ) -> dict[str, Any]:
+        return await asyncio.to_thread(asyncio.run,
+                                       self._inner.validate_token(raw_token, service_url))
