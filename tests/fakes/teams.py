@@ -355,6 +355,10 @@ class FakeTeams:
         keys = self._other if forgery == "other_key" else self._keys
         return jwt.encode(claims, keys.pem(), algorithm="RS256", headers={"kid": KEY_ID})
 
+    def session(self) -> aiohttp.ClientSession:
+        """A client session to send raw requests with."""
+        return aiohttp.ClientSession()
+
     async def deliver(self, url: str, activity: Mapping[str, Any], *, app_id: str = APP_ID,
                       forgery: Forgery = "signed") -> tuple[int, Any]:
         """POST `activity` to a bot's messaging endpoint as Teams does; (status, body)."""

@@ -58,3 +58,53 @@ async def test_a_personal_chat_is_answered_in_the_chat(sqlite_url: str, teams: F
     assert jwt.decode(reply.token, options={"verify_signature": False})["appid"] == APP_ID
     assert [t.participant.id for t in turns] == [ALICE.aad_object_id, "support"]
     assert turns[0].scope == "dm"
+
+
+async def test_a_group_chat_mention_is_answered_in_the_chat(sqlite_url: str,
+                                                            teams: FakeTeams) -> None:
+    async with serving(sqlite_url, teams) as (channel, store):
+        chat = teams.group()
+        activity = teams.message("<at>Threadline</at> what time do you open?", chat=chat,
+                                 mentions={"Threadline": f"28:{APP_ID}"})
+        assert (await teams.deliver(channel.messaging_url, activity))[0] == 200
+        [reply] = await teams.wait_for_messages(1)
+        [asked, _] = await stored(store, f"teams:{TENANT}:19%3Agroupchat-0001%40thread.v2", 2)
+
+    assert reply.conversation_id == chat.id
+    assert asked.content == "@Threadline what time do you open?"
+    assert asked.scope == "channel"
+    assert f"28:{APP_ID}" in asked.metadata.mentions
+
+
+async def test_one_of_two_agents_named_in_a_channel_thread_answers_there_alone(
+        sqlite_url: str, teams: FakeTeams) -> None:
+    async with serving(sqlite_url, teams, agents=("support", "billing")) as (channel, store):
+        root = teams.next_id()
+        thread = teams.channel(root)
+        activity = teams.message("<at>Threadline</at> @billing was I charged twice?",
+                                 chat=thread, mentions={"Threadline": f"28:{APP_ID}"},
+                                 reply_to=root)
+        assert (await teams.deliver(channel.messaging_url, activity))[0] == 200
+        [reply] = await teams.wait_for_messages(1)
+        conversation = f"teams:{TENANT}:19%3Achannel-general%40thread.tacv2:{root}"
+        turns = await stored(store, conversation, 2)
+
+    assert reply.conversation_id == f"19:channel-general@thread.tacv2;messageid={root}"
+    assert reply.body["replyToId"] == activity["id"]
+    assert [t.participant.id for t in turns] == [ALICE.aad_object_id, "billing"]
+    assert turns[0].scope == "thread" and turns[0].metadata.thread_id == root
+    assert turns[0].metadata.channel_name == "General"
+
+
+async def test_a_redelivered_activity_is_answered_once(sqlite_url: str,
+                                                       teams: FakeTeams) -> None:
+    async with serving(sqlite_url, teams) as (channel, store):
+        activity = teams.message("are you there?", chat=teams.personal(ALICE))
+        for _ in range(3):
+            assert (await teams.deliver(channel.messaging_url, activity))[0] == 200
+        await teams.wait_for_messages(1)
+        turns = await stored(store, f"teams:{TENANT}:a%3A1chat-with-alice", 2)
+        await asyncio.sleep(0.5)  # room for a wrong second answer to be posted
+
+    assert len(teams.messages()) == 1
+    assert len(turns) == 2
