@@ -127,6 +127,20 @@ def readable_text(text: str) -> str:
     return html.unescape(_TAGS.sub("", marked)).strip()
 
 
+def _command_unaddressed(text: str, activity: Mapping[str, Any], own_ids: frozenset[str]) -> str:
+    """`@Bot /forget` as `/forget`: in a chat or channel Teams puts the bot's mention before a
+    command picked from its menu, and a command is read only at the start of a turn (the
+    mention stays in `metadata.mentions`, so the turn is still addressed to the bot)."""
+    for entity in activity.get("entities") or ():
+        mentioned = entity.get("mentioned") or {} if isinstance(entity, Mapping) else {}
+        name = mentioned.get("name")
+        if name and mentioned.get("id") in own_ids and text.startswith(f"@{name}"):
+            rest = text[len(name) + 1:].lstrip()
+            if rest.startswith("/"):
+                return rest
+    return text
+
+
 def _timestamp(activity: Mapping[str, Any]) -> datetime:
     raw = activity.get("timestamp")
     if isinstance(raw, str) and raw:
@@ -157,7 +171,8 @@ def message_turn(activity: Mapping[str, Any], *, default_tenant: str, own_ids: f
     is_bot = sender.get("role") == "bot"
     if is_bot and not allow_bots:
         return None
-    text = readable_text(str(activity.get("text") or ""))
+    text = _command_unaddressed(readable_text(str(activity.get("text") or "")), activity,
+                                own_ids)
     if not text:
         return None  # a card submit, an attachment alone: nothing said
     place = place_of(activity, default_tenant=default_tenant)

@@ -2,7 +2,8 @@
 (Apps > Manage your apps > Upload an app), it installs the bot in chats and teams.
 
 It declares the bot (`botId`, the Azure app registration's id) in the personal, group chat and
-team scopes, the team's commands as the bot's command menu, and the resource-specific
+team scopes, the team's commands as the bot's command menu (a title is the text Teams sends
+when it is picked, so each is the command as typed, `/forget`), and the resource-specific
 permissions to receive every message of a channel or chat it is installed in, not only those
 that @mention it (Threadline keeps each conversation's history whole). `threadline init
 --platform teams` writes it beside the config; `docs/platforms/teams.md` walks through the rest.
@@ -46,7 +47,7 @@ def manifest(commands: Iterable[Command], *, app_id: str = APP_ID_PLACEHOLDER,
             "botId": app_id, "scopes": list(SCOPES), "supportsFiles": False,
             "isNotificationOnly": False,
             "commandLists": [{"scopes": list(SCOPES), "commands": [
-                {"title": command.name[:32], "description": command.description[:128]}
+                {"title": f"/{command.name}"[:32], "description": command.description[:128]}
                 for command in list(commands)[:_MAX_COMMANDS]]}],
         }],
         "permissions": ["identity", "messageTeamMembers"],
