@@ -284,6 +284,11 @@ class FakeTeams:
             await self._changed.wait_for(lambda: len(self.messages()) >= count)
         return self.messages()
 
+    async def wait_until_text(self, shown: str, *, within: float = 20.0) -> None:
+        """Until some message of the bot shows exactly `shown`."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: shown in self.texts.values())
+
     # The channel side -------------------------------------------------------------------
 
     @staticmethod

@@ -25,18 +25,23 @@ chat), its last edit being the whole reply.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
+import pydantic
 import requests
 import structlog
 from aiohttp import web
 from microsoft_teams.api import ApiClient, InvokeResponse, TokenCredentials, TypingActivityInput
 from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models.attachment import Attachment
-from microsoft_teams.apps import App
-from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
+
+with warnings.catch_warnings():  # its preview HTML widget policy warns on import; unused here
+    warnings.simplefilter("ignore")
+    from microsoft_teams.apps import App
+    from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.live import RateGate
@@ -170,6 +175,7 @@ class TeamsChannel(Channel):
             raise ChannelError(f"Teams channel {self.name!r}: the Teams SDK set up no token "
                                "validation, so every activity would be refused")
         self._app.server._token_validator = OffLoopValidator(validator)  # type: ignore[assignment]
+        self._app.server.on_request = self._readable_only(self._app.server.on_request)
         self._runner = web.AppRunner(endpoint.app, access_log=None)
         await self._runner.setup()
         try:
@@ -245,6 +251,20 @@ class TeamsChannel(Channel):
                 where=f"Teams channel {self.name!r}", service="the Microsoft login server",
                 action="get the bot's token", url=self._login_url,
                 setting="login_url" if self._login_url_set else None, error=error)) from error
+
+    def _readable_only(self, process: Any) -> Any:
+        """The SDK's processing of an authenticated activity, with one it cannot read (its
+        models refuse it) answered 200 and skipped, as every channel does: the SDK would answer
+        500 and Teams would deliver the same unreadable activity again."""
+
+        async def process_readable(event: Any) -> Any:
+            try:
+                return await process(event)
+            except pydantic.ValidationError as error:
+                self.skip_event(getattr(event.body, "id", None), error)
+                return InvokeResponse(status=200)
+
+        return process_readable
 
     # Inbound -----------------------------------------------------------------------------
 
