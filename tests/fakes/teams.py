@@ -92,11 +92,6 @@ class _Keys:
     private: rsa.RSAPrivateKey = field(
         default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048))
 
-    def pem(self) -> bytes:
-        return self.private.private_bytes(serialization.Encoding.PEM,
-                                          serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption())
-
     def jwk(self) -> dict[str, Any]:
         key: dict[str, Any] = RSAAlgorithm.to_jwk(self.private.public_key(), as_dict=True)
         return {**key, "kid": KEY_ID, "use": "sig", "endorsements": ["msteams"]}
@@ -358,7 +353,7 @@ class FakeTeams:
         if forgery == "unsigned":
             return jwt.encode(claims, key=None, algorithm="none", headers={"kid": KEY_ID})
         keys = self._other if forgery == "other_key" else self._keys
-        return jwt.encode(claims, keys.pem(), algorithm="RS256", headers={"kid": KEY_ID})
+        return jwt.encode(claims, keys.private, algorithm="RS256", headers={"kid": KEY_ID})
 
     def session(self) -> aiohttp.ClientSession:
         """A client session to send raw requests with."""

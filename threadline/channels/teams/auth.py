@@ -17,6 +17,7 @@ to the activity's `serviceUrl`. `cloud_for` points both at the configured hosts.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import msal
@@ -27,9 +28,7 @@ from microsoft_teams.apps.auth import InboundActivityTokenValidator
 from threadline.errors import ChannelAuthError, ChannelError
 
 BOT_SCOPE = PUBLIC.bot_scope
-# Tenants whose token requests succeed for an app registered in another tenant: the legacy
-# multi-tenant bots (new bots are single-tenant, and ask their own tenant).
-MULTI_TENANT = "botframework.com"
+_RENEW_BEFORE = 300.0  # seconds before a token expires that a new one is asked for
 
 
 def cloud_for(*, login_url: str, openid_metadata_url: str) -> CloudEnvironment:
@@ -48,12 +47,17 @@ class BotTokens:
         self._channel = channel
         self._clients: dict[str, msal.ConfidentialClientApplication] = {}
         self._lock = asyncio.Lock()
+        self._kept: dict[tuple[str, str], tuple[str, float]] = {}  # -> (token, renew at)
 
     async def get_app_token(self, scope: str, tenant_id: str | None) -> str:
-        """A token for `scope` (MSAL's cached one while it is valid); a `ChannelAuthError`
-        when the login server refuses the app id or password, a `ChannelError` when it
-        cannot be reached."""
+        """A token for `scope`, kept until `_RENEW_BEFORE` seconds before it expires (every
+        reply asks for one: a worker-thread hop into MSAL's own cache each time cost more than
+        the post); a `ChannelAuthError` when the login server refuses the app id or password,
+        a `ChannelError` when it cannot be reached."""
         tenant = tenant_id or self._tenant_id
+        kept = self._kept.get((tenant, scope))
+        if kept is not None and time.monotonic() < kept[1]:
+            return kept[0]
         async with self._lock:  # one MSAL client per tenant, built once (it asks the server)
             if tenant not in self._clients:
                 self._clients[tenant] = await asyncio.to_thread(self._new_client, tenant)
@@ -62,6 +66,8 @@ class BotTokens:
             client.acquire_token_for_client, [scope])
         token = result.get("access_token")
         if isinstance(token, str) and token:
+            lifetime = float(result.get("expires_in") or 0)
+            self._kept[(tenant, scope)] = (token, time.monotonic() + lifetime - _RENEW_BEFORE)
             return token
         code = result.get("error") or "no access_token"
         detail = str(result.get("error_description") or "").splitlines()[0:1]
