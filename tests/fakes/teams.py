@@ -139,6 +139,8 @@ class FakeTeams:
         self.calls: list[Call] = []
         self.texts: dict[str, str] = {}  # activity id -> what the message shows now
         self.token_requests = 0
+        self.files: dict[str, bytes] = {}  # unique id -> bytes, served at /files/{id}
+        self.file_downloads: list[str] = []
         self._issued: set[str] = set()
         self._keys, self._other = _Keys(), _Keys()
         self._ids = itertools.count(1_700_000_000_001)
@@ -162,6 +164,7 @@ class FakeTeams:
         api.router.add_post(connector, self._post)
         api.router.add_post(connector + "/{activity}", self._post)
         api.router.add_put(connector + "/{activity}", self._update)
+        api.router.add_get("/files/{unique_id}", self._download)
         base = f"http://127.0.0.1:{await self._serve(api, None)}"
         self.openid_metadata_url = f"{base}/v1/.well-known/openidconfiguration"
         self.service_url = f"{base}/teams"
@@ -219,6 +222,26 @@ class FakeTeams:
         self._issued.add(token)
         return web.json_response({"token_type": "Bearer", "expires_in": 3599,
                                   "access_token": token})
+
+    # Files ------------------------------------------------------------------------------
+
+    def add_file(self, data: bytes, *, name: str, host: str | None = None) -> dict[str, Any]:
+        """A file sent in a 1:1 chat: the download-info attachment Teams puts on the message,
+        its URL pre-authenticated (no token), served here unless `host` says elsewhere."""
+        unique_id = f"file-{len(self.files) + 1:04d}"
+        self.files[unique_id] = data
+        base = host or self.service_url.removesuffix("/teams")
+        return {"contentType": "application/vnd.microsoft.teams.file.download.info",
+                "name": name, "contentUrl": f"https://contoso.sharepoint.com/{name}",
+                "content": {"downloadUrl": f"{base}/files/{unique_id}", "uniqueId": unique_id,
+                            "fileType": name.rsplit(".", 1)[-1]}}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        unique_id = request.match_info["unique_id"]
+        if unique_id not in self.files:
+            return web.Response(status=404)
+        self.file_downloads.append(unique_id)
+        return web.Response(body=self.files[unique_id])
 
     # Keys -------------------------------------------------------------------------------
 
@@ -303,10 +326,12 @@ class FakeTeams:
 
     def message(self, text: str, *, chat: Chat, sender: Person = ALICE,
                 mentions: Mapping[str, str] | None = None, activity_id: str | None = None,
-                reply_to: str | None = None, app_id: str = APP_ID) -> dict[str, Any]:
+                reply_to: str | None = None, app_id: str = APP_ID,
+                attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """A message activity; `mentions` maps each `<at>name</at>` in `text` to its id."""
         return {**self._envelope(chat, sender, activity_id, app_id),
                 "type": "message", "text": text, "textFormat": "plain",
+                **({"attachments": attachments} if attachments else {}),
                 **({"replyToId": reply_to} if reply_to else {}),
                 "entities": [{"type": "mention", "text": f"<at>{name}</at>",
                               "mentioned": {"id": account, "name": name}}

@@ -35,6 +35,8 @@ from urllib.parse import quote, unquote
 from threadline.history.model import MessageMetadata, Participant, Scope, StoredMessage, utc_now
 
 CHANNEL_TYPE = "teams"
+# A file someone sent the bot in a 1:1 chat: a pre-authenticated download URL (SharePoint).
+DOWNLOAD_INFO = "application/vnd.microsoft.teams.file.download.info"
 COMMAND_VERB = "threadline_command"  # the Action.Execute verb of a command answer's buttons
 _AT = re.compile(r"<at(?:\s[^>]*)?>(.*?)</at>", re.IGNORECASE | re.DOTALL)
 _TAGS = re.compile(r"<[^>]+>")
@@ -173,8 +175,8 @@ def message_turn(activity: Mapping[str, Any], *, default_tenant: str, own_ids: f
         return None
     text = _command_unaddressed(readable_text(str(activity.get("text") or "")), activity,
                                 own_ids)
-    if not text:
-        return None  # a card submit, an attachment alone: nothing said
+    if not text and not files_of(activity):
+        return None  # a card submit, an image preview alone: nothing said
     place = place_of(activity, default_tenant=default_tenant)
     activity_id = str(activity.get("id") or "")
     if not activity_id:
@@ -190,6 +192,31 @@ def message_turn(activity: Mapping[str, Any], *, default_tenant: str, own_ids: f
             extra={"service_url": str(activity.get("serviceUrl") or ""),
                    **({"is_bot": True} if is_bot else {})}),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SentFile:
+    """A file a person sent in a 1:1 chat, as Teams describes it."""
+
+    name: str
+    unique_id: str
+    download_url: str
+
+
+def files_of(activity: Mapping[str, Any]) -> tuple[SentFile, ...]:
+    """The files a message brings (Teams' download-info attachments; other attachments, such
+    as the HTML copy of the message or card previews, are not files)."""
+    found: list[SentFile] = []
+    for attachment in activity.get("attachments") or ():
+        if not isinstance(attachment, Mapping) or attachment.get("contentType") != DOWNLOAD_INFO:
+            continue
+        content = attachment.get("content") or {}
+        url = content.get("downloadUrl") if isinstance(content, Mapping) else None
+        if isinstance(url, str) and url:
+            found.append(SentFile(name=str(attachment.get("name") or "file"),
+                                  unique_id=str(content.get("uniqueId") or ""),
+                                  download_url=url))
+    return tuple(found)
 
 
 def changed_turn(activity: Mapping[str, Any], *, default_tenant: str) -> tuple[str, str, str]:

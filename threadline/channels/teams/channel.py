@@ -44,13 +44,17 @@ with warnings.catch_warnings():  # its preview HTML widget policy warns on impor
     from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.fetch_policy import FileHosts, fetch_file
+from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.live import RateGate
 from threadline.channels.teams.activities import (
     CHANNEL_TYPE,
+    SentFile,
     changed_turn,
     command_card,
     decode_id,
     deleted_turn,
+    files_of,
     message_turn,
     press_turn,
     reply_conversation,
@@ -77,6 +81,8 @@ log = structlog.get_logger("threadline.channels.teams")
 
 T = TypeVar("T")
 CARD = "application/vnd.microsoft.card.adaptive"
+# Where Teams keeps the files people send a bot (each tenant's OneDrive / SharePoint).
+TEAMS_FILE_HOSTS = ("*.sharepoint.com",)
 # Connector answers that no retry can change (the bot removed, the conversation gone).
 _PERMANENT = frozenset({400, 401, 403, 404})
 
@@ -128,11 +134,14 @@ class TeamsChannel(Channel):
         login_url: str, openid_metadata_url: str, service_url: str = DEFAULT_SERVICE_URL,
         login_url_set: bool = False, bot_name: str | None = None, allow_bots: bool = False,
         streaming: bool = True, stream_interval: float = 1.0, broadcasters: Iterable[str] = (),
+        file_hosts: Sequence[str] = (),
     ) -> None:
         """`login_url` and `openid_metadata_url` are where the bot's token is asked for and
         where the keys of the channel's tokens are published (Microsoft's by default;
         `login_url_set` says they were configured, for error messages); `service_url` is the
-        connector for posts nothing asked for (a schedule's)."""
+        connector for posts nothing asked for (a schedule's). Files people send in 1:1 chats
+        are fetched from SharePoint's hosts only, plus the `file_hosts` named (`host` or
+        `host:port`, for a proxy; see `channels.fetch_policy`)."""
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming,
                          broadcasters=broadcasters)
         where = f"Teams channel {name!r}"
@@ -151,6 +160,9 @@ class TeamsChannel(Channel):
         self._tokens = BotTokens(app_id=app_id, password=app_password, tenant_id=tenant_id,
                                  login_url=login_url, channel=name)
         self._bot_name = bot_name
+        self._file_hosts = FileHosts.of(channel=name, platform_hosts=TEAMS_FILE_HOSTS,
+                                        configured=file_hosts,
+                                        setting=f"channels.{name}.file_hosts")
         self._own_ids = frozenset({f"28:{app_id}", app_id})
         self._gate = RateGate(stream_interval)
         self._app: App | None = None
@@ -276,7 +288,21 @@ class TeamsChannel(Channel):
         except Exception as error:  # parts missing or of the wrong kind: answered, skipped
             self.skip_event(activity.get("id"), error)
             return None
-        return None if turn is None else await self._record(turn)
+        if turn is None:
+            return None
+        return await self._record(await take_in(
+            turn, [self._incoming(f) for f in files_of(activity)], self.file_intake))
+
+    def _incoming(self, sent: SentFile) -> IncomingFile:
+        """A file sent in a 1:1 chat, fetched from its pre-authenticated download URL, only
+        from SharePoint's hosts (plus `file_hosts`): the URL comes with the activity, and no
+        credential is sent with it."""
+
+        async def fetch(limit: int) -> bytes:
+            return await fetch_file(sent.download_url, hosts=self._file_hosts, limit=limit)
+
+        return IncomingFile(name=sent.name, platform_id=sent.unique_id, declared_size=0,
+                            fetch=fetch)
 
     async def _on_press(self, ctx: ActivityContext[Any]) -> InvokeResponse[Any]:
         """A command button pressed (Action.Execute): its command, as whoever pressed."""

@@ -51,6 +51,11 @@ class TeamsSettings(LiveReplySettings):
     """The connector for posts nothing asked for (a schedule's); replies go to the service URL
     each activity came with."""
 
+    file_hosts: list[str] = Field(default_factory=list)
+    """More hosts the files people send in 1:1 chats may be fetched from, as host or host:port
+    (*.example.com for subdomains), for a proxy or a local server; these may be private or
+    loopback addresses (default: none; files come from *.sharepoint.com only)."""
+
     def problems(self) -> list[str]:
         missing = [f"{name} (${{{variable}}})" for name, variable in (
             ("app_id", "TEAMS_APP_ID"), ("app_password", "TEAMS_APP_PASSWORD"),
@@ -76,7 +81,7 @@ def build(name: str, settings: TeamsSettings, context: ChannelContext) -> Channe
         openid_metadata_url=settings.openid_metadata_url, service_url=settings.service_url,
         bot_name=settings.bot_name, allow_bots=settings.allow_bots,
         streaming=settings.streaming, stream_interval=settings.stream_interval,
-        broadcasters=context.broadcasters)
+        broadcasters=context.broadcasters, file_hosts=settings.file_hosts)
 
 
 def setup_files(commands: Iterable[Command]) -> dict[str, str]:
