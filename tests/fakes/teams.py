@@ -356,6 +356,7 @@ class FakeTeams:
         return {"id": activity_id or self.next_id(), "channelId": "msteams",
                 "serviceUrl": self.service_url,
                 "timestamp": datetime.datetime.now(datetime.UTC).isoformat(),
+                "localTimezone": "Europe/Berlin",
                 "from": sender.account(), "recipient": {"id": f"28:{app_id}", "name": "Bot"},
                 "conversation": {"id": chat.id, "conversationType": chat.kind,
                                  "tenantId": TENANT, **({"name": chat.name} if chat.name else {})},

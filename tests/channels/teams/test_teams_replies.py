@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 
 import jwt
 
+from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.teams import ALICE, APP_ID, TENANT, FakeTeams
 from threadline.agents import Agent
+from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelProvider
 from threadline.agents.offline import OfflineModel
 from threadline.backends.sql import SqlConversationStore
@@ -108,3 +110,35 @@ async def test_a_redelivered_activity_is_answered_once(sqlite_url: str,
 
     assert len(teams.messages()) == 1
     assert len(turns) == 2
+
+
+async def test_an_edit_changes_the_stored_turn_and_a_deletion_removes_it(
+        sqlite_url: str, teams: FakeTeams) -> None:
+    async with FakeAnthropic() as model:
+        answered = asyncio.Event()
+        model.script(text("Opening hours are 9 to 5.", until=answered), text("Noted."))
+        provider = AnthropicProvider(model.client(), stream=False)
+        async with serving(sqlite_url, teams, provider=provider) as (channel, store):
+            chat = teams.personal(ALICE)
+            first = teams.message("when do you opne?", chat=chat)
+            assert (await teams.deliver(channel.messaging_url, first))[0] == 200
+            await model.wait_for_requests(1)
+            edit = {**first, "type": "messageUpdate", "text": "when do you open?",
+                    "channelData": {**first["channelData"], "eventType": "editMessage"}}
+            assert (await teams.deliver(channel.messaging_url, edit))[0] == 200
+            answered.set()
+            await teams.wait_for_messages(1)
+            second = teams.message("thanks", chat=chat)
+            assert (await teams.deliver(channel.messaging_url, second))[0] == 200
+            await teams.wait_for_messages(2)
+            conversation = f"teams:{TENANT}:a%3A1chat-with-alice"
+            await stored(store, conversation, 4)
+            deletion = {**second, "type": "messageDelete",
+                        "channelData": {**second["channelData"], "eventType": "softDeleteMessage"}}
+            assert (await teams.deliver(channel.messaging_url, deletion))[0] == 200
+            turns = await store.get(conversation)
+            zone = await channel.person_timezone(turns[0])
+
+    assert turns[0].content == "when do you open?"
+    assert "thanks" not in [t.content for t in turns]
+    assert zone == "Europe/Berlin"

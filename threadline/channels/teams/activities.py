@@ -190,6 +190,8 @@ def message_turn(activity: Mapping[str, Any], *, default_tenant: str, own_ids: f
             activity, place, message_id=activity_id, mentions=mentions_of(activity),
             reply_to_message_id=str(reply_to) if reply_to else None,
             extra={"service_url": str(activity.get("serviceUrl") or ""),
+                   **({"timezone": str(activity["localTimezone"])}
+                      if activity.get("localTimezone") else {}),
                    **({"is_bot": True} if is_bot else {})}),
     )
 

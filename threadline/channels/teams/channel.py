@@ -454,6 +454,11 @@ class TeamsChannel(Channel):
         return TeamsLiveReply(channel=self, inbound=inbound, agent_name=agent_name,
                               gate=self._gate, log=self._log)
 
+    async def person_timezone(self, message: StoredMessage) -> str | None:
+        """The IANA time zone Teams sends with each message (`localTimezone`)."""
+        zone = message.metadata.extra.get("timezone")
+        return str(zone) if zone else None
+
     def metadata_for(self, conversation_id: str) -> MessageMetadata:
         """Where a post to `conversation_id` goes (`teams:TENANT:CHAT[:ROOT]`)."""
         chat, root = self._conversation_parts(conversation_id, workspace=True)

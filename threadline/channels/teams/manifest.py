@@ -2,8 +2,9 @@
 (Apps > Manage your apps > Upload an app), it installs the bot in chats and teams.
 
 It declares the bot (`botId`, the Azure app registration's id) in the personal, group chat and
-team scopes, the team's commands as the bot's command menu (a title is the text Teams sends
-when it is picked, so each is the command as typed, `/forget`), and the resource-specific
+team scopes (taking files in 1:1 chats), the team's commands as the bot's command menu (a
+title is the text Teams sends when it is picked, so each is the command as typed, `/forget`),
+and the resource-specific
 permissions to receive every message of a channel or chat it is installed in, not only those
 that @mention it (Threadline keeps each conversation's history whole). `threadline init
 --platform teams` writes it beside the config; `docs/platforms/teams.md` walks through the rest.
@@ -44,7 +45,7 @@ def manifest(commands: Iterable[Command], *, app_id: str = APP_ID_PLACEHOLDER,
         "icons": {"outline": "outline.png", "color": "color.png"},
         "accentColor": "#FFFFFF",
         "bots": [{
-            "botId": app_id, "scopes": list(SCOPES), "supportsFiles": False,
+            "botId": app_id, "scopes": list(SCOPES), "supportsFiles": True,
             "isNotificationOnly": False,
             "commandLists": [{"scopes": list(SCOPES), "commands": [
                 {"title": f"/{command.name}"[:32], "description": command.description[:128]}
