@@ -1,7 +1,7 @@
 """The Microsoft Teams channel: Bot Framework activities over HTTP through the Teams SDK.
 
-The Teams SDK's `App` receives: our aiohttp endpoint (`TeamsEndpoint`, served through
-`threadline.listening.serve`) hands each POST to the SDK's `HttpServer`, which validates the
+The Teams SDK's `App` receives (`teams.endpoint`): our aiohttp endpoint, served through
+`threadline.listening.serve`, hands each POST to the SDK's `HttpServer`, which validates the
 channel's JWT (see `teams.auth`; anything unsigned, forged, expired, for another bot or for
 another service URL is answered 401 before it is read) and routes the activity to the handlers
 registered here. Handled: `message` (a turn), `messageUpdate` / `messageDelete` (edits and
@@ -11,7 +11,8 @@ turn sending the button's command, as whoever pressed).
 Acknowledgement (the `ChannelEvents` contract): the HTTP answer is Teams' "received", sent only
 once `on_message` returned; a turn that could not be recorded is answered 503 (500 for another
 failure), so the channel may deliver it again, and a stopping channel answers 503 too. The
-activity id names the turn (`teams.activities`), so a redelivery is the same turn.
+activity id names the turn (`teams.activities`), so a redelivery is the same turn. Files sent
+in 1:1 chats are fetched (Teams' pre-authenticated download URLs) and kept before the answer.
 
 Replies go where the message was said: a channel message into its thread (the conversation id
 with `;messageid=ROOT`), a chat message into the chat, as a reply to the message (`replyToId`).
@@ -24,24 +25,16 @@ chat), its last edit being the whole reply.
 
 from __future__ import annotations
 
-import json
-import warnings
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
-import pydantic
 import requests
 import structlog
 from aiohttp import web
-from microsoft_teams.api import ApiClient, InvokeResponse, TokenCredentials, TypingActivityInput
+from microsoft_teams.api import ApiClient, InvokeResponse, TypingActivityInput
 from microsoft_teams.api.activities.message import MessageActivityInput
 from microsoft_teams.api.models.attachment import Attachment
-
-with warnings.catch_warnings():  # its preview HTML widget policy warns on import; unused here
-    warnings.simplefilter("ignore")
-    from microsoft_teams.apps import App
-    from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.fetch_policy import FileHosts, fetch_file
@@ -59,7 +52,8 @@ from threadline.channels.teams.activities import (
     press_turn,
     reply_conversation,
 )
-from threadline.channels.teams.auth import BOT_SCOPE, BotTokens, OffLoopValidator, cloud_for
+from threadline.channels.teams.auth import BOT_SCOPE, BotTokens, cloud_for
+from threadline.channels.teams.endpoint import card_answer, open_app
 from threadline.channels.teams.platform import DEFAULT_SERVICE_URL
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import unreachable
@@ -73,7 +67,7 @@ from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener, serve
 
 if TYPE_CHECKING:
-    from microsoft_teams.apps import ActivityContext
+    from microsoft_teams.apps import ActivityContext, App
 
     from threadline.commands import CommandChoice
 
@@ -85,41 +79,6 @@ CARD = "application/vnd.microsoft.card.adaptive"
 TEAMS_FILE_HOSTS = ("*.sharepoint.com",)
 # Connector answers that no retry can change (the bot removed, the conversation gone).
 _PERMANENT = frozenset({400, 401, 403, 404})
-
-
-class TeamsEndpoint:
-    """The SDK's `HttpServerAdapter` on aiohttp: the messaging endpoint Teams posts to."""
-
-    def __init__(self, *, channel: TeamsChannel) -> None:
-        self.app = web.Application()
-        self._channel = channel
-
-    def register_route(self, method: HttpMethod, path: str, handler: HttpRouteHandler) -> None:
-        async def receive(request: web.Request) -> web.StreamResponse:
-            if self._channel.closing:
-                return web.json_response({"error": "stopping; deliver again later"}, status=503)
-            try:
-                body = json.loads(await request.read())
-            except ValueError:
-                body = None
-            if not isinstance(body, dict):
-                return web.json_response({"error": "the body is not a JSON activity"},
-                                         status=400)
-            answer = await handler(HttpRequest(body=body, headers=dict(request.headers)))
-            if answer["body"] is None:
-                return web.Response(status=answer["status"])
-            return web.json_response(answer["body"], status=answer["status"])
-
-        self.app.router.add_route(method, path, receive)
-
-    def serve_static(self, path: str, directory: str) -> None:
-        """Nothing is served but the messaging endpoint."""
-
-    async def start(self, port: int) -> None:
-        raise NotImplementedError("the channel serves the endpoint itself (listening.serve)")
-
-    async def stop(self) -> None:
-        """The channel stops its own runner."""
 
 
 class TeamsChannel(Channel):
@@ -179,16 +138,12 @@ class TeamsChannel(Channel):
             raise ChannelError(f"Teams channel {self.name!r} is already started")
         await self._bot_token()  # wrong credentials stop the start here, in words
         self._events, self.closing = events, False
-        endpoint = TeamsEndpoint(channel=self)
-        self._app = self._new_app(endpoint)
-        await self._app.initialize()
-        validator = self._app.server._token_validator  # built by initialize(), from app_id
-        if validator is None:
-            raise ChannelError(f"Teams channel {self.name!r}: the Teams SDK set up no token "
-                               "validation, so every activity would be refused")
-        self._app.server._token_validator = OffLoopValidator(validator)  # type: ignore[assignment]
-        self._app.server.on_request = self._readable_only(self._app.server.on_request)
-        self._runner = web.AppRunner(endpoint.app, access_log=None)
+        self._app, served = await open_app(
+            channel=self.name, app_id=self.app_id, tenant_id=self.tenant_id,
+            tokens=self._tokens, cloud=self._cloud, service_url=self._service_url,
+            path=self._path, is_closing=lambda: self.closing, register=self._register,
+            on_unreadable=self.skip_event)
+        self._runner = web.AppRunner(served, access_log=None)
         await self._runner.setup()
         try:
             await serve(self._runner, self.listeners()[0])
@@ -200,21 +155,12 @@ class TeamsChannel(Channel):
         self._log.info("teams.listening", url=f"http://{host}:{port}{self._path}",
                        app_id=self.app_id)
 
-    def _new_app(self, endpoint: TeamsEndpoint) -> App:
-        app = App(client_id=self.app_id, tenant_id=self.tenant_id, token=self._tokens,
-                  cloud=self._cloud, service_url=self._service_url,
-                  http_server_adapter=endpoint, messaging_endpoint=self._path,
-                  state=False, telemetry={"agent365": False})
-        if not isinstance(app.credentials, TokenCredentials):
-            raise ConfigError(
-                f"Teams channel {self.name!r}: the Teams SDK took its credentials from the "
-                "CLIENT_SECRET environment variable instead of this channel's app_password; "
-                "unset CLIENT_SECRET (the SDK also reads a .env file in the working directory)")
+    def _register(self, app: App) -> None:
+        """What the channel handles (see the module docstring)."""
         app.on_message(self._on_message)
         app.on_message_update(self._on_edit)
         app.on_message_delete(self._on_delete)
         app.on_card_action(self._on_press)
-        return app
 
     async def stop(self) -> None:
         self.closing = True  # from now on activities are answered 503: Teams may resend them
@@ -264,20 +210,6 @@ class TeamsChannel(Channel):
                 action="get the bot's token", url=self._login_url,
                 setting="login_url" if self._login_url_set else None, error=error)) from error
 
-    def _readable_only(self, process: Any) -> Any:
-        """The SDK's processing of an authenticated activity, with one it cannot read (its
-        models refuse it) answered 200 and skipped, as every channel does: the SDK would answer
-        500 and Teams would deliver the same unreadable activity again."""
-
-        async def process_readable(event: Any) -> Any:
-            try:
-                return await process(event)
-            except pydantic.ValidationError as error:
-                self.skip_event(getattr(event.body, "id", None), error)
-                return InvokeResponse(status=200)
-
-        return process_readable
-
     # Inbound -----------------------------------------------------------------------------
 
     async def _on_message(self, ctx: ActivityContext[Any]) -> InvokeResponse[Any] | None:
@@ -313,11 +245,11 @@ class TeamsChannel(Channel):
             self.skip_event(activity.get("id"), error)
             turn = None
         if turn is None:
-            return _card_answer(400, "This button is not one of Threadline's.")
+            return card_answer(400, "This button is not one of Threadline's.")
         refused = await self._record(turn)
         if refused is not None:
-            return _card_answer(503, "This could not be recorded; please press it again.")
-        return _card_answer(200, f"Received: {turn.content}")
+            return card_answer(503, "This could not be recorded; please press it again.")
+        return card_answer(200, f"Received: {turn.content}")
 
     async def _record(self, turn: StoredMessage) -> InvokeResponse[Any] | None:
         """Record a turn; None answers 200, else the refusal Teams gets."""
@@ -472,11 +404,3 @@ def _wire(ctx: ActivityContext[Any]) -> dict[str, Any]:
     dumped: dict[str, Any] = ctx.activity.model_dump(by_alias=True, exclude_none=True,
                                                      mode="json")
     return dumped
-
-
-def _card_answer(status: int, message: str) -> InvokeResponse[Any]:
-    """The answer to an `adaptiveCard/action` invoke: a message shown on the card."""
-    return InvokeResponse(status=200, body={
-        "statusCode": status, "type": "application/vnd.microsoft.activity.message",
-        "value": message})
-

@@ -4,9 +4,9 @@
 It declares the bot (`botId`, the Azure app registration's id) in the personal, group chat and
 team scopes (taking files in 1:1 chats), the team's commands as the bot's command menu (a
 title is the text Teams sends when it is picked, so each is the command as typed, `/forget`),
-and the resource-specific
-permissions to receive every message of a channel or chat it is installed in, not only those
-that @mention it (Threadline keeps each conversation's history whole). `threadline init
+and the resource-specific permissions to receive every message of a channel or chat it is
+installed in, not only those that @mention it (Threadline keeps each conversation's history
+whole). `threadline init
 --platform teams` writes it beside the config; `docs/platforms/teams.md` walks through the rest.
 """
 
