@@ -19,7 +19,8 @@ same in every chat) when Teams gives it, else their encoded Teams id.
 
 Mentions are `<at>Name</at>` in the text plus a `mention` entity with the mentioned account's id
 (`28:APP_ID` for a bot) and name: both ids and names go to `metadata.mentions`, and the text
-reads `@Name`, as on the other platforms.
+reads `@Name`, as on the other platforms. A message that @mentions another bot and not this
+one is left to that bot (`_for_another_bot`).
 """
 
 from __future__ import annotations
@@ -129,6 +130,21 @@ def readable_text(text: str) -> str:
     return html.unescape(_TAGS.sub("", marked)).strip()
 
 
+def _for_another_bot(activity: Mapping[str, Any], own_ids: frozenset[str]) -> bool:
+    """Whether the message @mentions a bot (`28:...`) and not this one: that bot's to take.
+
+    With the permission to read every message, each bot in a chat or channel receives every
+    message; the copies share one turn id, and the first bot to record it would route it among
+    its own agents alone, so a message for the other bot's agent would go unanswered. Left to
+    the bot it names, it is recorded once and answered by that bot's agents.
+    """
+    bots = {str((e.get("mentioned") or {}).get("id") or "")
+            for e in activity.get("entities") or ()
+            if isinstance(e, Mapping) and e.get("type") == "mention"}
+    bots = {b for b in bots if b.startswith("28:")}
+    return bool(bots) and not bots & own_ids
+
+
 def _command_unaddressed(text: str, activity: Mapping[str, Any], own_ids: frozenset[str]) -> str:
     """`@Bot /forget` as `/forget`: in a chat or channel Teams puts the bot's mention before a
     command picked from its menu, and a command is read only at the start of a turn (the
@@ -171,7 +187,7 @@ def message_turn(activity: Mapping[str, Any], *, default_tenant: str, own_ids: f
     if str(sender.get("id") or "") in own_ids:
         return None
     is_bot = sender.get("role") == "bot"
-    if is_bot and not allow_bots:
+    if (is_bot and not allow_bots) or _for_another_bot(activity, own_ids):
         return None
     text = _command_unaddressed(readable_text(str(activity.get("text") or "")), activity,
                                 own_ids)
