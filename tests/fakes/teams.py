@@ -6,7 +6,8 @@ Three servers, each speaking its part of the Bot Framework wire protocol:
   `REQUESTS_CA_BUNDLE`, since MSAL accepts only https): each tenant's OpenID configuration and
   its client-credentials token endpoint, which checks each app's password;
 - the Bot Framework's OpenID metadata and key set (`openid_metadata_url`, `/keys` beside it):
-  the public key the channel's tokens are signed with, endorsed for `msteams`;
+  the public key the channel's tokens are signed with, endorsed for `msteams`, and another
+  endorsed for `webchat` only;
 - the connector (`service_url`): `/v3/conversations/{id}/activities` (post, reply with
   `replyToId`, update in place), each call needing a token the login server issued; every
   call is recorded in `calls`, every message's current text in `texts`.
@@ -50,7 +51,7 @@ APP_PASSWORD = "fake-app-password"
 TENANT = "11111111-2222-4333-8444-555555555555"
 KEY_ID = "fake-teams-key"
 Forgery = Literal["signed", "unsigned", "other_key", "expired", "wrong_audience", "none",
-                  "wrong_service_url"]
+                  "wrong_service_url", "not_endorsed"]
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,14 @@ class Call:
 
 @dataclass
 class _Keys:
+    kid: str = KEY_ID
+    endorsements: tuple[str, ...] = ("msteams",)
     private: rsa.RSAPrivateKey = field(
         default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048))
 
     def jwk(self) -> dict[str, Any]:
         key: dict[str, Any] = RSAAlgorithm.to_jwk(self.private.public_key(), as_dict=True)
-        return {**key, "kid": KEY_ID, "use": "sig", "endorsements": ["msteams"]}
+        return {**key, "kid": self.kid, "use": "sig", "endorsements": list(self.endorsements)}
 
 
 def _tls(directory: Path) -> tuple[ssl.SSLContext, Path]:
@@ -143,6 +146,8 @@ class FakeTeams:
         self.file_downloads: list[str] = []
         self._issued: set[str] = set()
         self._keys, self._other = _Keys(), _Keys()
+        # Published too, but endorsed for another Bot Framework channel only.
+        self._webchat = _Keys(kid="fake-webchat-key", endorsements=("webchat",))
         self._ids = itertools.count(1_700_000_000_001)
         self._changed = asyncio.Condition()
         self._tmp = tempfile.TemporaryDirectory(prefix="fake-teams-")
@@ -251,7 +256,7 @@ class FakeTeams:
                                       "/openidconfiguration", "/keys")})
 
     async def _jwks(self, request: web.Request) -> web.Response:
-        return web.json_response({"keys": [self._keys.jwk()]})
+        return web.json_response({"keys": [self._keys.jwk(), self._webchat.jwk()]})
 
     # Connector --------------------------------------------------------------------------
 
@@ -378,8 +383,8 @@ class FakeTeams:
             claims["serviceurl"] = "https://elsewhere.example.invalid/teams"
         if forgery == "unsigned":
             return jwt.encode(claims, key=None, algorithm="none", headers={"kid": KEY_ID})
-        keys = self._other if forgery == "other_key" else self._keys
-        return jwt.encode(claims, keys.private, algorithm="RS256", headers={"kid": KEY_ID})
+        keys = {"other_key": self._other, "not_endorsed": self._webchat}.get(forgery, self._keys)
+        return jwt.encode(claims, keys.private, algorithm="RS256", headers={"kid": keys.kid})
 
     def session(self) -> aiohttp.ClientSession:
         """A client session to send raw requests with."""

@@ -11,15 +11,20 @@ TLS-inspecting proxy) is trusted through `REQUESTS_CA_BUNDLE`, as for any `reque
 Inbound tokens are validated by the SDK (`InboundActivityTokenValidator`): signature against
 the key set published beside `openid_metadata_url` (its `/keys`), issuer
 `https://api.botframework.com`, audience the app id, expiry, and the `serviceurl` claim equal
-to the activity's `serviceUrl`. `cloud_for` points both at the configured hosts.
+to the activity's `serviceUrl`; `OffLoopValidator` runs that off the event loop and adds the
+check the SDK leaves out, that the signing key is endorsed for Teams. `cloud_for` points both
+at the configured hosts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
 import time
 from typing import Any
 
+import jwt
 import msal
 import requests
 from microsoft_teams.api.auth.cloud_environment import PUBLIC, CloudEnvironment, with_overrides
@@ -28,7 +33,14 @@ from microsoft_teams.apps.auth import InboundActivityTokenValidator
 from threadline.errors import ChannelAuthError, ChannelError
 
 BOT_SCOPE = PUBLIC.bot_scope
+TEAMS = "msteams"  # the Bot Framework channel id a key must be endorsed for
+_KEYS_LIFETIME = 300.0  # seconds the key endorsements are kept, as the SDK keeps the keys
 _RENEW_BEFORE = 300.0  # seconds before a token expires that a new one is asked for
+
+
+def keys_url(cloud: CloudEnvironment) -> str:
+    """Where the key set beside the OpenID metadata is published (as the SDK derives it)."""
+    return re.sub(r"/openidconfiguration$", "/keys", cloud.openid_metadata_url)
 
 
 def cloud_for(*, login_url: str, openid_metadata_url: str) -> CloudEnvironment:
@@ -94,18 +106,47 @@ class BotTokens:
 
 
 class OffLoopValidator:
-    """The SDK's inbound token validator, run in a worker thread.
+    """The SDK's inbound token validator, run in a worker thread, plus the endorsement check.
 
-    Its `validate_token` is async but fetches the key set with PyJWT's blocking `urllib` client
-    (on first use, every five minutes, and for any token naming a key id it does not know): on
-    the event loop that would stall every conversation for the length of a fetch, and a fake
-    channel served by the same loop could never answer it. The SDK's checks run unchanged.
+    The SDK's `validate_token` is async but fetches the key set with PyJWT's blocking `urllib`
+    client (on first use, every five minutes, and for any token naming a key id it does not
+    know): on the event loop that would stall every conversation for the length of a fetch,
+    and a fake channel served by the same loop could never answer it. Its checks run
+    unchanged; then a Bot Framework token must also be signed by a key endorsed for Teams
+    (`msteams` in the key's `endorsements`), which the SDK does not check and the Bot
+    Framework's authentication rules require: a key the Bot Framework uses for another channel
+    cannot speak for Teams.
     """
 
-    def __init__(self, inner: InboundActivityTokenValidator) -> None:
+    def __init__(self, inner: InboundActivityTokenValidator, *, keys_url: str,
+                 issuer: str) -> None:
         self._inner = inner
+        self._keys_url, self._issuer = keys_url, issuer
+        self._endorsed: dict[str, frozenset[str]] = {}  # key id -> channels it may sign for
+        self._fetched_at = -_KEYS_LIFETIME
+        self._lock = threading.Lock()
 
     async def validate_token(self, raw_token: str, service_url: str | None = None
                              ) -> dict[str, Any]:
-        return await asyncio.to_thread(asyncio.run,
-                                       self._inner.validate_token(raw_token, service_url))
+        return await asyncio.to_thread(self._validate, raw_token, service_url)
+
+    def _validate(self, raw_token: str, service_url: str | None) -> dict[str, Any]:
+        claims: dict[str, Any] = asyncio.run(self._inner.validate_token(raw_token, service_url))
+        if claims.get("iss") == self._issuer:
+            key_id = str(jwt.get_unverified_header(raw_token).get("kid") or "")
+            if TEAMS not in self._endorsements(key_id):
+                raise jwt.InvalidTokenError(f"signing key {key_id!r} is not endorsed for "
+                                            f"{TEAMS!r}")
+        return claims
+
+    def _endorsements(self, key_id: str) -> frozenset[str]:
+        """The channels `key_id` is endorsed for (the key set read again when it is older than
+        the SDK's own cache, or does not know the key the SDK just verified with)."""
+        with self._lock:
+            stale = time.monotonic() - self._fetched_at > _KEYS_LIFETIME
+            if stale or key_id not in self._endorsed:
+                keys = jwt.PyJWKClient(self._keys_url).fetch_data().get("keys") or []
+                self._endorsed = {str(k.get("kid")): frozenset(k.get("endorsements") or ())
+                                  for k in keys if isinstance(k, dict)}
+                self._fetched_at = time.monotonic()
+            return self._endorsed.get(key_id, frozenset())

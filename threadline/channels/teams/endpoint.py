@@ -6,7 +6,7 @@ aiohttp application the channel serves through `threadline.listening.serve`, so 
 is one line and `threadline check` tries it first), registers the channel's handlers, and:
 
 - runs the SDK's inbound token validation in a worker thread (`teams.auth.OffLoopValidator`:
-  its key-set fetch is blocking);
+  its key-set fetch is blocking), and refuses a key not endorsed for Teams, which it does not;
 - answers an authenticated activity the SDK's models refuse with 200 and hands it to
   `on_unreadable` (the channel's `skip_event`): the SDK would answer 500, and Teams would
   deliver the same unreadable activity again and again.
@@ -26,7 +26,7 @@ from aiohttp import web
 from microsoft_teams.api import InvokeResponse, TokenCredentials
 from microsoft_teams.api.auth.cloud_environment import CloudEnvironment
 
-from threadline.channels.teams.auth import BotTokens, OffLoopValidator
+from threadline.channels.teams.auth import BotTokens, OffLoopValidator, keys_url
 from threadline.errors import ChannelError, ConfigError
 
 with warnings.catch_warnings():  # its preview HTML widget policy warns on import; unused here
@@ -96,7 +96,8 @@ async def open_app(*, channel: str, app_id: str, tenant_id: str, tokens: BotToke
     if validator is None:
         raise ChannelError(f"Teams channel {channel!r}: the Teams SDK set up no token "
                            "validation, so every activity would be refused")
-    app.server._token_validator = OffLoopValidator(validator)  # type: ignore[assignment]
+    app.server._token_validator = OffLoopValidator(  # type: ignore[assignment]
+        validator, keys_url=keys_url(cloud), issuer=cloud.token_issuer)
     process = app.server.on_request
 
     async def process_readable(event: Any) -> Any:
