@@ -280,18 +280,24 @@ class TeamsChannel(Channel):
         activity, events = _wire(ctx), self._events
         if events is None:
             return InvokeResponse(status=503)
-        try:
+        try:  # reading the activity: what cannot be read is skipped
             if edited:
                 conversation_id, message_id, text = changed_turn(
                     activity, default_tenant=self.tenant_id)
-                if text:
-                    await events.on_edit(conversation_id, message_id, text)
             else:
-                await events.on_delete(*deleted_turn(activity, default_tenant=self.tenant_id))
+                (conversation_id, message_id), text = deleted_turn(
+                    activity, default_tenant=self.tenant_id), ""
         except (KeyError, ValueError, TypeError) as error:
             self.skip_event(activity.get("id"), error)
+            return None
+        try:  # applying it: a failure is answered 500, so Teams may deliver it again
+            if not edited:
+                await events.on_delete(conversation_id, message_id)
+            elif text:
+                await events.on_edit(conversation_id, message_id, text)
         except Exception:
-            self._log.exception("teams.change_failed", activity_id=activity.get("id"),
+            self._log.exception("teams.change_failed", conversation_id=conversation_id,
+                                activity_id=activity.get("id"),
                                 outcome="answered 500 so Teams may deliver it again")
             return InvokeResponse(status=500)
         return None
