@@ -27,6 +27,7 @@ BUILT_IN = {
     "http": "threadline.channels.http.platform:PLATFORM",
     "web": "threadline.channels.web.platform:PLATFORM",
     "whatsapp": "threadline.channels.whatsapp.platform:PLATFORM",
+    "teams": "threadline.channels.teams.platform:PLATFORM",
 }
 # The platform of the embedded default config's one channel (and of `threadline demo`).
 DEFAULT_PLATFORM = "local"
