@@ -1,0 +1,51 @@
+"""Feedback on a Telegram reply: an inline keyboard added under the reply
+(editMessageReplyMarkup), a press kept once per person, a second press changing it, shown in
+the console, and gone for a person `people forget` erased."""
+
+from __future__ import annotations
+
+from tests.fakes.telegram import ALICE, BOB, GROUP, FakeTelegram
+from tests.feedback.voting import book_of, console_feedback, recorder_for, voting_team
+from threadline.backends.sql import SqlConversationStore
+from threadline.channels.telegram import TelegramChannel
+from threadline.people.erase import forget_person
+
+
+async def test_a_telegram_down_vote_is_kept_once_per_person_and_forgotten(
+        sqlite_url: str) -> None:
+    async with FakeTelegram() as fake, SqlConversationStore(sqlite_url) as store:
+        channel = TelegramChannel(name="tg", **fake.channel_settings())
+        recorder = recorder_for(store)
+        team = voting_team(store, channel, recorder=recorder)
+        await team.start()
+        try:
+            await fake.deliver(fake.message(GROUP, ALICE, "@support_bot where is my parcel?"))
+            [edit] = await fake.wait_for_calls("editMessageReplyMarkup", 1)
+            reply = fake.sent[0]
+            assert edit.params["message_id"] == reply["message_id"]
+            keyboard = [b["text"] for row in reply["reply_markup"]["inline_keyboard"]
+                        for b in row]
+            assert keyboard == ["👍", "👎"]
+            for user, label in ((ALICE, "👎"), (BOB, "👎"), (ALICE, "👍")):
+                await fake.deliver(fake.press(reply, label, user=user))
+            await fake.wait_for_calls("sendMessage", 4)
+            await recorder.flush()
+        finally:
+            await team.stop()
+
+        assert all(str(m["text"]).startswith("Thanks: your ") for m in fake.sent[1:])
+        book = book_of(store)
+        [reply_id] = {v.reply_id for v in await book.recent()}
+        votes = {v.voter: v.vote for v in await book.on_reply(reply_id)}
+        assert votes == {f"telegram:{ALICE.id}": "up", f"telegram:{BOB.id}": "down"}
+
+        found, page = await console_feedback(store)
+        assert [(d["up"], d["down"]) for d in found["satisfaction"]["support"]] == [(1, 1)]
+        [down] = found["down_voted"]
+        assert down["vote"]["voter"] == f"telegram:{BOB.id}"
+        assert down["record"]["outbound_id"] == reply_id
+        assert "where is my parcel?" in page
+
+        counts = await forget_person(store, f"telegram:{ALICE.id}")
+        assert counts["feedback"] == 1
+        assert [v.voter for v in await book.on_reply(reply_id)] == [f"telegram:{BOB.id}"]
