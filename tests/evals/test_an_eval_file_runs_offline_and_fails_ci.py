@@ -81,3 +81,24 @@ def test_bad_cases_are_refused_with_the_case_named(
 
     assert code == 2
     assert "'no turns'" in err and "give a conversation:" in err
+
+
+def test_two_configs_side_by_side_show_what_changed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    without_tool = tmp_path / "without_tool.yaml"
+    without_tool.write_text((EXAMPLE / "threadline.yaml").read_text(encoding="utf-8").replace(
+        "    tools: [shop_tools:track_parcel]\n", ""), encoding="utf-8")
+    code = main(["eval", str(EXAMPLE / "cases.yaml"), "--config",
+                 str(EXAMPLE / "threadline.yaml"), "--against", str(without_tool),
+                 "--junit", str(tmp_path / "eval.xml")])
+    out = capsys.readouterr().out
+
+    assert code == 1  # a case fails under the second config
+    assert "PASS (threadline.yaml)  FAIL (without_tool.yaml)  support tracks a parcel" in out
+    assert "    changed: PASS -> FAIL" in out
+    assert "-support: [offline model] track_parcel said: order 4417 left the warehouse" in out
+    assert "+support: [offline model] I have no tool named track_parcel" in out
+    assert "threadline.yaml: 5/5 passed; without_tool.yaml: 4/5 passed" in out
+    suites = valid_junit(tmp_path / "eval.xml").findall("testsuite")
+    assert [(s.get("name"), s.get("failures")) for s in suites] == [
+        ("threadline.yaml", "0"), ("without_tool.yaml", "1")]

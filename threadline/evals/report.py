@@ -3,7 +3,7 @@
 
 The text gives pass or fail per case with each failed check, the tokens, latency and cost of
 its replies, and, when two configs ran, what changed between them: the outcome, the replies
-(a line diff), the tokens and the cost. JUnit XML has one `testsuite` per config and one
+(a line diff), the tokens, the size of the prompt the agents saw, and the cost. JUnit XML has one `testsuite` per config and one
 `testcase` per case (CI systems read it as tests); the JSON holds everything, checks and judge
 grades with their reasons included.
 """
@@ -66,9 +66,16 @@ def _changes(before: CaseResult, after: CaseResult) -> list[str]:
         lines += [f"    {line}" for line in diff]
     if before.tokens != after.tokens:
         lines.append(f"    tokens: {before.tokens} -> {after.tokens}")
+    seen_before, seen_after = _prompt_parts(before), _prompt_parts(after)
+    if seen_before != seen_after:
+        lines.append(f"    prompt seen: {seen_before} -> {seen_after} parts")
     if before.cost is not None and after.cost is not None and before.cost != after.cost:
         lines.append(f"    cost: ${before.cost:.6f} -> ${after.cost:.6f}")
     return lines
+
+
+def _prompt_parts(result: CaseResult) -> int:
+    return sum(len(r.prompt) for r in result.answered.replies) if result.answered else 0
 
 
 def _replies(result: CaseResult) -> str:
