@@ -91,8 +91,9 @@ async def test_a_captured_case_reproduces_the_prompt_and_shows_a_second_config(
 
     cases = tmp_path / "regressions.yaml"
     # The command runs its own event loop: in a thread, as from a shell.
-    code = await asyncio.to_thread(main, ["eval", "capture", record.id[:10], "--db", str(tmp_path / "threadline.db"),
-                 "-o", str(cases), "--name", "teapot handle"])
+    code = await asyncio.to_thread(main, [
+        "eval", "capture", record.id[:10], "--db", str(tmp_path / "threadline.db"),
+        "-o", str(cases), "--name", "teapot handle"])
     assert code == 0, capsys.readouterr().err
     [case] = load_cases(cases)
     assert case.to == ["support"] and case.captured_from == record.id
@@ -108,7 +109,8 @@ async def test_a_captured_case_reproduces_the_prompt_and_shows_a_second_config(
     raw["cases"][0]["expect"] = {"contains": "bamboo handle"}
     cases.write_text(yaml.safe_dump(raw), encoding="utf-8")
     capsys.readouterr()
-    code = await asyncio.to_thread(main, ["eval", str(cases), "--config", str(current), "--against", str(leaner)])
+    code = await asyncio.to_thread(main, ["eval", str(cases), "--config", str(current),
+                                          "--against", str(leaner)])
     out = capsys.readouterr().out
     assert "teapot handle" in out
     assert "[current.yaml]" in out and "[leaner.yaml]" in out

@@ -41,7 +41,7 @@ def test_the_documented_five_cases_pass_offline(tmp_path: Path, capsys: pytest.C
 
     assert code == 0, out
     assert out.count("PASS  ") == 5 and "FAIL" not in out
-    assert "threadline.yaml: 5/5 passed" in out
+    assert "threadline.yaml: 5/5 passed, $0.006573" in out
     junit = valid_junit(tmp_path / "eval.xml")
     assert junit.getroot().find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
     assert len(junit.findall(".//testcase")) == 5
@@ -98,7 +98,7 @@ def test_two_configs_side_by_side_show_what_changed(
     assert "    changed: PASS -> FAIL" in out
     assert "-support: [offline model] track_parcel said: order 4417 left the warehouse" in out
     assert "+support: [offline model] I have no tool named track_parcel" in out
-    assert "threadline.yaml: 5/5 passed; without_tool.yaml: 4/5 passed" in out
+    assert "threadline.yaml: 5/5 passed, $0.006573; without_tool.yaml: 4/5 passed" in out
     suites = valid_junit(tmp_path / "eval.xml").findall("testsuite")
     assert [(s.get("name"), s.get("failures")) for s in suites] == [
         ("threadline.yaml", "0"), ("without_tool.yaml", "1")]

@@ -8,6 +8,7 @@ from tests.fakes.telegram import ALICE, BOB, GROUP, FakeTelegram
 from tests.feedback.voting import book_of, console_feedback, recorder_for, voting_team
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.telegram import TelegramChannel
+from threadline.ops import Metrics
 from threadline.people.erase import forget_person
 
 
@@ -16,7 +17,8 @@ async def test_a_telegram_down_vote_is_kept_once_per_person_and_forgotten(
     async with FakeTelegram() as fake, SqlConversationStore(sqlite_url) as store:
         channel = TelegramChannel(name="tg", **fake.channel_settings())
         recorder = recorder_for(store)
-        team = voting_team(store, channel, recorder=recorder)
+        metrics = Metrics()
+        team = voting_team(store, channel, recorder=recorder, metrics=metrics)
         await team.start()
         try:
             await fake.deliver(fake.message(GROUP, ALICE, "@support_bot where is my parcel?"))
@@ -28,7 +30,10 @@ async def test_a_telegram_down_vote_is_kept_once_per_person_and_forgotten(
             assert keyboard == ["👍", "👎"]
             for user, label in ((ALICE, "👎"), (BOB, "👎"), (ALICE, "👍")):
                 await fake.deliver(fake.press(reply, label, user=user))
-            await fake.wait_for_calls("sendMessage", 4)
+            # A reason is typed after the vote, as the answer to a press says.
+            await fake.deliver(fake.message(
+                GROUP, BOB, f"/feedback down {reply['message_id']} it never said where"))
+            await fake.wait_for_calls("sendMessage", 5)
             await recorder.flush()
         finally:
             await team.stop()
@@ -38,6 +43,13 @@ async def test_a_telegram_down_vote_is_kept_once_per_person_and_forgotten(
         [reply_id] = {v.reply_id for v in await book.recent()}
         votes = {v.voter: v.vote for v in await book.on_reply(reply_id)}
         assert votes == {f"telegram:{ALICE.id}": "up", f"telegram:{BOB.id}": "down"}
+        assert [v.reason for v in await book.on_reply(reply_id) if v.voter.endswith(
+            str(BOB.id))] == ["it never said where"]
+        scraped = metrics.render().decode()
+        assert 'threadline_reply_feedback_total{agent="support",vote="down"} 2.0' in scraped
+        assert 'threadline_reply_feedback_total{agent="support",vote="up"} 1.0' in scraped
+        assert ('threadline_reply_feedback_withdrawn_total{agent="support",vote="down"} 1.0'
+                in scraped)
 
         found, page = await console_feedback(store)
         assert [(d["up"], d["down"]) for d in found["satisfaction"]["support"]] == [(1, 1)]

@@ -3,9 +3,9 @@
 
 The text gives pass or fail per case with each failed check, the tokens, latency and cost of
 its replies, and, when two configs ran, what changed between them: the outcome, the replies
-(a line diff), the tokens, the size of the prompt the agents saw, and the cost. JUnit XML has one `testsuite` per config and one
-`testcase` per case (CI systems read it as tests); the JSON holds everything, checks and judge
-grades with their reasons included.
+(a line diff), the tokens, the size of the prompt the agents saw, and the cost. JUnit XML has
+one `testsuite` per config and one `testcase` per case (CI systems read it as tests); the JSON
+holds everything, checks and judge grades with their reasons included.
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def _figures(result: CaseResult) -> str:
     if result.answered is None:
         return "no replies"
     replies = result.answered.replies
-    agents = ", ".join(r.agent for r in replies) or "nobody answered"
+    if not replies:
+        return "nobody answered"
+    agents = ", ".join(r.agent for r in replies)
     slowest = max((r.latency_ms for r in replies), default=0.0)
     cost = f"${result.cost:.6f}" if result.cost is not None else "cost n/a (no spend.prices)"
     return f"{agents}; {result.tokens} tokens, {slowest:.0f} ms, {cost}"
