@@ -90,3 +90,33 @@ async def test_a_judges_grades_and_reasons_are_reported(
     assert "Says where the parcel of order 4417 is." in json.dumps(graded[0]["messages"])
     assert "track_parcel said: order 4417 left the warehouse" in json.dumps(
         graded[0]["messages"])
+
+
+async def test_a_model_that_never_answers_stops_its_case_not_the_run(
+        tmp_path: Path, model: FakeAnthropic, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRADER_KEY", "test-key")
+    config = tmp_path / "threadline.yaml"
+    config.write_text(f"""\
+model:
+  provider: anthropic
+  base_url: {model.url}
+  api_key: ${{GRADER_KEY}}
+  max_retries: 0
+agents:
+  support:
+    model: claude-haiku-4-5
+    channels: [local]
+""", encoding="utf-8")
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - name: stuck\n    conversation:\n      - ada: '@support hi'\n"
+                     "    expect: {contains: hi}\n", encoding="utf-8")
+    model.script(text("never sent", until=asyncio.Event()))
+
+    code = await asyncio.to_thread(main, ["eval", str(cases), "--config", str(config),
+                                          "--timeout", "1"])
+    out = capsys.readouterr().out
+
+    assert code == 1
+    assert "FAIL  stuck" in out
+    assert "could not run: did not finish within 1 s (raise --timeout for slow models)" in out

@@ -23,7 +23,7 @@ from threadline.errors import ConfigError
 from threadline.evals.capture import capture_case, captured_yaml
 from threadline.evals.cases import case_yaml, load_cases
 from threadline.evals.report import MARK, json_report, junit_xml, text_report
-from threadline.evals.suite import CaseResult, Config, run_suite
+from threadline.evals.suite import CASE_TIMEOUT, CaseResult, Config, run_suite
 
 CAPTURE = "capture"
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     parser.add_argument("--parallel", type=int, default=4, metavar="N",
                         help="cases run at once (default 4)")
+    parser.add_argument("--timeout", type=float, default=CASE_TIMEOUT, metavar="SECONDS",
+                        help=f"seconds one case may take (default {CASE_TIMEOUT:g})")
     store = parser.add_mutually_exclusive_group()
     store.add_argument("--db", metavar="PATH", help="capture: the SQLite file of the records")
     store.add_argument("--url", metavar="URL", help="capture: the database URL of the records")
@@ -57,8 +59,8 @@ def main(args: argparse.Namespace) -> int:
         return asyncio.run(_capture(args, args.words[1]))
     if len(args.words) != 1:
         raise ConfigError(f"eval runs one cases file; got {' '.join(args.words)}")
-    if args.parallel < 1:
-        raise ConfigError("--parallel must be at least 1")
+    if args.parallel < 1 or args.timeout <= 0:
+        raise ConfigError("--parallel must be at least 1 and --timeout above 0")
     return _run(args, Path(args.words[0]))
 
 
@@ -76,7 +78,8 @@ def _run(args: argparse.Namespace, path: Path) -> int:
               file=sys.stderr, flush=True)
 
     results = asyncio.run(run_suite(cases, configs, cases_dir=path.parent,
-                                    parallel=args.parallel, progress=progress))
+                                    parallel=args.parallel, case_seconds=args.timeout,
+                                    progress=progress))
     sys.stdout.write(text_report(results, labels))
     if args.junit is not None:
         args.junit.write_text(junit_xml(results, labels), encoding="utf-8")

@@ -53,6 +53,7 @@ from threadline.turn import AgentResult
 log = structlog.get_logger("threadline.evals")
 
 DECOY_CONVERSATION = "local:eval-decoy"
+STOP_SECONDS = 0.5
 # Alembic keeps its migration context in module globals: two stores of one process migrating
 # at once (cases starting together) break each other, so their stores open one at a time
 # (one lock per event loop: a lock belongs to the loop it is first awaited on).
@@ -150,7 +151,9 @@ async def _run(case: Case, settings: Settings, backend: Backend, agents: list[Ag
             results = await team.handle(message, room)
             inbound_id = message.id
     finally:
-        await team.stop()
+        # Each turn was answered before the next was sent: a turn still running here is one
+        # the case's time limit cut off, and is not waited for.
+        await team.stop(drain_timeout=STOP_SECONDS)
     if not inbound_id:
         raise ConfigError(f"case {case.name!r}: its conversation has no person's turn to answer")
     return results, inbound_id

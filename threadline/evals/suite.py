@@ -26,6 +26,8 @@ from threadline.evals.running import Answered, answer_case
 
 log = structlog.get_logger("threadline.evals")
 
+CASE_TIMEOUT = 300.0  # seconds one case may take against one config, judge included
+
 
 @dataclass(frozen=True, slots=True)
 class Config:
@@ -79,7 +81,8 @@ Progress = Callable[[CaseResult, int, int], None]  # a finished case, how many a
 
 
 async def run_suite(cases: Sequence[Case], configs: Sequence[Config], *, cases_dir: Path,
-                    parallel: int = 4, progress: Progress | None = None) -> list[CaseResult]:
+                    parallel: int = 4, case_seconds: float = CASE_TIMEOUT,
+                    progress: Progress | None = None) -> list[CaseResult]:
     """Every case against every config, in case order then config order; `progress` hears
     of each case as it finishes."""
     limit = asyncio.Semaphore(max(1, parallel))
@@ -89,7 +92,7 @@ async def run_suite(cases: Sequence[Case], configs: Sequence[Config], *, cases_d
     async def one(case: Case, config: Config) -> CaseResult:
         nonlocal done
         async with limit:
-            result = await run_case(case, config, cases_dir=cases_dir)
+            result = await run_case(case, config, cases_dir=cases_dir, case_seconds=case_seconds)
         done += 1
         log.info("eval.case_done", case=case.name, config=config.label, passed=result.passed,
                  progress=f"{done}/{total}")
@@ -101,14 +104,21 @@ async def run_suite(cases: Sequence[Case], configs: Sequence[Config], *, cases_d
                                        for config in configs)))
 
 
-async def run_case(case: Case, config: Config, *, cases_dir: Path) -> CaseResult:
-    """One case against one config, its expectations checked (the judge's last)."""
+async def run_case(case: Case, config: Config, *, cases_dir: Path,
+                   case_seconds: float = CASE_TIMEOUT) -> CaseResult:
+    """One case against one config, its expectations checked (the judge's last); a case
+    still running after `case_seconds` (a model that never answers) is stopped."""
     try:
-        answered = await answer_case(case, config.settings, cases_dir=cases_dir)
-        checks = checks_for(case.expect, answered)
-        if case.expect.judge is not None:
-            checks.append(await judge(case.expect.judge, case, answered,
-                                      settings=config.settings))
+        async with asyncio.timeout(case_seconds):
+            answered = await answer_case(case, config.settings, cases_dir=cases_dir)
+            checks = checks_for(case.expect, answered)
+            if case.expect.judge is not None:
+                checks.append(await judge(case.expect.judge, case, answered,
+                                          settings=config.settings))
+    except TimeoutError:
+        error = f"did not finish within {case_seconds:g} s (raise --timeout for slow models)"
+        log.warning("eval.case_timed_out", case=case.name, config=config.label)
+        return CaseResult(case.name, config.label, None, error=error)
     except (ThreadlineError, OSError) as exc:
         log.warning("eval.case_failed", case=case.name, config=config.label, error=str(exc))
         return CaseResult(case.name, config.label, None, error=str(exc))

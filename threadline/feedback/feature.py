@@ -18,6 +18,7 @@ import structlog
 from prometheus_client import Counter
 from pydantic import Field
 
+from threadline.errors import ConfigError
 from threadline.features import Feature, FeatureContext, FeatureParts
 from threadline.feedback.command import feedback_command
 from threadline.feedback.offer import OfferFeedback
@@ -40,6 +41,10 @@ def _build(context: FeatureContext) -> FeatureParts | None:
     options = context.options
     if not isinstance(options, FeedbackSettings) or not options.buttons:
         return None
+    unknown = sorted(set(options.agents) - set(context.settings.agents))
+    if unknown:
+        raise ConfigError(f"features.feedback.agents: no agent is named {', '.join(unknown)} "
+                          f"(the agents: {', '.join(context.settings.agents)})")
     book = context.backend.feedback
     if book is None:
         log.warning("feature.off", feature="feedback", backend=context.backend.name,
