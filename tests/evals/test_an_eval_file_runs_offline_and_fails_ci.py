@@ -82,6 +82,11 @@ def test_bad_cases_are_refused_with_the_case_named(
     assert code == 2
     assert "'no turns'" in err and "give a conversation:" in err
 
+    cases.write_text("cases:\n  - name: bad pattern\n    conversation: [{ada: hi}]\n"
+                     "    expect: {matches: '(unclosed'}\n", encoding="utf-8")
+    assert main(["eval", str(cases), "--config", str(EXAMPLE / "threadline.yaml")]) == 2
+    assert "/(unclosed/ is not a regular expression" in capsys.readouterr().err
+
 
 def test_two_configs_side_by_side_show_what_changed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,3 +107,16 @@ def test_two_configs_side_by_side_show_what_changed(
     suites = valid_junit(tmp_path / "eval.xml").findall("testsuite")
     assert [(s.get("name"), s.get("failures")) for s in suites] == [
         ("threadline.yaml", "0"), ("without_tool.yaml", "1")]
+
+
+def test_a_case_sends_a_file_the_agent_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "receipt.txt").write_text("Receipt 9981: one blue teapot, 24 EUR\n",
+                                          encoding="utf-8")
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - name: reads a receipt\n    conversation:\n"
+                     "      - {ada: '@support here is my receipt', files: [receipt.txt]}\n"
+                     "    expect: {contains: 'Receipt 9981: one blue teapot'}\n",
+                     encoding="utf-8")
+    code = main(["eval", str(cases), "--config", str(EXAMPLE / "threadline.yaml")])
+    assert code == 0, capsys.readouterr().out

@@ -25,6 +25,7 @@ very prompt it saw then. Paths of files are relative to the cases file.
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any, Self
 
@@ -93,6 +94,16 @@ class Expect(Section):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("matches")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"/{pattern}/ is not a regular expression ({exc})") from exc
+        return patterns
 
 
 class Case(Section):
