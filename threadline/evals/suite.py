@@ -22,7 +22,7 @@ from threadline.errors import ThreadlineError
 from threadline.evals.cases import Case
 from threadline.evals.checks import Check, checks_for
 from threadline.evals.judge import judge
-from threadline.evals.running import Answered, answer_case
+from threadline.evals.running import Answered, FreshStores, answer_case
 
 log = structlog.get_logger("threadline.evals")
 
@@ -89,10 +89,11 @@ async def run_suite(cases: Sequence[Case], configs: Sequence[Config], *, cases_d
     total = len(cases) * len(configs)
     done = 0
 
-    async def one(case: Case, config: Config) -> CaseResult:
+    async def one(case: Case, config: Config, stores: FreshStores) -> CaseResult:
         nonlocal done
         async with limit:
-            result = await run_case(case, config, cases_dir=cases_dir, case_seconds=case_seconds)
+            result = await run_case(case, config, cases_dir=cases_dir, stores=stores,
+                                    case_seconds=case_seconds)
         done += 1
         log.info("eval.case_done", case=case.name, config=config.label, passed=result.passed,
                  progress=f"{done}/{total}")
@@ -100,17 +101,20 @@ async def run_suite(cases: Sequence[Case], configs: Sequence[Config], *, cases_d
             progress(result, done, total)
         return result
 
-    return list(await asyncio.gather(*(one(case, config) for case in cases
-                                       for config in configs)))
+    async with FreshStores() as stores:
+        return list(await asyncio.gather(*(one(case, config, stores) for case in cases
+                                           for config in configs)))
 
 
 async def run_case(case: Case, config: Config, *, cases_dir: Path,
+                   stores: FreshStores | None = None,
                    case_seconds: float = CASE_TIMEOUT) -> CaseResult:
     """One case against one config, its expectations checked (the judge's last); a case
     still running after `case_seconds` (a model that never answers) is stopped."""
     try:
         async with asyncio.timeout(case_seconds):
-            answered = await answer_case(case, config.settings, cases_dir=cases_dir)
+            answered = await answer_case(case, config.settings, cases_dir=cases_dir,
+                                         stores=stores)
             checks = checks_for(case.expect, answered)
             if case.expect.judge is not None:
                 checks.append(await judge(case.expect.judge, case, answered,
