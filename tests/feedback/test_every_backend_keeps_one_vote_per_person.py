@@ -35,6 +35,18 @@ async def test_a_second_vote_replaces_the_first(store: ConversationStore) -> Non
     assert [v.voter for v in await book.recent(agent="billing")] == []
 
 
+async def test_the_same_vote_again_keeps_its_reason_and_another_drops_it(
+        store: ConversationStore) -> None:
+    book = book_of(store)
+    await book.cast(vote("telegram:7", "down", reason="it never said where"))
+    assert await book.cast(vote("telegram:7", "down")) == "down"  # pressed again
+    [kept] = await book.on_reply("c1:t1>support")
+    assert kept.reason == "it never said where"
+    await book.cast(vote("telegram:7", "up"))  # changed their mind: the reason was for down
+    [changed] = await book.on_reply("c1:t1>support")
+    assert (changed.vote, changed.reason) == ("up", None)
+
+
 async def test_votes_are_counted_per_agent_and_day(store: ConversationStore) -> None:
     book = book_of(store)
     await book.cast(vote("telegram:1", "up"))

@@ -1,7 +1,8 @@
 """A person's vote on an agent's reply, and what keeps votes (`FeedbackBook`).
 
-One vote per person per reply: a second press replaces the first (its vote, its reason, its
-time), so a person who changes their mind is counted once, as they stand now. The voter is a
+One vote per person per reply: a second press replaces the first (its vote, its time, and its
+reason, unless it repeats the same vote without one: pressing 👎 again keeps why), so a person
+who changes their mind is counted once, as they stand now. The voter is a
 platform identity (`slack:T1:U1`, `telegram:42`), so `people forget` and `people export` find
 a person's votes by the identities linked to them, like their turns.
 
@@ -60,8 +61,9 @@ class FeedbackBook(Protocol):
     feedback feature is then off."""
 
     async def cast(self, vote: Vote) -> VoteValue | None:
-        """Store `vote`, replacing this voter's earlier vote on the reply; the earlier vote's
-        value (None: the first)."""
+        """Store `vote`, replacing this voter's earlier vote on the reply (the same vote given
+        without a reason keeps the earlier reason); the earlier vote's value (None: the
+        first)."""
         ...
 
     async def on_reply(self, reply_id: str) -> list[Vote]:
@@ -106,6 +108,8 @@ class MemoryFeedbackBook:
     async def cast(self, vote: Vote) -> VoteValue | None:
         key = (vote.reply_id, vote.voter)
         earlier = self._votes.pop(key, None)
+        if earlier is not None and vote.reason is None and earlier.vote == vote.vote:
+            vote = replace(vote, reason=earlier.reason)
         self._votes[key] = vote  # re-inserted: the dict's order stays the order of voting
         return earlier.vote if earlier is not None else None
 

@@ -31,7 +31,9 @@ def _cast(conn: SqlRunner, vote: Vote) -> VoteValue | None:
     conn.rowcount(
         f"INSERT INTO threadline_reply_feedback ({_COLUMNS}) VALUES (:reply, :cid, :agent, "
         ":voter, :vote, :reason, :at) ON CONFLICT (reply_id, voter) DO UPDATE SET "
-        "vote = excluded.vote, reason = excluded.reason, voted_us = excluded.voted_us",
+        "reason = CASE WHEN excluded.reason IS NULL AND threadline_reply_feedback.vote = "
+        "excluded.vote THEN threadline_reply_feedback.reason ELSE excluded.reason END, "
+        "vote = excluded.vote, voted_us = excluded.voted_us",
         {"reply": vote.reply_id, "cid": vote.conversation_id, "agent": vote.agent,
          "voter": vote.voter, "vote": vote.vote, "reason": vote.reason,
          "at": to_micros(vote.voted_at)})
