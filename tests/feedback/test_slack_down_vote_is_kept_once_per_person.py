@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
 from tests.fakes.slack import FakeSlack
 from tests.feedback.voting import book_of, console_feedback, recorder_for, voting_team
+from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.slack import SlackChannel
 from threadline.people.erase import forget_person
+
+anthropic = fake_anthropic_fixture()
 
 
 def blocks_of(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,3 +73,29 @@ async def test_a_slack_down_vote_is_kept_once_per_person_and_forgotten(sqlite_ur
         assert counts["feedback"] == 1
         assert {v.voter for v in await book.on_reply(reply_id)} == {
             f"slack:{slack.team_id}:U0BOB"}
+
+
+async def test_a_streamed_slack_reply_gets_the_buttons_once_it_is_whole(
+        sqlite_url: str, anthropic: FakeAnthropic) -> None:
+    """Replies in a thread are streamed (chat.startStream ... stopStream): the buttons are
+    added once the stream stopped, on the streamed message, its text unchanged."""
+    reply = "Your parcel left the warehouse this morning and should arrive on Friday."
+    anthropic.script(text(reply, tokens_per_second=200))
+    async with FakeSlack() as slack, SqlConversationStore(sqlite_url) as store:
+        slack.add_user("U0ALICE", display_name="Alice")
+        slack.add_channel("C0GENERAL", name="general")
+        channel = SlackChannel(**slack.channel_settings(mode="http"))
+        team = voting_team(store, channel, recorder=recorder_for(store),
+                           provider=AnthropicProvider(anthropic.client()))
+        await team.start()
+        try:
+            await slack.deliver_event(channel.events_url, slack.message_event(
+                "<@U0BOT> where is my parcel?"))
+            [stop] = await slack.wait_for_calls("chat.stopStream", 1)
+            [update] = await slack.wait_for_calls("chat.update", 1)
+        finally:
+            await team.stop()
+
+    assert update.params["ts"] == stop.params["ts"]
+    assert update.params["text"] == reply == slack.messages[update.params["ts"]]
+    assert [b["type"] for b in blocks_of(dict(update.params))] == ["section", "context_actions"]

@@ -9,6 +9,7 @@ from aiohttp import ClientSession, web
 
 from threadline.agents import Agent
 from threadline.agents.agent import Memory
+from threadline.agents.llm import ModelProvider
 from threadline.agents.offline import OfflineModel
 from threadline.backends import Backend
 from threadline.backends.parts import records_for
@@ -37,15 +38,17 @@ def book_of(store: ConversationStore) -> FeedbackBook:
 
 
 def voting_team(store: ConversationStore, channel: Channel, *, recorder: ReplyRecorder,
-                metrics: Metrics | None = None) -> Team:
-    """Agent `support` (the offline model) on `channel`, with the feedback feature on."""
+                metrics: Metrics | None = None, provider: ModelProvider | None = None) -> Team:
+    """Agent `support` (the offline model, or `provider`) on `channel`, with the feedback
+    feature on."""
     parts = FEATURE.build(FeatureContext(
         settings=Settings(), backend=cast(Backend, parts_beside(store)), access=Access(),
         channels={channel.name: channel}, metrics=metrics or Metrics(),
         options=FeedbackSettings(buttons=True)))
     assert parts is not None
     # Recall by words only: loading the embedding model would only slow the test down.
-    agent = Agent(name="support", conversation_history=store, provider=OfflineModel(),
+    agent = Agent(name="support", conversation_history=store,
+                  provider=provider or OfflineModel(), model="claude-haiku-4-5",
                   observer=recorder,
                   memory=Memory(options=AssemblerOptions(recall_by_meaning=False)))
     team = Team([agent], commands=CommandRegistry((*default_commands(), *parts.commands)),
