@@ -57,6 +57,8 @@ async def test_a_telegram_down_vote_is_kept_once_per_person_and_forgotten(
         assert down["vote"]["voter"] == f"telegram:{BOB.id}"
         assert down["record"]["outbound_id"] == reply_id
         assert "where is my parcel?" in page
+        assert 'aria-label="support: share of replies voted up, by day"' in page
+        assert "<td>50%</td>" in page  # one up, one down that day
 
         counts = await forget_person(store, f"telegram:{ALICE.id}")
         assert counts["feedback"] == 1

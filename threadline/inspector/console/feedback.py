@@ -15,6 +15,7 @@ from typing import Any
 
 from threadline.feedback.votes import DailyFeedback, FeedbackBook, Vote
 from threadline.history.model import utc_now
+from threadline.inspector.console.charts import Chart, plot
 from threadline.inspector.record import ReplyRecord
 from threadline.inspector.records import ReplyRecords
 
@@ -55,6 +56,13 @@ async def _record_of(records: ReplyRecords, vote: Vote) -> ReplyRecord | None:
         vote.conversation_id, agent=vote.agent, limit=RECORDS_SEARCHED)
     found = next((r for r in listed if r.outbound_id == vote.reply_id), None)
     return await records.get(found.id) if found is not None else None
+
+
+def satisfaction_charts(days: dict[str, list[DailyFeedback]]) -> dict[str, Chart]:
+    """Each agent's share of up-votes, day by day, as a chart (days without votes left out)."""
+    return {agent: plot("satisfied", agent, "%", [(d.day, d.satisfaction * 100)
+                                                  for d in found if d.satisfaction is not None])
+            for agent, found in days.items()}
 
 
 def as_rows(days: dict[str, list[DailyFeedback]]) -> dict[str, list[dict[str, Any]]]:

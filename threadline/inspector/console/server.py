@@ -36,7 +36,12 @@ from threadline.inspector.console.auth import (
     token_matches,
 )
 from threadline.inspector.console.charts import charts_by_agent
-from threadline.inspector.console.feedback import as_rows, down_voted, satisfaction
+from threadline.inspector.console.feedback import (
+    as_rows,
+    down_voted,
+    satisfaction,
+    satisfaction_charts,
+)
 from threadline.inspector.console.live import LiveTurns
 from threadline.inspector.record import PARTS, ReplyRecord
 from threadline.inspector.records import ReplyRecords
@@ -226,7 +231,7 @@ class Console:
                                       "satisfaction": as_rows(by_agent),
                                       "down_voted": [d.as_dict() for d in down]})
         return self._page("feedback.html", kept=book is not None, days=days,
-                          by_agent=by_agent, down=down)
+                          by_agent=by_agent, charts=satisfaction_charts(by_agent), down=down)
 
     async def replay(self, request: web.Request) -> web.Response:
         if self.replayer is None:
