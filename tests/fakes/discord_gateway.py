@@ -705,10 +705,13 @@ class FakeDiscord:
         message = self.messages.get(message_id)
         if message is None or message_id not in self.contents:
             return _json({"message": "Unknown Message", "code": 10008}, 404)
-        content = body.get("content") or ""
+        # As Discord: a field the edit leaves out (components only, say) stays as it was.
+        content = body["content"] or "" if "content" in body else message["content"]
         if len(content) > 2000:
             return _too_long()
         edited = {**message, "content": content, "edited_timestamp": _timestamp()}
+        if "components" in body:
+            edited["components"] = body["components"]
         self.messages[message_id] = edited
         self.contents[message_id] = content
         return _json(edited)

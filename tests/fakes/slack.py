@@ -559,9 +559,17 @@ class FakeSlack:
                      channel: str = "C0GENERAL", thread_ts: str | None = None
                      ) -> dict[str, Any]:
         """The `block_actions` payload of `user` pressing the button `label` in `blocks` (an
-        ephemeral answer the app posted to a response_url, or a message's blocks)."""
-        [button] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
-                    if e["text"]["text"] == label]
+        ephemeral answer the app posted to a response_url, or a message's blocks): a button
+        of an `actions` block, or one half of a `context_actions` block's `feedback_buttons`
+        (Slack sends that element's action_id with the pressed half's value)."""
+        buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                   if e["text"]["text"] == label]
+        buttons += [{"type": e["type"], "action_id": e["action_id"], "value": half["value"]}
+                    for b in blocks if b["type"] == "context_actions" for e in b["elements"]
+                    if e["type"] == "feedback_buttons"
+                    for half in (e["positive_button"], e["negative_button"])
+                    if half["text"]["text"] == label]
+        [button] = buttons
         trigger = f"{next(self._ids)}.{next(self._ids)}.fake"
         container = {"type": "message", "message_ts": self.next_ts(), "channel_id": channel,
                      "is_ephemeral": True}

@@ -7,7 +7,8 @@ Updates built with `message()` / `edit()` are handed out by `getUpdates` long po
 as soon as one is queued; an `offset` confirms earlier ones) or, once `setWebhook` was called,
 posted to the webhook with its secret header. `fail()` injects errors (429 with retry_after,
 409, 400, 403) into the next calls of a method. Replies can be streamed: `sendMessageDraft`
-(private chats only), `editMessageText` (kept in `texts`, what each bot message shows now) and
+(private chats only), `editMessageText` (kept in `texts`, what each bot message shows now),
+`editMessageReplyMarkup` (the keyboard kept on the message) and
 `sendChatAction` are served; every call is recorded with the time it arrived, and with
 `flood_interval` set, a chat changed again sooner than that is refused with a 429, as
 Telegram's flood control does.
@@ -585,6 +586,21 @@ class FakeTelegram:
         message["text"] = text
         message["edit_date"] = int(time.time())
         self.texts[(message["chat"]["id"], message["message_id"])] = text
+        return message
+
+    async def _api_editMessageReplyMarkup(self, params: dict[str, Any]
+                                          ) -> dict[str, Any] | _Failure:
+        """The inline keyboard under a bot message, replaced (kept on the message in `sent`)."""
+        key = (params.get("chat_id"), params.get("message_id"))
+        message = self._messages.get(key)  # type: ignore[arg-type]
+        if message is None or message["from"]["id"] != self.bot.id:
+            return _Failure(400, "Bad Request: message to edit not found")
+        markup = params.get("reply_markup") or {}
+        buttons = [b for row in markup.get("inline_keyboard", []) for b in row]
+        if any(len(str(b.get("callback_data", "")).encode()) > 64 for b in buttons):
+            return _Failure(400, "Bad Request: BUTTON_DATA_INVALID")
+        message["reply_markup"] = markup
+        message["edit_date"] = int(time.time())
         return message
 
     async def _api_sendChatAction(self, params: dict[str, Any]) -> bool | _Failure:

@@ -24,6 +24,7 @@ from typing import Self
 
 from threadline.agents.approvals import ApprovalBook
 from threadline.channels.shard_leases import ShardLeases
+from threadline.feedback.votes import FeedbackBook
 from threadline.handoff.book import HandoffBook
 from threadline.history.file_store import DEFAULT_INLINE_MAX_BYTES, FileStore
 from threadline.history.inbox import TurnInbox
@@ -76,6 +77,8 @@ class Backend:
     handoffs: HandoffBook | None = None
     # Tool calls waiting for a person's approval; None: tools that need approval are not run.
     approvals: ApprovalBook | None = None
+    # People's votes on replies (the feedback feature); None: feedback buttons are off.
+    feedback: FeedbackBook | None = None
     # The bytes of turns' files, once per hash; None: files sent with turns are not kept.
     files: FileStore | None = None
     # One vector per turn for meaning-based recall; None: recall is lexical only.

@@ -12,6 +12,7 @@ from threadline.agents.approvals import MemoryApprovalBook
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.channels.shard_leases import MemoryShardLeases
 from threadline.errors import ConfigError
+from threadline.feedback.votes import MemoryFeedbackBook
 from threadline.history.beside import add_adopter
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.store import ConversationStore
@@ -36,6 +37,7 @@ def _parts(history: InMemoryConversationStore) -> Backend:
                    people=MemoryPeopleDirectory(history), link_requests=MemoryLinkRequests(),
                    speakers=history,
                    records=InMemoryReplyRecords(), approvals=MemoryApprovalBook(),
+                   feedback=MemoryFeedbackBook(),
                    shard_leases=MemoryShardLeases(), vectors=_vectors(history),
                    notices=(NOTICE,))
 

@@ -233,6 +233,13 @@ class Channel(ABC):
         """
         return await self.send_reply(inbound, text, agent_name=agent_name)
 
+    async def offer_feedback(self, reply: StoredMessage, platform_ids: Sequence[str],
+                             choices: Sequence[CommandChoice]) -> bool:
+        """Put `choices` (a reply's 👍 and 👎) under the last message of an agent's posted
+        `reply` (`platform_ids`, as posted); whether they are shown. A platform without
+        buttons shows none (people can type the command)."""
+        return False
+
     def delivered_here(self, inbound: StoredMessage) -> str:
         """The platform channel id of a message this platform delivered; a reply to another
         platform's message is refused the same way on every platform (`InvalidMessageError`)."""

@@ -140,6 +140,13 @@ def _console(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cli_inspect.console_main)
 
 
+def _eval(p: argparse.ArgumentParser) -> None:
+    import threadline.cli.eval as cli_eval
+
+    cli_eval.add_arguments(p)
+    p.set_defaults(handler=cli_eval.main)
+
+
 def _config(p: argparse.ArgumentParser) -> None:
     import threadline.cli.schema as cli_schema
 
@@ -181,6 +188,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
                 "records.", _inspect),
     "console": ("Serve the web console of reply records (conversations, what each agent saw, "
                 "charts, replay) on its own.", _console),
+    "eval": ("Run YAML cases against a config (or two, side by side) and check the replies; "
+             "capture a recorded reply as a case.", _eval),
     "config": ("Describe the config file (its JSON Schema).", _config),
     "db": ("Database maintenance.", _db),
 }

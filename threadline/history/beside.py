@@ -43,6 +43,9 @@ class Beside(Protocol):
     @property
     def vectors(self) -> Any: ...
 
+    @property
+    def feedback(self) -> Any: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Alone:
@@ -55,6 +58,7 @@ class Alone:
     link_requests: Any = None
     files: Any = None
     vectors: Any = None
+    feedback: Any = None
 
 
 Adopter = Callable[[ConversationStore], Beside | None]

@@ -31,7 +31,8 @@ log = structlog.get_logger("threadline.people")
 
 PROGRESS_BATCHES = 10  # a progress log line every this many batches (of kept.BATCH turns)
 Counts = dict[str, int]
-KINDS = ("turns", "replies", "summaries", "reply_records", "inbox", "deliveries", "outbox")
+KINDS = ("turns", "replies", "summaries", "reply_records", "inbox", "deliveries", "outbox",
+         "feedback")
 
 
 async def resolve_person(store: ConversationStore, reference: str) -> Person:
@@ -122,7 +123,7 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     """Write everything kept about a person to `target` as JSON Lines, batch by batch.
 
     The first line names the person and identities; every other line has a `kind` (turn,
-    reply, summary, reply_record, inbox, delivery, outbox) and the kept value.
+    reply, summary, reply_record, inbox, delivery, outbox, feedback) and the kept value.
     """
     person = await resolve_person(store, reference)
     target.write(_line("person", {"person_id": person.person_id,
@@ -135,6 +136,10 @@ async def export_person(store: ConversationStore, reference: str, target: IO[str
     entries = await _outbox_entries(outbox, person)
     target.writelines(_line("outbox", message_to_dict(m)) for m in entries)
     progress.add({"outbox": len(entries)})
+    votes = parts_beside(store).feedback
+    cast = await votes.by_voters(person.identities) if votes is not None else []
+    target.writelines(_line("feedback", v.as_dict()) for v in cast)
+    progress.add({"feedback": len(cast)})
     target.flush()
     return progress.done()
 
@@ -160,9 +165,11 @@ async def forget_person(store: ConversationStore, reference: str, *,
         files += _files_named([*batch.turns, *batch.replies])
     async for counts in directory.forget(person, progress.counts):
         progress.add(counts)
-    kept = parts_beside(store).files
-    if kept is not None:
-        progress.add({"files": await kept.forget_unused(files)})
+    beside = parts_beside(store)
+    if beside.files is not None:
+        progress.add({"files": await beside.files.forget_unused(files)})
+    if beside.feedback is not None:  # the votes they cast on replies, and their reasons
+        progress.add({"feedback": await beside.feedback.forget_voters(person.identities)})
     return progress.done()
 
 

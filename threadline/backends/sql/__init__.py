@@ -17,6 +17,7 @@ from pathlib import Path
 from threadline.backends.base import Backend, BackendOptions, BackendPlug
 from threadline.backends.sql.approvals import SqlApprovalBook
 from threadline.backends.sql.database_url import database_url
+from threadline.backends.sql.feedback import SqlFeedbackBook
 from threadline.backends.sql.files import SqlFileStore
 from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.http_replies import SqlReplyOutbox
@@ -69,6 +70,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    spend=SqlSpendLedger(store),
                    records=SqlReplyRecords(store), schedules=SqlScheduleBook(store),
                    handoffs=SqlHandoffBook(store), approvals=SqlApprovalBook(store),
+                   feedback=SqlFeedbackBook(store),
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
                    shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,

@@ -638,6 +638,20 @@ class DiscordChannel(Channel):
         return await self._post_parts(inbound, text, bound, choices=choices,
                                       agent_name=agent_name)
 
+    async def offer_feedback(self, reply: StoredMessage, platform_ids: Sequence[str],
+                             choices: Sequence[CommandChoice]) -> bool:
+        """The buttons as components added to the reply's last message (an edit)."""
+        target, _ = self.reply_target(reply)
+        view = choice_view(choices)
+        try:
+            await target.get_partial_message(int(platform_ids[-1])).edit(view=view)
+        except discord.HTTPException as exc:
+            raise self.send_failure(exc, reply, len(platform_ids), self._log.bind(
+                conversation_id=reply.conversation_id)) from exc
+        finally:
+            view.stop()  # presses are handled by custom_id, not by this view
+        return True
+
     async def _answer_command(self, interaction: discord.Interaction, inbound: StoredMessage,
                               text: str, bound: Any, *, choices: Sequence[CommandChoice]
                               ) -> list[str]:

@@ -102,6 +102,7 @@ from threadline.channels.slack.events import (
     classify,
     context_turn,
     escape_outgoing,
+    feedback_blocks,
     mentioned_user_ids,
     names_to_look_up,
     render_mentions,
@@ -502,6 +503,28 @@ class SlackChannel(Channel):
     ) -> list[str]:
         """The text with a button per choice under its last part (Block Kit actions)."""
         return await self._post(inbound, text, agent_name=agent_name, choices=choices)
+
+    async def offer_feedback(self, reply: StoredMessage, platform_ids: Sequence[str],
+                             choices: Sequence[CommandChoice]) -> bool:
+        """Slack's feedback buttons under the reply's last message (chat.update with the same
+        text as blocks); none when that part is too long for a section block."""
+        agent_name = reply.participant.id
+        parts = split_text(escape_outgoing(reply.content, broadcast=self.may_broadcast(
+            reply, agent_name)), self.max_message_chars)
+        blocks = feedback_blocks(parts[-1], choices)
+        if blocks is None:
+            return False
+        client = (await self._workspace_of(reply)).client
+        try:
+            await client.chat_update(channel=self.delivered_here(reply), ts=platform_ids[-1],
+                                     text=parts[-1], blocks=blocks)
+        except SlackApiError as error:
+            raise ChannelError(f"Slack channel {self.name!r}: adding feedback buttons to a reply "
+                               f"in {reply.conversation_id!r} failed ({_code(error)})") from error
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise ChannelError(f"Slack channel {self.name!r}: adding feedback buttons to a reply "
+                               f"in {reply.conversation_id!r} failed: {error!r}") from error
+        return True
 
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
                     choices: Sequence[CommandChoice] = ()) -> list[str]:

@@ -20,6 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from slack_sdk.models.blocks import (
+    ContextActionsBlock,
+    FeedbackButtonObject,
+    FeedbackButtonsElement,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
 from threadline.history.model import (
     MessageMetadata,
     Participant,
@@ -315,6 +323,21 @@ def choice_blocks(text: str, choices: Sequence[CommandChoice]) -> list[dict[str,
              "text": {"type": "plain_text", "text": choice.label}}
             for number, choice in enumerate(choices)]},
     ]
+
+
+def feedback_blocks(text: str, choices: Sequence[CommandChoice]) -> list[dict[str, Any]] | None:
+    """Block Kit for a reply's `text` (already escaped) with Slack's feedback buttons (a
+    `context_actions` block holding `feedback_buttons`) from `choices` (positive, negative);
+    None when the text is too long for a section block. A press arrives as a choice's does."""
+    if len(choices) != 2 or len(text) > _SECTION_CHARS:
+        return None
+    positive, negative = (FeedbackButtonObject(text=c.label, value=c.command,
+                                               accessibility_label=label)
+                          for c, label in zip(choices, ("Good reply", "Bad reply"), strict=True))
+    buttons = FeedbackButtonsElement(action_id=f"{CHOICE_ACTION}_feedback",
+                                     positive_button=positive, negative_button=negative)
+    return [SectionBlock(text=MarkdownTextObject(text=text)).to_dict(),
+            ContextActionsBlock(elements=[buttons]).to_dict()]
 
 
 def choice_turn(body: Mapping[str, Any], *, team_id: str) -> StoredMessage | None:

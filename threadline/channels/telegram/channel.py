@@ -412,6 +412,21 @@ class TelegramChannel(Channel):
             [[InlineKeyboardButton(c.label, callback_data=c.command) for c in choices]])
         return await self._post(inbound, text, keyboard=keyboard)
 
+    async def offer_feedback(self, reply: StoredMessage, platform_ids: Sequence[str],
+                             choices: Sequence[CommandChoice]) -> bool:
+        """The buttons as an inline keyboard added to the reply's last message."""
+        bot = self._started("offer feedback buttons")
+        keyboard = InlineKeyboardMarkup(
+            [[InlineKeyboardButton(c.label, callback_data=c.command) for c in choices]])
+        try:
+            await bot.edit_message_reply_markup(chat_id=int(self.delivered_here(reply)),
+                                                message_id=int(platform_ids[-1]),
+                                                reply_markup=keyboard)
+        except TelegramError as exc:
+            raise self._failure(exc, action="add feedback buttons to a reply",
+                                conversation=reply.conversation_id) from exc
+        return True
+
     async def _post(self, inbound: StoredMessage, text: str, *,
                     keyboard: InlineKeyboardMarkup | None = None) -> list[str]:
         bot = self._started("send a reply")

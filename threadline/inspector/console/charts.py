@@ -44,20 +44,24 @@ FIGURES: tuple[tuple[str, str, Callable[[ReplyRecord], float | None]], ...] = (
 def chart(title: str, agent: str, unit: str, records: Sequence[ReplyRecord],
           figure: Callable[[ReplyRecord], float | None]) -> Chart:
     """A chart of `figure` for records given oldest first (records without it are skipped)."""
-    values = [(r, v) for r in records if (v := figure(r)) is not None]
-    y_max = max((v for _, v in values), default=0.0) or 1.0
+    return plot(title, agent, unit, [(f"{r.created_at:%Y-%m-%d %H:%M}", v) for r in records
+                                     if (v := figure(r)) is not None])
+
+
+def plot(title: str, agent: str, unit: str, points: Sequence[tuple[str, float]]) -> Chart:
+    """A chart of (label, value) points, oldest first (the first and last label the axis)."""
+    y_max = max((v for _, v in points), default=0.0) or 1.0
     if unit == "%":
         y_max = 100.0
-    span = max(len(values) - 1, 1)
+    span = max(len(points) - 1, 1)
     dots = tuple((round(PAD + (WIDTH - 2 * PAD) * i / span, 1),
                   round(HEIGHT - PAD - (HEIGHT - 2 * PAD) * v / y_max, 1))
-                 for i, (_, v) in enumerate(values))
+                 for i, (_, v) in enumerate(points))
     return Chart(
         title=title, agent=agent, unit=unit, points=" ".join(f"{x},{y}" for x, y in dots),
         dots=dots, y_max=round(y_max, 1),
-        first=f"{values[0][0].created_at:%Y-%m-%d %H:%M}" if values else "",
-        last=f"{values[-1][0].created_at:%Y-%m-%d %H:%M}" if values else "",
-        count=len(values),
+        first=points[0][0] if points else "", last=points[-1][0] if points else "",
+        count=len(points),
     )
 
 

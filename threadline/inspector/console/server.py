@@ -24,6 +24,7 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from threadline.errors import ThreadlineError
+from threadline.history.beside import parts_beside
 from threadline.history.model import utc_now
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.auth import (
@@ -35,6 +36,12 @@ from threadline.inspector.console.auth import (
     token_matches,
 )
 from threadline.inspector.console.charts import charts_by_agent
+from threadline.inspector.console.feedback import (
+    as_rows,
+    down_voted,
+    satisfaction,
+    satisfaction_charts,
+)
 from threadline.inspector.console.live import LiveTurns
 from threadline.inspector.record import PARTS, ReplyRecord
 from threadline.inspector.records import ReplyRecords
@@ -210,6 +217,22 @@ class Console:
                                               for c in found] for agent, found in charts.items()})
         return self._page("charts.html", charts=charts, days=days)
 
+    async def feedback(self, request: web.Request) -> web.Response:
+        """Satisfaction per agent and day, and the down-voted replies with what was seen."""
+        try:
+            days = float(request.query.get("days", "30") or 30)
+        except ValueError:
+            raise web.HTTPBadRequest(text="days must be a number, e.g. ?days=30") from None
+        book = parts_beside(self.store).feedback
+        by_agent = await satisfaction(book, days=days) if book is not None else {}
+        down = await down_voted(book, self.records) if book is not None else []
+        if request.path.startswith(f"{self.prefix}/api/"):
+            return web.json_response({"kept": book is not None, "days": days,
+                                      "satisfaction": as_rows(by_agent),
+                                      "down_voted": [d.as_dict() for d in down]})
+        return self._page("feedback.html", kept=book is not None, days=days,
+                          by_agent=by_agent, charts=satisfaction_charts(by_agent), down=down)
+
     async def replay(self, request: web.Request) -> web.Response:
         if self.replayer is None:
             raise web.HTTPNotFound(text="replay needs the config: run `threadline console "
@@ -247,6 +270,8 @@ def console_app(*, records: ReplyRecords, store: ConversationStore, redactor: Re
     app.router.add_get("/api/conversation", console.conversation)
     app.router.add_get("/api/records/{record_id}", console.record)
     app.router.add_get("/api/charts", console.charts)
+    app.router.add_get("/feedback", console.feedback)
+    app.router.add_get("/api/feedback", console.feedback)
     app.router.add_post("/login", console.login)
     app.router.add_static("/static", _static_folder(), show_index=False)
     return app
