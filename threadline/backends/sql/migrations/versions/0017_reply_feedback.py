@@ -5,7 +5,7 @@ indexed by the time of voting (the console's listings and satisfaction over time
 voter (export and forget a person).
 
 Revision ID: reply_feedback
-Revises: link_consent_both
+Revises: http_replies
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "reply_feedback"
-down_revision = "link_consent_both"
+down_revision = "http_replies"
 branch_labels = None
 depends_on = None
 
