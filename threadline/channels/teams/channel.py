@@ -52,9 +52,9 @@ from threadline.channels.teams.activities import (
     press_turn,
     reply_conversation,
 )
+from threadline.channels.teams.addresses import DEFAULT_SERVICE_URL
 from threadline.channels.teams.auth import BOT_SCOPE, BotTokens, cloud_for
 from threadline.channels.teams.endpoint import card_answer, open_app
-from threadline.channels.teams.platform import DEFAULT_SERVICE_URL
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import unreachable
 from threadline.errors import (

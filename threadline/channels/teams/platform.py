@@ -9,12 +9,12 @@ from pydantic import Field
 
 from threadline.channels.base import Channel
 from threadline.channels.platform import ChannelContext, LiveReplySettings, Platform
+from threadline.channels.teams.addresses import (
+    DEFAULT_LOGIN_URL,
+    DEFAULT_OPENID_METADATA_URL,
+    DEFAULT_SERVICE_URL,
+)
 from threadline.commands.registry import Command
-
-# Microsoft's own addresses (kept here so that reading settings imports no SDK).
-DEFAULT_LOGIN_URL = "https://login.microsoftonline.com"
-DEFAULT_OPENID_METADATA_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration"
-DEFAULT_SERVICE_URL = "https://smba.trafficmanager.net/teams"
 
 
 class TeamsSettings(LiveReplySettings):
