@@ -59,6 +59,7 @@ BUILT_IN = {
     "approvals": "threadline.agents.approvals_feature:FEATURE",
     "mcp": "threadline.agents.mcp_feature:FEATURE",
     "spend": "threadline.spend.feature:FEATURE",
+    "bursts": "threadline.bursts.feature:FEATURE",
 }
 
 

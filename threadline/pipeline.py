@@ -448,6 +448,12 @@ class TurnPipeline:
             agent_name=responder.name, conversation_id=inbound.conversation_id,
             output=reply.content, outbound=reply, stop_reason=stop_reason))
 
+    async def settle(self, turn_ids: Sequence[str], results: list[AgentResult]) -> None:
+        """Turns one reply answered with the turn being answered (a burst): each answered."""
+        for turn_id in turn_ids:
+            await self.inbox.finish(turn_id, TurnState.ANSWERED)
+            self._resolve(turn_id, results)
+
     def _reply_step(self, deliver: Deliver | None) -> Interceptor:
         """An agent turn's outermost step: the status shown while the agent runs, then its
         reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""

@@ -149,6 +149,11 @@ class TurnActions(Protocol):
         recorded (taken from the ledger when an earlier attempt posted it)."""
         ...
 
+    async def settle(self, turn_ids: Sequence[str], results: list[AgentResult]) -> None:
+        """Mark turns answered by `results` together with the turn walking the stages (a
+        burst, `threadline.bursts`), in their order; whoever waits on one is told."""
+        ...
+
     @property
     def attachments(self) -> Mapping[str, Attachment]:
         """Each channel's agents, by the channel's name."""
