@@ -38,6 +38,7 @@ from pydantic import (
 from threadline.agents.mcp import McpServerSettings
 from threadline.agents.providers import auto_provider
 from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
+from threadline.backfill.settings import BackfillSettings
 from threadline.bursts.settings import BurstSettings
 from threadline.channels.file_settings import FilesSettings, SpeechSettings
 from threadline.channels.platform import ChannelSettings
@@ -288,6 +289,8 @@ class Settings(Section):
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """More model providers by name, for agents on another model (each entry has a type: and that
     provider's keys, listed below)."""
+    backfill: BackfillSettings = Field(default_factory=BackfillSettings)
+    """Reading what was said before the bot joined a thread or channel."""
     bursts: BurstSettings = Field(default_factory=BurstSettings)
     """Several messages of one person in a row: each its own turn, or answered once."""
     features: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -59,6 +59,8 @@ BUILT_IN = {
     "approvals": "threadline.agents.approvals_feature:FEATURE",
     "mcp": "threadline.agents.mcp_feature:FEATURE",
     "spend": "threadline.spend.feature:FEATURE",
+    # Before bursts: what was said before a burst is stored before the burst's turns.
+    "backfill": "threadline.backfill.feature:FEATURE",
     "bursts": "threadline.bursts.feature:FEATURE",
 }
 

@@ -77,7 +77,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
-from threadline.channels.base import Channel, Post
+from threadline.channels.base import Channel, Post, thread_opening
 from threadline.channels.files import read_files
 from threadline.commands import CommandRegistry, CommandReply
 from threadline.errors import StoreError, TurnNotRecordedError
@@ -502,10 +502,7 @@ class TurnPipeline:
         home = channel.reply_conversation_id(message)
         if home == message.conversation_id:
             return message
-        root = message.metadata.message_id
-        opening = replace(message, id=f"{home}:{root}", conversation_id=home, scope="thread",
-                          metadata=replace(message.metadata, thread_id=root),
-                          sequence=None, token_count=None)
+        opening = thread_opening(message, thread_conversation_id=home)
         await self.writer.record(opening)
         return opening
 

@@ -89,6 +89,7 @@ from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.earlier import earlier_messages
 from threadline.channels.slack.events import (
     CHANNEL_TYPE,
     CHOICE_ACTION,
@@ -163,6 +164,7 @@ class SlackChannel(Channel):
 
     channel_type = CHANNEL_TYPE
     max_message_chars = 3900
+    no_earlier_messages = None  # conversations.replies / conversations.history: `earlier`
 
     def __init__(
         self,
@@ -457,6 +459,16 @@ class SlackChannel(Channel):
             return None
         link = f"https://slack.com/archives/{meta.channel_id}/p{meta.message_id.replace('.', '')}"
         return f"{link}?thread_ts={meta.thread_id}" if meta.thread_id else link
+
+    async def earlier_messages(self, message: StoredMessage, *, limit: int
+                               ) -> list[StoredMessage]:
+        """What was said in the thread (or channel) before `message`: `slack.earlier`."""
+        workspace = await self._workspace_of(message)
+        bound = self._log.bind(conversation_id=message.conversation_id)
+        return await earlier_messages(
+            message, client=workspace.client, team_id=self.team_of(message),
+            own_ids=self._own_ids, allow_bots=self.allow_bots, limit=limit,
+            make_turn=lambda post: self._turn(post, workspace, bound))
 
     async def person_timezone(self, message: StoredMessage) -> str | None:
         """The author's time zone from `users.info` (cached by the directory)."""
