@@ -62,6 +62,7 @@ BUILT_IN = {
     # Before bursts: what was said before a burst is stored before the burst's turns.
     "backfill": "threadline.backfill.feature:FEATURE",
     "bursts": "threadline.bursts.feature:FEATURE",
+    "ambient": "threadline.ambient.feature:FEATURE",
 }
 
 
