@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.bursts.helpers import words_of
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
+from tests.fakes.discord_gateway import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.runtime.in_process import running_in_process
 from tests.runtime.platforms import platform, replies_sent, say
@@ -87,3 +88,32 @@ async def test_on_telegram_the_turn_is_answered_and_the_log_says_why(
             await until(lambda: len(replies_sent("telegram", where)) >= 1)
     assert replies_sent("telegram", where) == ["I saw nothing before"]
     assert "Telegram's Bot API gives a bot no chat history" in capfd.readouterr().out
+
+
+async def test_on_discord_a_bot_added_late_reads_the_channel(tmp_path: Path) -> None:
+    async with platform("discord", streaming=False) as where, FakeAnthropic() as anthropic:
+        discord: FakeDiscord = where.fake
+        anthropic.responder = quote_the_first
+        bob = discord.add_user("bob")
+        discord.add_member(where.extra["guild"], bob)
+        room = where.extra["channels"][0]
+        earlier = [discord.said_earlier(room, author=bob, content=f"msg-{n:02d} still here")
+                   for n in range(1, EARLIER + 1)]
+        async with running_in_process(tmp_path, "discord", where, anthropic.url,
+                                      more_yaml=BACKFILL) as runtime:
+            await discord.deliver_message(room, author=bob,
+                                          content=f"<@{discord.bot.id}> what came first?")
+            await until(lambda: len(replies_sent("discord", where)) >= 1)
+            await settled(runtime.store)
+            await discord.deliver("MESSAGE_CREATE", earlier[3])  # a late duplicate event
+            await asyncio.sleep(1.0)
+            await settled(runtime.store)
+            turns = await runtime.store.get(
+                (await runtime.store.list_conversations())[0].conversation_id)
+    # The history has all twelve; the prompt shows the turns said just before, as for any
+    # turns nobody addressed to the agent (older ones reach it through recall).
+    assert len(replies_sent("discord", where)) == 1
+    assert _TAG.findall(prompt_of(anthropic.requests[0].body))[-1] == f"msg-{EARLIER}"
+    assert [_TAG.findall(t.content) for t in turns[:EARLIER]] == [
+        [f"msg-{n:02d}"] for n in range(1, EARLIER + 1)]
+    assert len(turns) == EARLIER + 2
