@@ -16,10 +16,11 @@ burst whose leader was already answered was answered with it. A process that die
 waiting for quiet claimed nothing: the next owner waits on the same recorded times.
 
 In `interrupt` mode, while the agent answers, the inbox is read every moment for the author's
-new turns; one found while the model is still writing (`ReplyWriting`) stops that answer (a
-reply being streamed is edited to say so, see `reply_delivery`), the new turns join the
-burst once their author is quiet, and the agents answer again. One found after the model
-finished lets the reply go out; it is the next burst.
+new turns; found, they are claimed for the burst at once (durable: a crash from then on
+answers them with it), and an answer whose model is still writing (`ReplyWriting`) is
+stopped (a reply being streamed is edited to say so, see `reply_delivery`); once the author
+is quiet again the agents answer with everything. An answer whose model had finished goes
+out, and the agents answer again for the new turns.
 
 A burst is the run of turns that follows its leader: another person's turn, a command or a
 schedule's turn ends it, and so does `max_turns`. Commands and schedules' turns are never
@@ -147,35 +148,49 @@ class BurstStage:
                              recorded: list[StoredMessage], call_next: Next
                              ) -> list[AgentResult]:
         """The answer to the burst, answered again with the author's new turns each time one
-        comes while the model is still writing (`members` grows with them)."""
+        comes while the agent answers (`members` grows with them). The new turns are claimed
+        before the answer is stopped, so a crash from then on answers them with the burst;
+        when the model had already finished, its reply goes out and the agents answer again
+        for the new turns alone (they are in the burst: nothing else would answer them)."""
         conversation_id = turn.message.conversation_id
         onward = replace(turn, message=recorded[-1])
+        results: list[AgentResult] = []
         while True:
             answering = asyncio.ensure_future(call_next(onward))
             watching = asyncio.ensure_future(self._newcomers(inbox, turn))
             try:
                 await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
-                if answering.done() or not self.writing.writing(conversation_id):
-                    return await answering  # the reply goes out; new turns are the next burst
-                answering.cancel(INTERRUPTED)
+                if answering.done():
+                    return [*results, *answering.result()]
+                added = await self._join(inbox, turn, members, await inbox.open_turns_timed(
+                    conversation_id))
+                if self.writing.writing(conversation_id):
+                    answering.cancel(INTERRUPTED)
                 try:
-                    return await answering
+                    results.extend(await answering)  # finished before it could be stopped
                 except asyncio.CancelledError:
                     task = asyncio.current_task()
                     if not answering.cancelled() or (task is not None and task.cancelling()):
                         raise
             finally:
-                for task_ in (answering, watching):
-                    task_.cancel()
+                for running in (answering, watching):
+                    running.cancel()
                 await asyncio.gather(answering, watching, return_exceptions=True)
-            view = await inbox.open_turns_timed(conversation_id)
-            added = await self._claim(inbox, turn, await self._gathered(inbox, turn, view))
-            new = [m for m in added if m.turn_id not in {k.turn_id for k in members}]
-            members.extend(new)
-            turn.log.info("bursts.interrupted", burst=turn.message.id, added=len(new))
-            stored = await self._stored(turn, new)
+            added += await self._join(inbox, turn, members, await self._gathered(
+                inbox, turn, await inbox.open_turns_timed(conversation_id)))
+            turn.log.info("bursts.interrupted", burst=turn.message.id, added=len(added))
+            stored = await self._stored(turn, added)
             if stored:
                 onward = replace(onward, message=stored[-1])
+
+    async def _join(self, inbox: BurstInbox, turn: Turn, members: list[InboxTurn],
+                    view: Sequence[TimedTurn]) -> list[InboxTurn]:
+        """The author's new turns in `view`, claimed for the burst and added to `members`."""
+        run, _ = self._run(view, turn.message)
+        known = {m.turn_id for m in members}
+        added = [m for m in await self._claim(inbox, turn, run) if m.turn_id not in known]
+        members.extend(added)
+        return added
 
     async def _newcomers(self, inbox: BurstInbox, turn: Turn) -> None:
         """Returns once the leader's author has sent a turn not yet in the burst."""
