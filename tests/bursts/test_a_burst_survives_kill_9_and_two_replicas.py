@@ -25,8 +25,9 @@ from tests.runtime.platforms import platform, replies_sent, say, write_config
 from tests.runtime.test_run_kill9_answers_everything import start, until
 from tests.runtime.test_run_two_processes_postgres import Rig, answered, rig  # noqa: F401
 
-# Longer than a restart takes, so the third message comes within the second's window.
-KILL_WINDOW = 10.0
+# Longer than a restart takes even on a busy machine (15 s seen under load), so the third
+# message comes within the second's window.
+KILL_WINDOW = 30.0
 
 
 async def test_a_burst_cut_by_kill_9_is_answered_once_after_the_restart(
@@ -50,7 +51,7 @@ async def test_a_burst_cut_by_kill_9_is_answered_once_after_the_restart(
         second = await start(config, where, tmp_path / "second.log")
         try:
             assert await say("slack", where, 0, "question q0-2")
-            await until(lambda: len(replies_sent("slack", where)) >= 1, within=60)
+            await until(lambda: len(replies_sent("slack", where)) >= 1, within=90)
             await asyncio.sleep(1.0)  # a second reply, were there one, would come now
             second.send_signal(signal.SIGTERM)
             async with asyncio.timeout(60):
