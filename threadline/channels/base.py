@@ -24,7 +24,8 @@ on), and ends as the final text, once. The default posts once at the end with `s
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -215,6 +216,14 @@ class Channel(ABC):
         first, as turns with their platform ids, for a bot that joins a conversation late.
         Raises `ChannelError` when the platform cannot give them (`no_earlier_messages`)."""
         raise ChannelError(f"channel {self.name}: {self.no_earlier_messages}")
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """Connected enough for `earlier_messages`, taking no events: an operator's
+        `threadline history backfill`, beside (or without) the running bot."""
+        why = self.no_earlier_messages or "its earlier messages are read by the running bot only"
+        raise ChannelError(f"channel {self.name}: {why}")
+        yield  # an async generator, as asynccontextmanager needs
 
     @abstractmethod
     async def send_reply(

@@ -57,8 +57,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -459,6 +459,28 @@ class SlackChannel(Channel):
             return None
         link = f"https://slack.com/archives/{meta.channel_id}/p{meta.message_id.replace('.', '')}"
         return f"{link}?thread_ts={meta.thread_id}" if meta.thread_id else link
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """The bot token's workspace, to read earlier messages in, without taking events
+        (the running bot, if any, keeps taking them)."""
+        if self._session is not None:
+            yield  # started: read with what it holds
+            return
+        if self._oauth is not None:
+            raise ChannelError(f"Slack channel {self.name!r} serves the workspaces it is "
+                               "installed in: their earlier messages are read by the running "
+                               "bot, when an agent is first addressed (backfill: enabled)")
+        self._session = aiohttp.ClientSession()
+        try:
+            self._client = self._new_client(self._bot_token or None)
+            directory = SlackDirectory(self._client)
+            await self._learn_identity(self._client, directory)
+            self._home = SlackWorkspace(self._team_id, self._client, directory)
+            yield
+        finally:
+            await self._session.close()
+            self._session = self._client = self._home = None
 
     async def earlier_messages(self, message: StoredMessage, *, limit: int
                                ) -> list[StoredMessage]:

@@ -43,21 +43,24 @@ def earlier_posts(messages: Sequence[Mapping[str, Any]], *, team_id: str, channe
 async def earlier_messages(message: StoredMessage, *, client: AsyncWebClient, team_id: str,
                            own_ids: frozenset[str], allow_bots: bool, limit: int,
                            make_turn: MakeTurn) -> list[StoredMessage]:
-    """Up to `limit` messages before `message` in its thread (or channel), oldest first."""
+    """Up to `limit` messages before `message` in its thread (or channel), oldest first
+    (before now when `message` carries no ts)."""
     meta = message.metadata
-    if not meta.channel_id or not meta.message_id:
-        raise ChannelError(f"{message.conversation_id}: the turn carries no Slack channel or "
-                           "ts to read earlier messages from")
+    if not meta.channel_id:
+        raise ChannelError(f"{message.conversation_id}: the turn carries no Slack channel to "
+                           "read earlier messages from")
     thread = meta.thread_id
     method = "conversations.replies" if thread else "conversations.history"
+    # Before the turn (None: a conversation read by an operator, up to now).
+    before: dict[str, Any] = ({"latest": meta.message_id, "inclusive": False}
+                              if meta.message_id else {})
     try:
         if thread:
             response = await client.conversations_replies(
-                channel=meta.channel_id, ts=thread, latest=meta.message_id, inclusive=False,
-                limit=limit)
+                channel=meta.channel_id, ts=thread, limit=limit, **before)
         else:
             response = await client.conversations_history(
-                channel=meta.channel_id, latest=meta.message_id, inclusive=False, limit=limit)
+                channel=meta.channel_id, limit=limit, **before)
     except SlackApiError as exc:
         code = exc.response.get("error") if exc.response is not None else None
         raise ChannelError(
