@@ -37,7 +37,10 @@ from pydantic import (
 
 from threadline.agents.mcp import McpServerSettings
 from threadline.agents.providers import auto_provider
+from threadline.ambient.settings import AmbientSettings
 from threadline.backends.registry import DEFAULT_STORE_URL, backend_for
+from threadline.backfill.settings import BackfillSettings
+from threadline.bursts.settings import BurstSettings
 from threadline.channels.file_settings import FilesSettings, SpeechSettings
 from threadline.channels.platform import ChannelSettings
 from threadline.channels.registry import DEFAULT_PLATFORM, platform_for, platform_names
@@ -287,6 +290,12 @@ class Settings(Section):
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """More model providers by name, for agents on another model (each entry has a type: and that
     provider's keys, listed below)."""
+    ambient: AmbientSettings = Field(default_factory=AmbientSettings)
+    """Agents that listen in rooms and decide for themselves whether to speak."""
+    backfill: BackfillSettings = Field(default_factory=BackfillSettings)
+    """Reading what was said before the bot joined a thread or channel."""
+    bursts: BurstSettings = Field(default_factory=BurstSettings)
+    """Several messages of one person in a row: each its own turn, or answered once."""
     features: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings of features other packages add, by feature name (each validated by its feature's
     own settings model; see docs/adding-a-feature.md)."""

@@ -60,6 +60,10 @@ BUILT_IN = {
     "mcp": "threadline.agents.mcp_feature:FEATURE",
     "spend": "threadline.spend.feature:FEATURE",
     "feedback": "threadline.feedback.feature:FEATURE",
+    # Before bursts: what was said before a burst is stored before the burst's turns.
+    "backfill": "threadline.backfill.feature:FEATURE",
+    "bursts": "threadline.bursts.feature:FEATURE",
+    "ambient": "threadline.ambient.feature:FEATURE",
 }
 
 

@@ -78,7 +78,7 @@ import structlog
 
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
-from threadline.channels.base import Channel, Post
+from threadline.channels.base import Channel, Post, thread_opening
 from threadline.channels.files import read_files
 from threadline.commands import CommandRegistry, CommandReply
 from threadline.errors import StoreError, TurnNotRecordedError
@@ -446,6 +446,12 @@ class TurnPipeline:
             agent_name=responder.name, conversation_id=inbound.conversation_id,
             output=reply.content, outbound=reply, stop_reason=stop_reason))
 
+    async def settle(self, turn_ids: Sequence[str], results: list[AgentResult]) -> None:
+        """Turns one reply answered with the turn being answered (a burst): each answered."""
+        for turn_id in turn_ids:
+            await self.inbox.finish(turn_id, TurnState.ANSWERED)
+            self._resolve(turn_id, results)
+
     def _reply_step(self, deliver: Deliver | None) -> Interceptor:
         """An agent turn's outermost step: the status shown while the agent runs, then its
         reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
@@ -494,10 +500,7 @@ class TurnPipeline:
         home = channel.reply_conversation_id(message)
         if home == message.conversation_id:
             return message
-        root = message.metadata.message_id
-        opening = replace(message, id=f"{home}:{root}", conversation_id=home, scope="thread",
-                          metadata=replace(message.metadata, thread_id=root),
-                          sequence=None, token_count=None)
+        opening = thread_opening(message, thread_conversation_id=home)
         await self.writer.record(opening)
         return opening
 

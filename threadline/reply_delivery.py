@@ -17,6 +17,7 @@ answer as if it were the whole.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -128,7 +129,10 @@ class LedgeredReply:
             await self._close()
             return
         reason = reason_for(error) if isinstance(error, Exception) else "the reply was stopped"
-        apology = replace(self._shown, content=TEMPLATE.format(reason=reason),
+        # A reply stopped on purpose says why, as whoever stopped it put it (`bursts`).
+        said = (str(error.args[0]) if isinstance(error, asyncio.CancelledError) and error.args
+                else TEMPLATE.format(reason=reason))
+        apology = replace(self._shown, content=said,
                           metadata=replace(self._shown.metadata, mentions=()))
         self._log.warning("delivery.reply_abandoned", reply_id=apology.id, error=repr(error),
                           outcome="what was shown is replaced by the apology")

@@ -5,6 +5,9 @@
     commands     `/name` is answered by its handler, never by a model
     handoff      in a conversation handed to people nobody answers (the turn is recorded)
     schedules    a schedule's turn: its text posted as written, or its prompt answered
+    backfill     a conversation new to the history: what was said before is read first
+    bursts       several messages of one person in a row: answered together
+    ambient      after the turn: a listening agent may decide to speak
     (answer)     everything else: the agents it addresses answer (the pipeline's own step)
 
 A stage is middleware, as bolt's listeners and python-telegram-bot's handler groups are: it
@@ -35,7 +38,8 @@ if TYPE_CHECKING:
     from threadline.interceptors.outbox import Outbox
     from threadline.schedules.turns import ScheduledTurn
 
-STAGE_ORDER = ("access", "rate_limit", "commands", "handoff", "schedules")
+STAGE_ORDER = ("access", "rate_limit", "commands", "handoff", "schedules", "backfill",
+               "bursts", "ambient")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,11 @@ class TurnActions(Protocol):
                      reply_id: str | None = None) -> AgentResult:
         """An answer written without a model, posted once through the reply ledger and
         recorded (taken from the ledger when an earlier attempt posted it)."""
+        ...
+
+    async def settle(self, turn_ids: Sequence[str], results: list[AgentResult]) -> None:
+        """Mark turns answered by `results` together with the turn walking the stages (a
+        burst, `threadline.bursts`), in their order; whoever waits on one is told."""
         ...
 
     @property

@@ -50,7 +50,7 @@ import re
 import time
 import zlib
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -470,6 +470,22 @@ class FakeDiscord:
             data["guild_id"] = message["guild_id"]
         await self.deliver("MESSAGE_DELETE", data)
 
+    def said_earlier(self, channel_id: str, *, author: FakeUser, content: str) -> Json:
+        """A message said before the bot was there: in the channel's history (served by
+        GET /channels/{id}/messages), not dispatched; `deliver_message`-able later."""
+        message = self.message_payload(channel_id, author=author, content=content)
+        self.messages[message["id"]] = message
+        return message
+
+    def _history(self, channel_id: str, query: Mapping[str, str]) -> web.Response:
+        """A channel's messages before `before`, newest first, at most `limit` (Discord's)."""
+        if channel_id not in self.channels:
+            return _json({"message": "Unknown Channel", "code": 10003}, 404)
+        before = int(query.get("before") or 2**63)
+        found = sorted((m for m in self.messages.values() if m["channel_id"] == channel_id
+                        and int(m["id"]) < before), key=lambda m: int(m["id"]), reverse=True)
+        return _json(found[:int(query.get("limit") or 50)])
+
     async def deliver(self, event: str, data: Json) -> None:
         """Dispatch any event (again, for a duplicate delivery) to every identified session."""
         if event == "MESSAGE_CREATE":
@@ -645,7 +661,13 @@ class FakeDiscord:
                                           "data": value.file.read()})
         else:
             body = await request.json() if request.can_read_body else None
-        response = self._answer(request.method, path, body, request.headers.get("Authorization"))
+        history = re.fullmatch(r"/channels/(\d+)/messages", path)
+        if history and request.method == "GET" and request.headers.get(
+                "Authorization") == f"Bot {self.token}":
+            response = self._history(history[1], request.query)
+        else:
+            response = self._answer(request.method, path, body,
+                                    request.headers.get("Authorization"))
         self.calls.append(RecordedCall(request.method, path, body, response.status,
                                        request.headers.get("Authorization"), time.monotonic()))
         posted = response.status == 200 and request.method == "POST" and path.endswith("/messages")

@@ -13,7 +13,9 @@ slack-bolt unchanged, pointed here through `api_base_url`:
 - Web API at `/api/<method>` (JSON, form or query parameters, as slack_sdk sends them):
   `auth.test`, `chat.postMessage`, `chat.update`, `chat.startStream` / `chat.appendStream` /
   `chat.stopStream` (streams only in threads, as Slack), `assistant.threads.setStatus`,
-  `users.info`, `conversations.info`, `apps.connections.open`. Every call is recorded in
+  `users.info`, `conversations.info`, `apps.connections.open`, and `conversations.history` /
+  `conversations.replies` over what people said before the bot heard it (`said_earlier`).
+  Every call is recorded in
   `calls` with the time it arrived; `messages` holds what each of the bot's messages shows
   now and `statuses` each thread's assistant status. `fail(...)` makes the next calls of a
   method answer 429 with Retry-After or a Slack error code; `hold(...)` keeps a method's
@@ -156,6 +158,9 @@ class FakeSlack:
         self.channels: dict[str, dict[str, Any]] = {}
         self.calls: list[ApiCall] = []
         self.messages: dict[str, str] = {}  # the bot's messages by ts: what each shows now
+        # What people said before the bot heard it, by channel (`said_earlier`): served by
+        # conversations.history and conversations.replies.
+        self.earlier: dict[str, list[dict[str, Any]]] = {}
         self.streaming: set[str] = set()  # chat streams started and not stopped
         self.statuses: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> status
         self.socket_acks: list[dict[str, Any]] = []
@@ -711,6 +716,8 @@ class FakeSlack:
             "chat.appendStream": self._append_stream, "chat.stopStream": self._stop_stream,
             "assistant.threads.setStatus": self._set_status, "users.info": self._users_info,
             "conversations.info": self._conversations_info,
+            "conversations.history": self._conversations_history,
+            "conversations.replies": self._conversations_replies,
             "apps.connections.open": self._connections_open,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
             "files.getUploadURLExternal": self._get_upload_url,
@@ -814,6 +821,43 @@ class FakeSlack:
         if channel is None:
             return {"ok": False, "error": "channel_not_found"}
         return {"ok": True, "channel": channel}
+
+    def _earlier_before(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The channel's messages older than `latest` (newer too with `inclusive`)."""
+        latest = float(params.get("latest") or "inf")
+        inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
+        return [m for m in self.earlier.get(str(params.get("channel")), [])
+                if float(m["ts"]) < latest or (inclusive and float(m["ts"]) == latest)]
+
+    def _conversations_history(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Top-level messages, newest first, at most `limit` (Slack's order)."""
+        if str(params.get("channel")) not in self.earlier:
+            return {"ok": False, "error": "channel_not_found"}
+        top = [m for m in self._earlier_before(params)
+               if m.get("thread_ts") in (None, m["ts"])][::-1]
+        limit = int(params.get("limit") or 100)
+        return {"ok": True, "messages": top[:limit], "has_more": len(top) > limit}
+
+    def _conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A thread's parent and replies, oldest first, at most `limit` (Slack's order)."""
+        thread = str(params.get("ts"))
+        replies = [m for m in self._earlier_before(params)
+                   if m["ts"] == thread or m.get("thread_ts") == thread]
+        if not replies:
+            return {"ok": False, "error": "thread_not_found"}
+        limit = int(params.get("limit") or 100)
+        return {"ok": True, "messages": replies[:limit], "has_more": len(replies) > limit}
+
+    def said_earlier(self, text: str, *, user: str = "U0ALICE", channel: str = "C0GENERAL",
+                     thread_ts: str | None = None) -> dict[str, Any]:
+        """A message people sent before the bot heard it, as conversations.history returns
+        it (the same message can be delivered as an event later: `message_event` of it)."""
+        ts = self.next_ts()
+        message: dict[str, Any] = {"type": "message", "user": user, "text": text, "ts": ts}
+        if thread_ts is not None:
+            message["thread_ts"] = thread_ts
+        self.earlier.setdefault(channel, []).append(message)
+        return message
 
     def _set_suggested_prompts(self, params: dict[str, Any]) -> dict[str, Any]:
         prompts = params.get("prompts")

@@ -85,7 +85,8 @@ class Rig:
         return Counter(self.slack.messages.values())
 
 
-async def start_worker(tmp_path: Path, name: str, store_url: str, rig: Rig) -> Worker:
+async def start_worker(tmp_path: Path, name: str, store_url: str, rig: Rig, *,
+                       more_yaml: str = "") -> Worker:
     port = unused_port()
     config = tmp_path / f"{name}.yaml"
     config.write_text(f"""\
@@ -114,7 +115,7 @@ agents:
   support:
     system_prompt: You help.
     channels: [slack]
-""", encoding="utf-8")
+{more_yaml}""", encoding="utf-8")
     log = tmp_path / f"{name}.log"
     sink = log.open("wb")
     process = await asyncio.create_subprocess_exec(
@@ -132,7 +133,9 @@ agents:
 
 
 @pytest.fixture
-async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
+async def rig(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest
+              ) -> AsyncIterator[Rig]:
+    """Two workers; `request.param`, when a test gives one, is YAML added to their config."""
     url = make_url(pg_url)
     proxy = TcpProxy(url.port or 5432)
     await proxy.start()
@@ -142,7 +145,9 @@ async def rig(pg_url: str, tmp_path: Path) -> AsyncIterator[Rig]:
         made = Rig(slack, anthropic, proxy, [], pg_url)
         try:
             for name in ("a", "b"):
-                made.workers.append(await start_worker(tmp_path, name, store_url, made))
+                made.workers.append(await start_worker(
+                    tmp_path, name, store_url, made,
+                    more_yaml=getattr(request, "param", "")))
             yield made
         finally:
             for worker in made.workers:

@@ -24,14 +24,20 @@ on), and ends as the final text, once. The default posts once at the end with `s
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import structlog
 
 from threadline.channels.files import FileIntake
-from threadline.errors import ChannelPermanentError, ConfigError, InvalidMessageError
+from threadline.errors import (
+    ChannelError,
+    ChannelPermanentError,
+    ConfigError,
+    InvalidMessageError,
+)
 from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener
@@ -152,11 +158,26 @@ class PostedOnce(LiveReply):
         return await self._post(self._inbound, text, agent_name=self._agent_name)
 
 
+def thread_opening(message: StoredMessage, *, thread_conversation_id: str) -> StoredMessage:
+    """A channel post as the first turn of the thread under it (its own conversation), so
+    whoever answers in the thread sees what started it. One id per thread and post: storing
+    it twice stores it once."""
+    root = message.metadata.message_id
+    return replace(message, id=f"{thread_conversation_id}:{root}",
+                   conversation_id=thread_conversation_id, scope="thread",
+                   metadata=replace(message.metadata, thread_id=root),
+                   sequence=None, token_count=None)
+
+
 class Channel(ABC):
     """One connection to one platform (one bot token)."""
 
     channel_type: ClassVar[str]
     max_message_chars: ClassVar[int]
+    # Why the platform cannot give a bot the messages sent before it heard them (None: it
+    # can, `earlier_messages`); said to whoever asks.
+    no_earlier_messages: ClassVar[str | None] = (
+        "this platform gives a bot no messages sent before it heard them")
 
     def __init__(self, *, name: str, allow_bots: bool = False, streaming: bool = True,
                  broadcasters: Iterable[str] = ()) -> None:
@@ -188,6 +209,21 @@ class Channel(ABC):
     @abstractmethod
     async def stop(self) -> None:
         """Stop taking events and close connections; safe to call twice."""
+
+    async def earlier_messages(self, message: StoredMessage, *, limit: int
+                               ) -> list[StoredMessage]:
+        """Up to `limit` messages said before `message` in its thread (or channel), oldest
+        first, as turns with their platform ids, for a bot that joins a conversation late.
+        Raises `ChannelError` when the platform cannot give them (`no_earlier_messages`)."""
+        raise ChannelError(f"channel {self.name}: {self.no_earlier_messages}")
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """Connected enough for `earlier_messages`, taking no events: an operator's
+        `threadline history backfill`, beside (or without) the running bot."""
+        why = self.no_earlier_messages or "its earlier messages are read by the running bot only"
+        raise ChannelError(f"channel {self.name}: {why}")
+        yield  # an async generator, as asynccontextmanager needs
 
     @abstractmethod
     async def send_reply(

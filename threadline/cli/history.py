@@ -46,6 +46,8 @@ ACTIONS = {
     "export": "Write every turn of every conversation as JSON Lines.",
     "import": "Read turns from a JSON Lines export; turns already stored are skipped.",
     "prune": "Delete turns older than a number of days.",
+    "backfill": "Read what was said in a conversation before the bot heard it (Slack), "
+                "into a conversation the history does not know yet.",
     "reindex": "Give every turn without a vector by the installed embedding model one (a "
                "database filled before the embeddings extra, an import); resumable.",
 }
@@ -69,6 +71,10 @@ def add_arguments(action: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--out", type=Path, metavar="FILE", help="file (default stdout)")
     elif action == "import":
         parser.add_argument("file", type=Path, help="a JSON Lines export (- for stdin)")
+    elif action == "backfill":
+        from threadline.cli.backfill import add_arguments as backfill_arguments
+
+        backfill_arguments(parser)
     elif action == "prune":
         parser.add_argument("--older-than", type=float, required=True, metavar="DAYS",
                             dest="older_than", help="delete turns older than DAYS days")
@@ -292,10 +298,16 @@ async def _reindex(store: ConversationStore, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _backfill(store: ConversationStore, args: argparse.Namespace) -> int:
+    from threadline.cli.backfill import backfill_conversation  # builds a channel
+
+    return await backfill_conversation(store, args)
+
+
 StoreAction = Callable[[ConversationStore, argparse.Namespace], Awaitable[int]]
 _HANDLERS: dict[str, StoreAction] = {
     "list": _list, "show": _show, "search": _search, "export": _export, "import": _import,
-    "prune": _prune, "reindex": _reindex,
+    "prune": _prune, "reindex": _reindex, "backfill": _backfill,
 }
 
 

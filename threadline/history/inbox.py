@@ -23,12 +23,18 @@ written is claimed at its first words (marked as streaming) and updated to its f
 before it is finished: a process that died mid-stream left only part of an answer, and the
 turn is answered again (`threadline.reply_delivery`).
 
+A burst (`threadline.bursts`) is several turns of one person answered by one reply: the inbox
+keeps when each turn was received and which burst claimed it (`BurstInbox`), so the wait for a
+quiet moment is measured on the recorded turns, a process that dies while waiting loses none,
+and the process that owns the conversation next finds the same grouping.
+
 `SqlConversationStore` keeps both in its database (shared by every worker process);
 `MemoryInbox` serves the in-memory store and custom stores, for one process.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -79,6 +85,29 @@ class Delivery:
     reply: StoredMessage
     state: DeliveryState
     platform_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TimedTurn:
+    """An open turn with when it was received (seconds since the epoch) and the burst that
+    claimed it (its first turn's id; None: not claimed)."""
+
+    turn: InboxTurn
+    received_at: float
+    burst: str | None
+
+
+@runtime_checkable
+class BurstInbox(Protocol):
+    """What an inbox keeps for bursts; see the module docstring."""
+
+    async def open_turns_timed(self, conversation_id: str) -> list[TimedTurn]:
+        """The conversation's open turns, oldest first, with their times and bursts."""
+        ...
+
+    async def claim_burst(self, burst: str, turn_ids: Sequence[str]) -> list[str]:
+        """Claim open, unclaimed turns for `burst`; the ids claimed now, in the order given."""
+        ...
 
 
 @runtime_checkable
@@ -164,12 +193,25 @@ class MemoryInbox:
         self._remember = remember
         self._turns: dict[str, InboxTurn] = {}
         self._deliveries: dict[str, Delivery] = {}
+        self._received_at: dict[str, float] = {}
+        self._bursts: dict[str, str] = {}
 
     async def receive(self, message: StoredMessage, *, channel: str | None) -> bool:
         if message.id in self._turns:
             return False
         self._turns[message.id] = InboxTurn(message=message, channel=channel)
+        self._received_at[message.id] = time.time()
         return True
+
+    async def open_turns_timed(self, conversation_id: str) -> list[TimedTurn]:
+        return [TimedTurn(turn=t, received_at=self._received_at.get(t.turn_id, 0.0),
+                          burst=self._bursts.get(t.turn_id))
+                for t in await self.open_turns(conversation_id)]
+
+    async def claim_burst(self, burst: str, turn_ids: Sequence[str]) -> list[str]:
+        claimed = [i for i in turn_ids if self._open(i) is not None and i not in self._bursts]
+        self._bursts.update(dict.fromkeys(claimed, burst))
+        return claimed
 
     async def open_turns(self, conversation_id: str) -> list[InboxTurn]:
         return [t for t in self._turns.values()
@@ -203,6 +245,8 @@ class MemoryInbox:
         finished = [k for k, t in self._turns.items() if t.state not in OPEN_STATES]
         for key in finished[: max(len(finished) - self._remember, 0)]:
             del self._turns[key]
+            self._received_at.pop(key, None)
+            self._bursts.pop(key, None)
         return any(t.conversation_id == turn.conversation_id and t.state in OPEN_STATES
                    for t in self._turns.values())
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from threadline.backends.sql.operations import SqlRunner
 from threadline.history.codec import message_from_dict, message_to_dict
-from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TurnState
+from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TimedTurn, TurnState
 from threadline.history.model import StoredMessage
 
 # How the store runs one operation: (what it does, whether it writes, the function, its args).
@@ -69,6 +69,25 @@ def _open_turns(conn: SqlRunner, conversation_id: str) -> list[InboxTurn]:
     return [InboxTurn(message=message_from_dict(json.loads(row[0])), channel=row[1],
                       state=TurnState(row[2]), attempts=int(row[3]), error=row[4])
             for row in rows]
+
+
+def _open_turns_timed(conn: SqlRunner, conversation_id: str) -> list[TimedTurn]:
+    rows = conn.rows(
+        f"SELECT message_json, channel, state, attempts, error, received_us, burst_id "
+        f"FROM threadline_inbox WHERE conversation_id = :cid AND {_OPEN} ORDER BY row_id",
+        {"cid": conversation_id})
+    return [TimedTurn(turn=InboxTurn(message=message_from_dict(json.loads(row[0])),
+                                     channel=row[1], state=TurnState(row[2]),
+                                     attempts=int(row[3]), error=row[4]),
+                      received_at=int(row[5]) / 1e6, burst=row[6])
+            for row in rows]
+
+
+def _claim_burst(conn: SqlRunner, burst: str, turn_ids: Sequence[str]) -> list[str]:
+    # Only turns still open and unclaimed: a burst, once claimed, is what every process sees.
+    return [turn_id for turn_id in turn_ids if conn.rowcount(
+        f"UPDATE threadline_inbox SET burst_id = :burst WHERE turn_id = :turn_id AND {_OPEN} "
+        "AND burst_id IS NULL", {"burst": burst, "turn_id": turn_id}) == 1]
 
 
 def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
@@ -218,6 +237,16 @@ class SqlTurnInbox:
         turns: list[InboxTurn] = await self._run("read the inbox", False, _open_turns,
                                                  conversation_id)
         return turns
+
+    async def open_turns_timed(self, conversation_id: str) -> list[TimedTurn]:
+        turns: list[TimedTurn] = await self._run("read the inbox", False, _open_turns_timed,
+                                                 conversation_id)
+        return turns
+
+    async def claim_burst(self, burst: str, turn_ids: Sequence[str]) -> list[str]:
+        claimed: list[str] = await self._run("claim a burst of turns", True, _claim_burst,
+                                             burst, list(turn_ids))
+        return claimed
 
     async def conversations_waiting(self, *, limit: int = 100) -> list[str]:
         waiting: list[str] = await self._run("read the inbox", False, _conversations_waiting,

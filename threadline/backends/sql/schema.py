@@ -239,6 +239,8 @@ inbox = Table(
     Column("message_json", Text),
     Column("received_us", BigInteger, nullable=False),
     Column("updated_us", BigInteger, nullable=False),
+    # The burst that claimed the turn (its first turn's id): `threadline.bursts`.
+    Column("burst_id", String(255)),
     Index("ix_threadline_inbox_open", "conversation_id", "row_id",
           sqlite_where=text("state IN ('received', 'answering')"),
           postgresql_where=text("state IN ('received', 'answering')")),

@@ -112,6 +112,7 @@ class DiscordChannel(Channel):
 
     channel_type = CHANNEL_TYPE
     max_message_chars = 2000
+    no_earlier_messages = None  # a channel's history (`earlier_messages`)
 
     def __init__(
         self,
@@ -460,6 +461,36 @@ class DiscordChannel(Channel):
                     outcome="not recorded and not answered; Discord does not deliver it again",
                     what_to_do="fix the store (see the error), then ask the author to send "
                                "the message again or answer it by hand")
+
+    async def earlier_messages(self, message: StoredMessage, *, limit: int
+                               ) -> list[StoredMessage]:
+        """The channel's (or thread's) messages before `message`, read from its history and
+        read as events are (the same ids, the bot's own and unheard bots' left out)."""
+        meta = message.metadata
+        where = meta.thread_id or meta.channel_id
+        if self._client is None or not where or not meta.message_id:
+            raise ChannelError(f"Discord channel '{self.name}': cannot read the history of "
+                               f"{message.conversation_id} (not started, or no channel id)")
+        try:
+            channel = (self._client.get_channel(int(where))
+                       or await self._client.fetch_channel(int(where)))
+            if not isinstance(channel, discord.abc.Messageable):
+                raise ChannelError(f"Discord channel '{self.name}': {where} has no messages")
+            found = [m async for m in channel.history(
+                limit=limit, before=discord.Object(int(meta.message_id)))]
+        except discord.HTTPException as error:
+            raise ChannelError(f"Discord channel '{self.name}': reading the history of "
+                               f"{where} failed ({error}); the bot needs the Read Message "
+                               "History permission there") from error
+        earlier = []
+        for said in reversed(found):  # oldest first
+            if said.type not in _ACCEPTED_TYPES or not self._from_someone_we_hear(said.author):
+                continue
+            location = await self._locate(said.channel, channel_id=said.channel.id,
+                                          guild_id=said.guild.id if said.guild else None)
+            earlier.append(to_stored_message(said, location=location,
+                                             bot_user_id=self._bot_user_id))
+        return earlier
 
     async def _handle_press(self, interaction: discord.Interaction) -> None:
         """A button of a command's answer: the command it carries, as an invocation."""

@@ -162,5 +162,7 @@ def to_stored_message(
             mentions=mentions,
             reply_to_message_id=reply_to_message_id,
             reply_to_participant_id=reply_to_participant_id,
+            # Another bot's message (taken with `allow_bots`) is known as one, as on Slack.
+            extra={"is_bot": True} if message.author.bot else {},
         ),
     )

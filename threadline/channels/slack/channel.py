@@ -57,8 +57,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -89,6 +89,7 @@ from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.intake import RecentKeys
 from threadline.channels.live import RateGate
 from threadline.channels.slack.directory import SlackDirectory
+from threadline.channels.slack.earlier import earlier_messages
 from threadline.channels.slack.events import (
     CHANNEL_TYPE,
     CHOICE_ACTION,
@@ -164,6 +165,7 @@ class SlackChannel(Channel):
 
     channel_type = CHANNEL_TYPE
     max_message_chars = 3900
+    no_earlier_messages = None  # conversations.replies / conversations.history: `earlier`
 
     def __init__(
         self,
@@ -458,6 +460,38 @@ class SlackChannel(Channel):
             return None
         link = f"https://slack.com/archives/{meta.channel_id}/p{meta.message_id.replace('.', '')}"
         return f"{link}?thread_ts={meta.thread_id}" if meta.thread_id else link
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """The bot token's workspace, to read earlier messages in, without taking events
+        (the running bot, if any, keeps taking them)."""
+        if self._session is not None:
+            yield  # started: read with what it holds
+            return
+        if self._oauth is not None:
+            raise ChannelError(f"Slack channel {self.name!r} serves the workspaces it is "
+                               "installed in: their earlier messages are read by the running "
+                               "bot, when an agent is first addressed (backfill: enabled)")
+        self._session = aiohttp.ClientSession()
+        try:
+            self._client = self._new_client(self._bot_token or None)
+            directory = SlackDirectory(self._client)
+            await self._learn_identity(self._client, directory)
+            self._home = SlackWorkspace(self._team_id, self._client, directory)
+            yield
+        finally:
+            await self._session.close()
+            self._session = self._client = self._home = None
+
+    async def earlier_messages(self, message: StoredMessage, *, limit: int
+                               ) -> list[StoredMessage]:
+        """What was said in the thread (or channel) before `message`: `slack.earlier`."""
+        workspace = await self._workspace_of(message)
+        bound = self._log.bind(conversation_id=message.conversation_id)
+        return await earlier_messages(
+            message, client=workspace.client, team_id=self.team_of(message),
+            own_ids=self._own_ids, allow_bots=self.allow_bots, limit=limit,
+            make_turn=lambda post: self._turn(post, workspace, bound))
 
     async def person_timezone(self, message: StoredMessage) -> str | None:
         """The author's time zone from `users.info` (cached by the directory)."""

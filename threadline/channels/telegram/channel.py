@@ -124,6 +124,8 @@ class TelegramChannel(Channel):
 
     channel_type = "telegram"
     max_message_chars = 4096
+    no_earlier_messages = ("Telegram's Bot API gives a bot no chat history: it sees only "
+                           "the messages sent while it is in the chat")
 
     def __init__(
         self,

@@ -1,0 +1,1 @@
+"""Ambient agents: listening in a room, and speaking only when they decide to (`stage`)."""
