@@ -24,6 +24,7 @@ BUILT_IN = {
     "slack": "threadline.channels.slack.platform:PLATFORM",
     "telegram": "threadline.channels.telegram.platform:PLATFORM",
     "discord": "threadline.channels.discord.platform:PLATFORM",
+    "matrix": "threadline.channels.matrix.platform:PLATFORM",
 }
 # The platform of the embedded default config's one channel (and of `threadline demo`).
 DEFAULT_PLATFORM = "local"

@@ -3,9 +3,9 @@
 Every part lives in the history's database and shares its threads, connections and error
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
 records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
-extra), gateway shard leases, a Slack app's installations; on PostgreSQL a conversation lock
-(advisory locks) owns a conversation across processes. Turns the database cannot take wait in
-an outbox file beside it.
+extra), gateway shard leases, a Slack app's installations, Matrix accounts' sync positions; on
+PostgreSQL a conversation lock (advisory locks) owns a conversation across processes. Turns the
+database cannot take wait in an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from threadline.backends.sql.files import SqlFileStore
 from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.link_requests import SqlLinkRequests
 from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.matrix_sync import SqlMatrixSyncPositions
 from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.schedules import SqlScheduleBook
@@ -71,7 +72,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
                    shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,
-                   platform_parts={"slack": partial(_slack_installations, store)},
+                   platform_parts={"slack": partial(_slack_installations, store),
+                                   "matrix": partial(SqlMatrixSyncPositions, store)},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 

@@ -1,0 +1,459 @@
+"""The Matrix channel: one account on a homeserver, driven through matrix-nio's `AsyncClient`.
+
+What to know when running it:
+- Login is an access token (`whoami` names the account and device; nio's `restore_login`
+  takes them). Events come from `/sync` long polls (`matrix.sync`); the sync position is kept
+  by the backend once each batch is recorded, so a restart misses nothing and repeats nothing.
+- Rooms and threads: the main timeline of a room is one conversation, each `m.thread` another;
+  replies go into the thread of the message they answer (`matrix.outbound`). A room of two
+  members (the bot and one person) is a DM: every message there is for the bot.
+- Mentions: `m.mentions` user ids and the pills in `formatted_body` (`matrix.inbound`); `@name`
+  written in the text addresses an agent of that name, like on every platform.
+- Edits (`m.replace`) and redactions reach the inbox as `on_edit` / `on_delete`; the
+  original's conversation is the one this process saw it in, else read from the homeserver.
+- Approvals and other choices are numbered reactions on the bot's post (`matrix.outbound`).
+- Files (`m.image`, `m.file`, `m.audio`, `m.video`) are fetched from the homeserver's
+  authenticated media API with the bot's token (`threadline.channels.fetch_policy`).
+- Encrypted rooms are refused: this channel keeps no end-to-end keys, so it cannot read them.
+  `check` names each encrypted room the account is in; a message that arrives encrypted is
+  answered once per room, in the room, saying so.
+- Invites: rooms are joined when the inviter, or the inviter's server, is in `auto_join`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    ErrorResponse,
+    JoinedMembersResponse,
+    RoomGetEventResponse,
+    RoomGetStateEventResponse,
+    RoomSendResponse,
+    WhoamiResponse,
+)
+
+from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.fetch_policy import FileHosts
+from threadline.channels.files import take_in
+from threadline.channels.matrix.inbound import (
+    Room,
+    command_turn,
+    conversation_id,
+    inbound_turn,
+    incoming_files,
+    relation_of,
+    turn_id,
+)
+from threadline.channels.matrix.outbound import (
+    CHOICE_KEYS,
+    TYPING_MS,
+    MatrixReply,
+    chosen_command,
+    reply_content,
+    transaction_id,
+    with_choices,
+)
+from threadline.channels.matrix.sync import SyncLoop
+from threadline.channels.matrix.sync_tokens import PositionInMemory, SyncTokens
+from threadline.channels.text import split_text
+from threadline.channels.unreachable import host_of, unreachable
+from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
+from threadline.history.model import StoredMessage
+
+if TYPE_CHECKING:
+    from threadline.commands import CommandChoice
+
+log = structlog.get_logger("threadline.channels.matrix")
+
+_REMEMBERED_EVENTS = 10_000
+_AUTH_CODES = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
+_PERMANENT_CODES = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_TOO_LARGE", "M_BAD_JSON",
+                              "M_NOT_JSON", "M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
+ENCRYPTED_REFUSAL = (
+    "This room is end-to-end encrypted, and this bot keeps no encryption keys, so it cannot "
+    "read what is said here. Talk to it in a room without encryption.")
+
+
+class MatrixChannel(Channel):
+    """A Matrix account as a Threadline channel (see the module docstring)."""
+
+    channel_type = "matrix"
+    # An event is at most 65,536 bytes of JSON; 4 bytes a character leaves room for the rest.
+    max_message_chars = 15_000
+
+    def __init__(self, *, name: str, homeserver: str, access_token: str,
+                 sync_tokens: SyncTokens | None = None, auto_join: Sequence[str] = (),
+                 file_hosts: Sequence[str] = (), sync_timeout_ms: int = 30_000,
+                 allow_bots: bool = False, streaming: bool = True) -> None:
+        super().__init__(name=name, allow_bots=allow_bots, streaming=streaming)
+        where = f"matrix channel {name!r}"
+        if not homeserver.startswith(("https://", "http://")):
+            raise ConfigError(f"{where}: homeserver must be the homeserver's URL "
+                              f"(https://matrix.example.org), got {homeserver!r}.")
+        if not access_token:
+            raise ConfigError(f"{where}: access_token is empty; set it to the bot account's "
+                              "access token (docs/platforms/matrix.md says how to get one).")
+        self._homeserver = homeserver.rstrip("/")
+        self._token = access_token
+        self._tokens = sync_tokens or PositionInMemory()
+        self.keeps_position = sync_tokens is not None
+        self._auto_join = tuple(a.strip() for a in auto_join if a.strip())
+        self._file_hosts = FileHosts.of(channel=name, setting=f"channels.{name}.file_hosts",
+                                        platform_hosts=(),
+                                        configured=[host_of(self._homeserver), *file_hosts])
+        self._sync_timeout_ms = sync_timeout_ms
+        self._client: AsyncClient | None = None
+        self._sync: SyncLoop | None = None
+        self._events: ChannelEvents | None = None
+        self._rooms: dict[str, Room] = {}
+        self._joined: set[str] = set()
+        self._refused_rooms: set[str] = set()
+        self._names: dict[str, str] = {}
+        # event id -> the conversation this process saw it in (for its edits and redactions)
+        self._seen: OrderedDict[str, str] = OrderedDict()
+        self._log = log.bind(channel=name)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _new_client(self) -> AsyncClient:
+        config = AsyncClientConfig(max_limit_exceeded=5, max_timeouts=2, request_timeout=60,
+                                   store_sync_tokens=False, encryption_enabled=False)
+        client = AsyncClient(self._homeserver, config=config)
+        client.access_token = self._token
+        return client
+
+    async def _log_in(self, client: AsyncClient) -> None:
+        """Who the token belongs to (`whoami`), restored into the client as nio requires."""
+        try:
+            me = await client.whoami()
+        except Exception as exc:
+            raise ChannelError(unreachable(
+                where=f"matrix channel {self.name!r}", service="the Matrix homeserver",
+                action="ask who the bot is (whoami)", url=self._homeserver,
+                setting=f"channels.{self.name}.homeserver", error=exc)) from exc
+        if not isinstance(me, WhoamiResponse):
+            raise self._failure(me, action="ask who the bot is (whoami)")
+        client.restore_login(me.user_id, me.device_id or "", self._token)
+        self.identity = BotIdentity(user_id=me.user_id,
+                                    username=me.user_id.partition(":")[0].lstrip("@"),
+                                    display_name=await self._display_name(client, me.user_id))
+
+    async def start(self, events: ChannelEvents) -> None:
+        if self._client is not None:
+            raise ChannelError(f"matrix channel {self.name!r} is already started; call stop() "
+                               "before starting it again.")
+        client = self._new_client()
+        try:
+            await self._log_in(client)
+            joined = await client.joined_rooms()
+            self._joined = set(getattr(joined, "rooms", []))
+            assert self.identity is not None
+            self._events = events
+            self._sync = SyncLoop(client=client, tokens=self._tokens,
+                                  account=self.identity.user_id, take=self._take,
+                                  invited=self._invited, skip=self.skip_event, log=self._log,
+                                  channel=self.name, timeout_ms=self._sync_timeout_ms)
+            self._client = client
+            await self._sync.start()
+        except BaseException:
+            self._client = None
+            await client.close()
+            raise
+        self._log.info("matrix.started", user=self.identity.user_id,
+                       position_kept=self.keeps_position)
+
+    async def stop(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        if self._sync is not None:
+            await self._sync.stop()
+        await client.close()
+        self._log.info("matrix.stopped")
+
+    def receiving(self) -> str | None:
+        if self._client is None or self._sync is None:
+            return "not connected"
+        return self._sync.listener.problem() or self._sync.failure
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    async def _take(self, room_id: str, event: Mapping[str, Any]) -> None:
+        """One timeline event; returns once it is handled (`TurnNotRecordedError` escapes)."""
+        assert self._events is not None and self.identity is not None
+        kind, sender = event.get("type"), event.get("sender")
+        if sender == self.identity.user_id or not isinstance(sender, str):
+            return
+        if kind == "m.room.member":
+            self._rooms.pop(room_id, None)  # who is in the room changed
+        elif kind == "m.room.encrypted":
+            await self._refuse_encrypted(room_id)
+        elif kind == "m.room.redaction":
+            redacted = event.get("redacts") or event.get("content", {}).get("redacts")
+            if isinstance(redacted, str):
+                await self._events.on_delete(await self._where(room_id, redacted),
+                                             turn_id(room_id, redacted))
+        elif kind == "m.reaction":
+            await self._take_reaction(room_id, event)
+        elif kind == "m.room.message":
+            content = event.get("content")
+            relates = content.get("m.relates_to") if isinstance(content, Mapping) else None
+            if isinstance(relates, Mapping) and relates.get("rel_type") == "m.replace":
+                await self._take_edit(room_id, relates, content or {})
+            else:
+                await self._take_message(room_id, event)
+
+    async def _take_message(self, room_id: str, event: Mapping[str, Any]) -> None:
+        assert self._events is not None and self.identity is not None
+        room = await self._room(room_id)
+        turn = inbound_turn(event, room=room, bot=self.identity,
+                            sender_name=await self._sender_name(event["sender"]))
+        if turn is None:
+            return
+        self._remember(str(event["event_id"]), turn.conversation_id)
+        files = incoming_files(event["content"], homeserver=self._homeserver,
+                               token=self._token, hosts=self._file_hosts)
+        turn = await take_in(turn, files, self.file_intake)
+        await self._events.on_message(turn, self)
+
+    async def _take_edit(self, room_id: str, relates: Mapping[str, Any],
+                         content: Mapping[str, Any]) -> None:
+        assert self._events is not None
+        original, new = relates.get("event_id"), content.get("m.new_content")
+        body = new.get("body") if isinstance(new, Mapping) else None
+        if isinstance(original, str) and isinstance(body, str):
+            await self._events.on_edit(await self._where(room_id, original),
+                                       turn_id(room_id, original), body)
+
+    async def _take_reaction(self, room_id: str, event: Mapping[str, Any]) -> None:
+        """A reaction to one of our choice posts is that choice's command, said by its author."""
+        assert self._events is not None and self.identity is not None
+        relates = event.get("content", {}).get("m.relates_to", {})
+        target, key = relates.get("event_id"), relates.get("key")
+        if not isinstance(target, str) or key not in CHOICE_KEYS:
+            return
+        post = await self._event(room_id, target)
+        if post is None or post.get("sender") != self.identity.user_id:
+            return
+        command = chosen_command(post, str(key))
+        if command is None:
+            return
+        thread = relation_of(post.get("content") or {}).thread_root
+        turn = command_turn(event, room=await self._room(room_id), command=command,
+                            sender_name=await self._sender_name(event["sender"]),
+                            thread_root=thread)
+        await self._events.on_message(turn, self)
+
+    async def _invited(self, room_id: str, invite_state: Sequence[Mapping[str, Any]]) -> None:
+        """Join a room we were invited to when its inviter may invite us (`auto_join`). The
+        invite shows again after joining; a room joined already is left alone."""
+        assert self.identity is not None and self._client is not None
+        if room_id in self._joined:
+            return
+        inviter = next((e.get("sender") for e in invite_state
+                        if e.get("type") == "m.room.member"
+                        and e.get("state_key") == self.identity.user_id), None)
+        if not isinstance(inviter, str) or not self._may_invite(inviter):
+            self._log.info("matrix.invite_ignored", room_id=room_id, inviter=inviter,
+                           outcome=f"not joined; add the inviter or its server to "
+                                   f"channels.{self.name}.auto_join")
+            return
+        joined = await self._client.join(room_id)
+        if isinstance(joined, ErrorResponse):
+            self._log.warning("matrix.join_failed", room_id=room_id, error=str(joined))
+            return
+        self._joined.add(room_id)
+        self._log.info("matrix.joined", room_id=room_id, inviter=inviter)
+
+    def _may_invite(self, inviter: str) -> bool:
+        server = inviter.partition(":")[2]
+        return any(entry in (inviter, server, "*") for entry in self._auto_join)
+
+    async def _refuse_encrypted(self, room_id: str) -> None:
+        """Say once per room, in the room, that encrypted messages cannot be read."""
+        self._log.warning("matrix.encrypted_event_refused", room_id=room_id,
+                          outcome="not read: this channel keeps no encryption keys")
+        if room_id in self._refused_rooms or self._client is None:
+            return
+        self._refused_rooms.add(room_id)
+        sent = await self._client.room_send(
+            room_id, "m.room.message", {"msgtype": "m.notice", "body": ENCRYPTED_REFUSAL,
+                                        "m.mentions": {}},
+            tx_id="tl-encrypted-" + hashlib.sha256(room_id.encode()).hexdigest()[:24])
+        if isinstance(sent, ErrorResponse):
+            self._log.warning("matrix.refusal_not_posted", room_id=room_id, error=str(sent))
+
+    # -- what the homeserver knows, asked once -----------------------------------------------
+
+    def _remember(self, event_id: str, conversation: str) -> None:
+        self._seen[event_id] = conversation
+        while len(self._seen) > _REMEMBERED_EVENTS:
+            self._seen.popitem(last=False)
+
+    async def _where(self, room_id: str, event_id: str) -> str:
+        """The conversation of an event: as seen here, else as the homeserver has it (an
+        event redacted already has lost its thread: then the room's timeline)."""
+        if event_id in self._seen:
+            return self._seen[event_id]
+        event = await self._event(room_id, event_id)
+        thread = relation_of((event or {}).get("content") or {}).thread_root
+        return conversation_id(room_id, thread)
+
+    async def _event(self, room_id: str, event_id: str) -> Mapping[str, Any] | None:
+        assert self._client is not None
+        found = await self._client.room_get_event(room_id, event_id)
+        if not isinstance(found, RoomGetEventResponse):
+            self._log.info("matrix.event_not_read", room_id=room_id, event_id=event_id,
+                           error=str(found))
+            return None
+        source = getattr(found.event, "source", None)
+        return source if isinstance(source, Mapping) else None
+
+    async def _room(self, room_id: str) -> Room:
+        """The room's name and whether it is a DM (two members), asked once per membership."""
+        if room_id in self._rooms:
+            return self._rooms[room_id]
+        assert self._client is not None
+        members = await self._client.joined_members(room_id)
+        count = len(members.members) if isinstance(members, JoinedMembersResponse) else 0
+        if isinstance(members, JoinedMembersResponse):
+            for member in members.members:
+                if member.display_name:
+                    self._names[member.user_id] = member.display_name
+        cached = self._client.rooms.get(room_id)
+        name = cached.display_name if cached is not None and cached.name else None
+        self._rooms[room_id] = Room(room_id=room_id, name=name, is_direct=count == 2)
+        return self._rooms[room_id]
+
+    async def _sender_name(self, user_id: str) -> str:
+        if user_id not in self._names and self._client is not None:
+            self._names[user_id] = await self._display_name(self._client, user_id)
+        return self._names[user_id]
+
+    @staticmethod
+    async def _display_name(client: AsyncClient, user_id: str) -> str:
+        answer = await client.get_displayname(user_id)
+        name = getattr(answer, "displayname", None)
+        return name if isinstance(name, str) and name else user_id.partition(":")[0][1:]
+
+    # -- outbound --------------------------------------------------------------------------
+
+    def _started(self, action: str) -> AsyncClient:
+        if self._client is None:
+            raise ChannelError(f"matrix channel {self.name!r} cannot {action} before start().")
+        return self._client
+
+    def open_reply(self, inbound: StoredMessage, *, agent_name: str | None = None) -> LiveReply:
+        return MatrixReply(channel=self, inbound=inbound, agent_name=agent_name, log=self._log)
+
+    async def set_typing(self, inbound: StoredMessage, *, typing: bool) -> None:
+        """Show (or clear) the bot typing in the room of `inbound`; a refusal is only logged
+        when clearing, and raised when showing (the renewal logs it once)."""
+        client = self._started("show typing")
+        answer = await client.room_typing(self.delivered_here(inbound), typing_state=typing,
+                                          timeout=TYPING_MS)
+        if isinstance(answer, ErrorResponse):
+            if typing:
+                raise self._failure(answer, action="show typing", conversation=inbound.
+                                    conversation_id)
+            self._log.info("matrix.typing_not_cleared", error=str(answer))
+
+    async def send_reply(self, inbound: StoredMessage, text: str, *,
+                         agent_name: str | None = None) -> list[str]:
+        return await self._post(inbound, text, agent_name=agent_name)
+
+    async def send_choices(self, inbound: StoredMessage, text: str,
+                           choices: Sequence[CommandChoice], *,
+                           agent_name: str | None = None) -> list[str]:
+        """The text with its choices as reactions; the bot reacts with each key first."""
+        posted = await self._post(inbound, text, agent_name=agent_name, choices=choices)
+        client = self._started("offer choices")
+        room_id = self.delivered_here(inbound)
+        for key, _choice in zip(CHOICE_KEYS, choices, strict=False):
+            await client.room_send(room_id, "m.reaction", {"m.relates_to": {
+                "rel_type": "m.annotation", "event_id": posted[-1], "key": key}},
+                tx_id=transaction_id(inbound, agent_name, -1, posted[-1] + key))
+        return posted
+
+    async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
+                    choices: Sequence[CommandChoice] = ()) -> list[str]:
+        client = self._started("send a reply")
+        room_id = self.delivered_here(inbound)
+        broadcast = self.may_broadcast(inbound, agent_name)
+        parts = split_text(text, self.max_message_chars)
+        posted: list[str] = []
+        for index, part in enumerate(parts):
+            content = reply_content(inbound, part, broadcast=broadcast)
+            if choices and index == len(parts) - 1:
+                content = with_choices(content, choices)
+            sent = await client.room_send(room_id, "m.room.message", content,
+                                          tx_id=transaction_id(inbound, agent_name, index, part))
+            if not isinstance(sent, RoomSendResponse):
+                error = self._failure(sent, action=f"post part {index + 1} of {len(parts)} "
+                                      "of a reply", conversation=inbound.conversation_id)
+                self._log.error("matrix.reply_failed", conversation_id=inbound.conversation_id,
+                                error=str(error))
+                raise error
+            posted.append(sent.event_id)
+        return posted
+
+    def _failure(self, answer: Any, *, action: str, conversation: str | None = None
+                 ) -> ChannelError:
+        """Our error for a refused request: what failed, where, and what to do."""
+        where = f"matrix channel {self.name!r}" + (f", {conversation}" if conversation else "")
+        code = getattr(answer, "status_code", None)
+        what = f"{where}: could not {action}: {answer}"
+        if code in _AUTH_CODES:
+            return ChannelAuthError(f"{where}: could not {action}: the homeserver refused the "
+                                    f"access token ({code}); log the bot in again and set "
+                                    f"channels.{self.name}.access_token.")
+        if code in _PERMANENT_CODES:
+            return ChannelPermanentError(f"{what}. Not retrying (is the bot still in the "
+                                         "room, and allowed to post there?).")
+        return ChannelError(f"{what}. Check that {self._homeserver} is up and try again.")
+
+    # -- diagnostics -----------------------------------------------------------------------
+
+    async def check(self) -> list[str]:
+        """Who the token belongs to, and the rooms this channel cannot read. Before `start()`
+        it connects just long enough to ask (`threadline check`)."""
+        client = self._client
+        opened = client is None
+        if client is None:
+            client = self._new_client()
+        try:
+            if opened:
+                await self._log_in(client)
+            joined = await client.joined_rooms()
+            rooms = list(getattr(joined, "rooms", []))
+            problems = [await self._encryption_problem(client, room) for room in rooms]
+        finally:
+            if opened:
+                await client.close()
+        found = [p for p in problems if p]
+        if not self.keeps_position:
+            found.append(f"matrix channel {self.name!r}: the backend keeps no sync position "
+                         "(the memory backend), so after a restart what was said while the "
+                         "bot was stopped is not answered; use a SQLite or PostgreSQL store.")
+        if not rooms and not self._auto_join:
+            found.append(f"matrix channel {self.name!r}: the account is in no room and "
+                         f"channels.{self.name}.auto_join is empty, so invites are not "
+                         "accepted; invite it and list the inviter's server there.")
+        if self._sync is not None and self._sync.failure:
+            found.append(f"matrix channel {self.name!r}: {self._sync.failure}")
+        return found
+
+    async def _encryption_problem(self, client: AsyncClient, room_id: str) -> str | None:
+        state = await client.room_get_state_event(room_id, "m.room.encryption")
+        if isinstance(state, RoomGetStateEventResponse) and state.content.get("algorithm"):
+            return (f"matrix channel {self.name!r}: room {room_id} is end-to-end encrypted; "
+                    "this channel keeps no encryption keys and cannot read it (its messages "
+                    "are refused). Use a room without encryption, or leave that room.")
+        return None
