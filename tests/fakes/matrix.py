@@ -26,6 +26,7 @@ import itertools
 import json
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -238,6 +239,11 @@ class FakeMatrix:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(self.messages_sent()) >= count)
         return self.messages_sent()[:count]
+
+    async def wait_until(self, condition: Callable[[], bool], *, within: float = 10.0) -> None:
+        """Wait until `condition()` holds, checked whenever a request was answered."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(condition)
 
     async def wait_for_sync_past(self, position: int, *, within: float = 10.0) -> None:
         """Wait until the bot synced from `position` or later (it took what came before)."""

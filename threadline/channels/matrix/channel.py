@@ -356,6 +356,8 @@ class MatrixChannel(Channel):
     async def set_typing(self, inbound: StoredMessage, *, typing: bool) -> None:
         """Show (or clear) the bot typing in the room of `inbound`; a refusal is only logged
         when clearing, and raised when showing (the renewal logs it once)."""
+        if self._client is None and not typing:
+            return  # stopped: nothing is shown any more
         client = self._started("show typing")
         answer = await client.room_typing(self.delivered_here(inbound), typing_state=typing,
                                           timeout=TYPING_MS)
