@@ -188,6 +188,10 @@ class FakeMatrix:
             "m.relates_to": {"rel_type": "m.replace", "event_id": original["event_id"]}})
 
     def redact(self, room_id: str, original: dict[str, Any]) -> dict[str, Any]:
+        """The original loses its content (relations too), as the redaction algorithm says."""
+        for entry in self._log:
+            if entry.event.get("event_id") == original["event_id"]:
+                entry.event = {**entry.event, "content": {}}
         return self._event(room_id, original["sender"], "m.room.redaction", {},
                            redacts=original["event_id"])
 

@@ -10,6 +10,10 @@ them by turn id. After a kill -9 the same holds: the restarted bot asks from the
 kept. Any other failure of one event is logged and counted (`skip`), and the batch goes on:
 one bad event never stalls the room.
 
+Each sync's JSON is read here, one event at a time, rather than by nio's `SyncResponse`: that
+parses a whole batch at once, and one event it cannot parse would fail every sync from that
+position on, stalling the bot for good.
+
 The first run of an account (no position kept) asks once without `since` and takes only the
 invites: the rooms' earlier history is not answered. Each later sync is a long poll of
 `timeout_ms`; errors (the homeserver down, 5xx, a revoked token) are logged and retried with a
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
-from nio import AsyncClient, SyncError, SyncResponse
+from nio import AsyncClient
 
 from threadline.channels.matrix.sync_tokens import SyncTokens
 from threadline.channels.supervise import SupervisedListener
-from threadline.errors import TurnNotRecordedError
+from threadline.errors import ChannelError, TurnNotRecordedError
 
 EventTaker = Callable[[str, Mapping[str, Any]], Coroutine[Any, Any, None]]
 InviteTaker = Callable[[str, Sequence[Mapping[str, Any]]], Awaitable[None]]
@@ -37,7 +43,9 @@ _FIRST_PAUSE = 1.0
 _MAX_PAUSE = 30.0
 _STOP_GRACE_SECONDS = 10.0
 # The first sync of an account reads no history: only one event a room, and it is not taken.
-_FIRST_SYNC_FILTER = {"room": {"timeline": {"limit": 1}}}
+_FIRST_SYNC_FILTER = json.dumps({"room": {"timeline": {"limit": 1}}})
+# How much longer than the long poll a sync may take before it counts as failed.
+_SYNC_GRACE_SECONDS = 15.0
 
 
 def _pause_after(previous: float) -> float:
@@ -67,12 +75,10 @@ class SyncLoop:
         """Read the kept position (or take the present, on an account's first run); poll."""
         self.position = await self._tokens.position(self._account)
         if self.position is None:
-            first = await self._client.sync(timeout=0, sync_filter=_FIRST_SYNC_FILTER)
-            if isinstance(first, SyncError):
-                raise _SyncRefused(str(first))
+            first = await self._sync({"filter": _FIRST_SYNC_FILTER, "timeout": "0"})
             await self._take_invites(first)
-            await self._tokens.keep(self._account, first.next_batch)
-            self.position = first.next_batch
+            self.position = _next_batch_of(first)
+            await self._tokens.keep(self._account, self.position)
             self._log.info("matrix.first_sync", position=self.position,
                            outcome="earlier messages are not answered")
         self._stopping.clear()
@@ -108,10 +114,11 @@ class SyncLoop:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), pause)
 
-    async def _next_batch(self) -> SyncResponse | None:
+    async def _next_batch(self) -> Mapping[str, Any] | None:
         """The events after the position, or None once `stop` was called."""
-        poll = asyncio.ensure_future(self._client.sync(timeout=self._timeout_ms,
-                                                       since=self.position))
+        query = {"timeout": str(self._timeout_ms),
+                 **({"since": self.position} if self.position else {})}
+        poll = asyncio.ensure_future(self._sync(query))
         stopping = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -120,24 +127,38 @@ class SyncLoop:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await poll
             return None
-        try:
-            response = poll.result()
-        except Exception as error:  # no connection, or an answer nio could not read
-            raise _SyncRefused(f"{type(error).__name__}: {error}") from error
-        if isinstance(response, SyncError):
-            raise _SyncRefused(str(response))
-        return response
+        return poll.result()
 
-    async def _take_batch(self, batch: SyncResponse) -> None:
+    async def _sync(self, query: Mapping[str, str]) -> Mapping[str, Any]:
+        """One `/sync` as JSON (the token in the header, never in the URL)."""
+        path = f"/_matrix/client/v3/sync?{urlencode(query)}"
+        wait = int(query.get("timeout", "0")) / 1000 + _SYNC_GRACE_SECONDS
+        try:
+            async with asyncio.timeout(wait):
+                response = await self._client.send(
+                    "GET", path, headers={"Authorization": f"Bearer {self._client.access_token}"},
+                    timeout=wait)
+                body = await response.json(content_type=None)
+        except Exception as error:  # no connection, no answer in time, or not JSON
+            raise _SyncRefused(f"{type(error).__name__}: {error}") from error
+        if response.status != 200 or not isinstance(body, dict):
+            code = body.get("errcode") if isinstance(body, dict) else None
+            said = body.get("error") if isinstance(body, dict) else None
+            raise _SyncRefused(f"HTTP {response.status} {code or ''} {said or ''}".strip())
+        _next_batch_of(body)  # a batch without a position cannot be acknowledged
+        return body
+
+    async def _take_batch(self, batch: Mapping[str, Any]) -> None:
         await self._take_invites(batch)
-        for room_id, room in batch.rooms.join.items():
-            for event in room.timeline.events:
-                source = getattr(event, "source", None)
+        for room_id, room in _section(batch, "join").items():
+            timeline = room.get("timeline") if isinstance(room, dict) else None
+            events = timeline.get("events") if isinstance(timeline, dict) else None
+            for event in events if isinstance(events, list) else ():
                 if self._stopping.is_set():
                     return  # the position is not kept: this batch comes again
-                await self._take_one(room_id, source)
-        await self._tokens.keep(self._account, batch.next_batch)
-        self.position = batch.next_batch
+                await self._take_one(room_id, event)
+        await self._tokens.keep(self._account, _next_batch_of(batch))
+        self.position = _next_batch_of(batch)
 
     async def _take_one(self, room_id: str, source: object) -> None:
         event_id = source.get("event_id") if isinstance(source, dict) else None
@@ -152,14 +173,30 @@ class SyncLoop:
         except Exception as error:
             self._skip(event_id, error)
 
-    async def _take_invites(self, batch: SyncResponse) -> None:
-        for room_id, invite in batch.rooms.invite.items():
+    async def _take_invites(self, batch: Mapping[str, Any]) -> None:
+        for room_id, invite in _section(batch, "invite").items():
             try:
-                events = [getattr(e, "source", e) for e in invite.invite_state]
-                await self._invited(room_id, events)
+                state = invite.get("invite_state") if isinstance(invite, dict) else None
+                events = state.get("events") if isinstance(state, dict) else None
+                await self._invited(room_id, [e for e in events or () if isinstance(e, dict)])
             except Exception as error:
                 self._skip(f"invite:{room_id}", error)
 
 
-class _SyncRefused(Exception):
+def _section(batch: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """`rooms.join` or `rooms.invite` of a sync, by room id (empty when malformed)."""
+    rooms = batch.get("rooms")
+    found = rooms.get(name) if isinstance(rooms, dict) else None
+    return {k: v for k, v in found.items() if isinstance(k, str)} if isinstance(
+        found, dict) else {}
+
+
+def _next_batch_of(batch: Mapping[str, Any]) -> str:
+    position = batch.get("next_batch")
+    if not isinstance(position, str) or not position:
+        raise _SyncRefused(f"the sync answer has no next_batch: {str(batch)[:200]}")
+    return position
+
+
+class _SyncRefused(ChannelError):
     """A `/sync` that did not answer events: the homeserver's error, or no connection."""
