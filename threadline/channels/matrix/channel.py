@@ -168,6 +168,10 @@ class MatrixChannel(Channel):
             raise
         self._log.info("matrix.started", user=self.identity.user_id,
                        position_kept=self.keeps_position)
+        if not self.keeps_position:
+            self._log.warning("matrix.position_not_kept", outcome=(
+                "the store keeps no sync position (the memory backend): after a restart, what "
+                "was said while the bot was stopped is not answered; use SQLite or PostgreSQL"))
 
     async def stop(self) -> None:
         client, self._client = self._client, None
@@ -440,10 +444,6 @@ class MatrixChannel(Channel):
             if opened:
                 await client.close()
         found = [p for p in problems if p]
-        if not self.keeps_position:
-            found.append(f"matrix channel {self.name!r}: the backend keeps no sync position "
-                         "(the memory backend), so after a restart what was said while the "
-                         "bot was stopped is not answered; use a SQLite or PostgreSQL store.")
         if not rooms and not self._auto_join:
             found.append(f"matrix channel {self.name!r}: the account is in no room and "
                          f"channels.{self.name}.auto_join is empty, so invites are not "

@@ -34,10 +34,6 @@ class MatrixSettings(ChannelSettings):
     """Show the bot typing while an agent works (replies are posted whole: Matrix shows an
     edited message as edited)."""
 
-    @property
-    def needs_backend(self) -> bool:
-        return True  # the sync position is kept by the backend
-
 
 def build(name: str, settings: MatrixSettings, context: ChannelContext) -> MatrixChannel:
     part = context.platform_part
