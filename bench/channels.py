@@ -2,7 +2,8 @@
 
 Each prints events per second a single process sustains (event in -> reply posted -> both
 turns stored) and p50/p99 added latency. Run one platform alone with its own script and
-flags (bench/channel_slack.py, bench/channel_telegram.py, bench/channel_discord.py).
+flags (bench/channel_slack.py, bench/channel_telegram.py, bench/channel_discord.py,
+bench/channel_matrix.py: Matrix beside Slack, through a team on the instant model).
 
     .venv/bin/python bench/channels.py
 """
@@ -13,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PLATFORMS = ("channel_slack.py", "channel_telegram.py", "channel_discord.py")
+PLATFORMS = ("channel_slack.py", "channel_telegram.py", "channel_discord.py",
+             "channel_matrix.py")
 
 
 def main() -> int:

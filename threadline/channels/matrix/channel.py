@@ -195,8 +195,9 @@ class MatrixChannel(Channel):
         kind, sender = event.get("type"), event.get("sender")
         if sender == self.identity.user_id or not isinstance(sender, str):
             return
-        if kind == "m.room.member":
-            self._rooms.pop(room_id, None)  # who is in the room changed
+        if kind == "m.room.member":  # who is in the room, or what they are called, changed
+            self._rooms.pop(room_id, None)
+            self._names.pop(str(event.get("state_key")), None)
         elif kind == "m.room.encrypted":
             await self._refuse_encrypted(room_id)
         elif kind == "m.room.redaction":
