@@ -112,6 +112,7 @@ class FakeMatrix:
         self.typing: list[tuple[str, bool]] = []
         self.rooms: dict[str, FakeRoom] = {}
         self.sync_requests: list[str | None] = []  # each /sync's `since`, as it arrived
+        self.messages_pages = 0  # /messages pages served (a limited timeline's gap)
         self.media: dict[str, tuple[bytes, str]] = {}  # media id -> (bytes, content type)
         self.whoami_answers = True
         self._log: list[_Entry] = []
@@ -312,16 +313,21 @@ class FakeMatrix:
                         lambda: self.position > after), wait)
         entries = self._log[after:] if since else [
             e for e in self._log if e.section == "join" and self.rooms[e.room_id].joined]
+        limit = _timeline_limit(request.query.get("filter"))
         join: dict[str, Any] = {}
         invite: dict[str, Any] = {}
+        timelines: dict[str, list[_Entry]] = defaultdict(list)
         for entry in entries:
             if entry.section == "invite":
                 invite.setdefault(entry.room_id, {"invite_state": {"events": []}})[
                     "invite_state"]["events"].append(entry.event)
             elif self.rooms[entry.room_id].joined:
-                join.setdefault(entry.room_id, {"timeline": {"events": [], "limited": False},
-                                                "state": {"events": []}})[
-                    "timeline"]["events"].append(entry.event)
+                timelines[entry.room_id].append(entry)
+        for room_id, timeline in timelines.items():
+            kept = timeline[-limit:]  # more than the limit: the newest, and `limited`
+            join[room_id] = {"state": {"events": []}, "timeline": {
+                "events": [e.event for e in kept], "limited": len(kept) < len(timeline),
+                "prev_batch": str(kept[0].position - 1)}}
         return _json({"next_batch": str(self.position),
                       "rooms": {"join": join, "invite": invite, "leave": {}}})
 
@@ -384,6 +390,20 @@ class FakeMatrix:
                 return _json({**entry.event, "room_id": room_id})
         return _json({"errcode": "M_NOT_FOUND", "error": "Event not found."}, 404)
 
+    async def _api_messages(self, request: web.Request, body: dict[str, Any]) -> web.Response:
+        """`dir=b` pages from `from` (a position, included) back to `to` (excluded)."""
+        room_id = request.path.split("/")[-2]
+        start, stop = int(request.query["from"]), int(request.query.get("to") or 0)
+        limit = int(request.query.get("limit", "10"))
+        older = [e for e in reversed(self._log[:start]) if e.room_id == room_id
+                 and e.section == "join" and e.position > stop]
+        page = older[:limit]
+        answer: dict[str, Any] = {"chunk": [e.event for e in page], "start": str(start)}
+        if len(older) > limit:
+            answer["end"] = str(page[-1].position - 1)
+        self.messages_pages += 1
+        return _json(answer)
+
     async def _api_profile(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         user = request.path.split("/")[-2]
         name = self.display_names.get(user)
@@ -402,6 +422,15 @@ class FakeMatrix:
         return _json({"errcode": "M_UNRECOGNIZED", "error": "Unrecognized request"}, 404)
 
 
+def _timeline_limit(filter_json: str | None) -> int:
+    """The timeline limit of a sync's inline filter; 10, Synapse's default, without one."""
+    try:
+        limit = json.loads(filter_json or "{}")["room"]["timeline"]["limit"]
+    except (ValueError, KeyError, TypeError):
+        return 10
+    return int(limit) if isinstance(limit, int) and limit > 0 else 10
+
+
 def _kind(path: str) -> str:
     """Which API a path is: the names `fail` and `calls_of` take."""
     if path.startswith("/_matrix/client/v1/media/download/"):
@@ -409,7 +438,8 @@ def _kind(path: str) -> str:
     rest = path.removeprefix(_V3 + "/").split("/")
     if rest[0] == "rooms" and len(rest) > 2:
         return {"send": "send", "typing": "typing", "joined_members": "joined_members",
-                "state": "state", "event": "event"}.get(rest[2], "unknown")
+                "state": "state", "event": "event",
+                "messages": "messages"}.get(rest[2], "unknown")
     if rest[0] == "account" and rest[-1] == "whoami":
         return "whoami"
     if rest[0] == "profile":

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from tests.channels.matrix.rig import matrix_team
+from tests.channels.matrix.rig import matrix_channel, matrix_team
+from tests.channels.recording import RecordingEvents
 from tests.fakes.matrix import ALICE, FakeMatrix
 from threadline.backends.parts import parts_of
 from threadline.backends.sql import SqlConversationStore
@@ -48,3 +49,25 @@ async def test_a_restart_misses_nothing_and_repeats_nothing(db_url: str) -> None
     answered = Counter(t.id.partition(">")[0] for t in turns if t.participant.kind == "agent")
     assert len(answered) == 3 and set(answered.values()) == {1}
     assert kept == str(fake.position)
+
+
+async def test_a_long_downtime_in_a_busy_room_is_read_back_whole(sqlite_url: str) -> None:
+    """More new events than one sync carries: the gap is read back with /messages."""
+    async with FakeMatrix() as fake, SqlConversationStore(sqlite_url) as store:
+        room = fake.add_room("Busy", members=[ALICE, "@carol:fake.test"])
+        events = RecordingEvents(store, reply=lambda message: None)
+        first = matrix_channel(fake, store)
+        await first.start(events)
+        await first.stop()
+        said = [f"message {n}" for n in range(250)]
+        for words in said:
+            fake.message(room, ALICE, words)
+        again = matrix_channel(fake, store)
+        await again.start(events)
+        try:
+            await fake.wait_for_sync_past(fake.position)
+        finally:
+            await again.stop()
+        stored = await store.get(f"matrix:{room}", limit=1000)
+    assert [m.content for m in stored] == said
+    assert fake.messages_pages >= 2
