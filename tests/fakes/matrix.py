@@ -182,8 +182,10 @@ class FakeMatrix:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": reply_to}}
         return self._event(room_id, sender, "m.room.message", content)
 
-    def edit(self, room_id: str, original: dict[str, Any], body: str) -> dict[str, Any]:
-        return self._event(room_id, original["sender"], "m.room.message", {
+    def edit(self, room_id: str, original: dict[str, Any], body: str, *,
+             sender: str | None = None) -> dict[str, Any]:
+        """An `m.replace` of `original`, by its author unless `sender` says otherwise."""
+        return self._event(room_id, sender or original["sender"], "m.room.message", {
             "msgtype": "m.text", "body": f"* {body}",
             "m.new_content": {"msgtype": "m.text", "body": body},
             "m.relates_to": {"rel_type": "m.replace", "event_id": original["event_id"]}})
@@ -380,6 +382,8 @@ class FakeMatrix:
         room = self.rooms.get(parts[parts.index("rooms") + 1])
         if room is not None and parts[-1] == "m.room.encryption" and room.encrypted:
             return _json({"algorithm": "m.megolm.v1.aes-sha2"})
+        if room is not None and parts[-1] == "m.room.name":
+            return _json({"name": room.name})
         return _json({"errcode": "M_NOT_FOUND", "error": "Event not found."}, 404)
 
     async def _api_event(self, request: web.Request, body: dict[str, Any]) -> web.Response:

@@ -53,3 +53,16 @@ async def test_an_edit_of_a_message_said_before_a_restart_finds_its_thread(
     assert events.edits == [(thread, f"matrix:{room}:{original['event_id']}",
                              "the deploy is at 6")]
     assert [m.content for m in await events.store.get(thread)] == ["the deploy is at 6"]
+
+
+async def test_an_edit_by_someone_else_changes_nothing(
+        fake: FakeMatrix, events: RecordingEvents, channel: MatrixChannel) -> None:
+    """Homeservers accept an `m.replace` from anyone; only the author's counts."""
+    room = fake.add_room("Shop", members=[ALICE, "@mallory:fake.test"])
+    original = fake.message(room, ALICE, "pay the invoice to account 1234")
+    inbound = await events.next_inbound()
+    fake.edit(room, original, "pay the invoice to account 6666", sender="@mallory:fake.test")
+    await fake.wait_for_sync_past(fake.position)
+    assert events.edits == []
+    [stored] = await events.store.get(inbound.conversation_id)
+    assert stored.content == "pay the invoice to account 1234"

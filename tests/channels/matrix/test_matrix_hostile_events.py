@@ -73,3 +73,20 @@ async def test_a_turn_not_recorded_keeps_the_position_and_comes_again(
     # The refused batch was asked for again from the same position.
     assert fake.sync_requests.count(str(before)) >= 2
     assert [m.content for m in await events.store.get(f"matrix:{room}")] == ["first", "second"]
+
+
+async def test_a_forged_thread_root_or_a_crowd_of_mentions_changes_no_address(
+        fake: FakeMatrix, events: RecordingEvents, channel: MatrixChannel) -> None:
+    room = fake.add_room("Shop", members=[ALICE, "@carol:fake.test"])
+    fake.raw(room, {"type": "m.room.message", "sender": ALICE, "event_id": "$f1",
+                    "origin_server_ts": 1, "content": {
+                        "msgtype": "m.text", "body": "look",
+                        "m.relates_to": {"rel_type": "m.thread",
+                                         "event_id": "!other:fake.test:and more"}}})
+    crowd = [f"@u{n}:fake.test" for n in range(500)] + [BOT]
+    fake.message(room, ALICE, "hello all", mentions=crowd)
+    forged = await events.next_inbound()
+    crowded = await events.next_inbound()
+    assert forged.conversation_id == f"matrix:{room}" and forged.metadata.thread_id is None
+    assert len(crowded.metadata.mentions) <= 50
+    assert BOT not in crowded.metadata.mentions  # past the cap: not an address

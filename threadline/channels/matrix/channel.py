@@ -23,7 +23,6 @@ What to know when running it:
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +31,6 @@ from nio import (
     AsyncClient,
     AsyncClientConfig,
     ErrorResponse,
-    JoinedMembersResponse,
-    RoomGetEventResponse,
     RoomGetStateEventResponse,
     RoomSendResponse,
     WhoamiResponse,
@@ -43,9 +40,7 @@ from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveRe
 from threadline.channels.fetch_policy import FileHosts
 from threadline.channels.files import take_in
 from threadline.channels.matrix.inbound import (
-    Room,
     command_turn,
-    conversation_id,
     inbound_turn,
     incoming_files,
     relation_of,
@@ -60,6 +55,7 @@ from threadline.channels.matrix.outbound import (
     transaction_id,
     with_choices,
 )
+from threadline.channels.matrix.rooms import Origin, RoomDirectory, display_name
 from threadline.channels.matrix.sync import SyncLoop
 from threadline.channels.matrix.sync_tokens import PositionInMemory, SyncTokens
 from threadline.channels.text import split_text
@@ -72,7 +68,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("threadline.channels.matrix")
 
-_REMEMBERED_EVENTS = 10_000
 _AUTH_CODES = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
 _PERMANENT_CODES = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_TOO_LARGE", "M_BAD_JSON",
                               "M_NOT_JSON", "M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
@@ -112,12 +107,9 @@ class MatrixChannel(Channel):
         self._client: AsyncClient | None = None
         self._sync: SyncLoop | None = None
         self._events: ChannelEvents | None = None
-        self._rooms: dict[str, Room] = {}
+        self._directory: RoomDirectory | None = None
         self._joined: set[str] = set()
         self._refused_rooms: set[str] = set()
-        self._names: dict[str, str] = {}
-        # event id -> the conversation this process saw it in (for its edits and redactions)
-        self._seen: OrderedDict[str, str] = OrderedDict()
         self._log = log.bind(channel=name)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -143,7 +135,7 @@ class MatrixChannel(Channel):
         client.restore_login(me.user_id, me.device_id or "", self._token)
         self.identity = BotIdentity(user_id=me.user_id,
                                     username=me.user_id.partition(":")[0].lstrip("@"),
-                                    display_name=await self._display_name(client, me.user_id))
+                                    display_name=await display_name(client, me.user_id))
 
     async def start(self, events: ChannelEvents) -> None:
         if self._client is not None:
@@ -156,6 +148,7 @@ class MatrixChannel(Channel):
             self._joined = set(getattr(joined, "rooms", []))
             assert self.identity is not None
             self._events = events
+            self._directory = RoomDirectory(client, log=self._log)
             self._sync = SyncLoop(client=client, tokens=self._tokens,
                                   account=self.identity.user_id, take=self._take,
                                   invited=self._invited, skip=self.skip_event, log=self._log,
@@ -192,67 +185,77 @@ class MatrixChannel(Channel):
     async def _take(self, room_id: str, event: Mapping[str, Any]) -> None:
         """One timeline event; returns once it is handled (`TurnNotRecordedError` escapes)."""
         assert self._events is not None and self.identity is not None
+        assert self._directory is not None
         kind, sender = event.get("type"), event.get("sender")
         if sender == self.identity.user_id or not isinstance(sender, str):
             return
         if kind == "m.room.member":  # who is in the room, or what they are called, changed
-            self._rooms.pop(room_id, None)
-            self._names.pop(str(event.get("state_key")), None)
+            self._directory.membership_changed(room_id, event.get("state_key"))
         elif kind == "m.room.encrypted":
             await self._refuse_encrypted(room_id)
         elif kind == "m.room.redaction":
             redacted = event.get("redacts") or event.get("content", {}).get("redacts")
             if isinstance(redacted, str):
-                await self._events.on_delete(await self._where(room_id, redacted),
-                                             turn_id(room_id, redacted))
+                origin = await self._directory.origin(room_id, redacted)
+                await self._events.on_delete(origin.conversation_id, turn_id(room_id, redacted))
         elif kind == "m.reaction":
             await self._take_reaction(room_id, event)
         elif kind == "m.room.message":
             content = event.get("content")
             relates = content.get("m.relates_to") if isinstance(content, Mapping) else None
             if isinstance(relates, Mapping) and relates.get("rel_type") == "m.replace":
-                await self._take_edit(room_id, relates, content or {})
+                await self._take_edit(room_id, sender, relates, content or {})
             else:
                 await self._take_message(room_id, event)
 
     async def _take_message(self, room_id: str, event: Mapping[str, Any]) -> None:
         assert self._events is not None and self.identity is not None
-        room = await self._room(room_id)
-        turn = inbound_turn(event, room=room, bot=self.identity,
-                            sender_name=await self._sender_name(event["sender"]))
+        assert self._directory is not None
+        turn = inbound_turn(event, room=await self._directory.room(room_id), bot=self.identity,
+                            sender_name=await self._directory.name_of(event["sender"]))
         if turn is None:
             return
-        self._remember(str(event["event_id"]), turn.conversation_id)
+        self._directory.remember(str(event["event_id"]),
+                                 Origin(turn.conversation_id, turn.participant.id))
         files = incoming_files(event["content"], homeserver=self._homeserver,
                                token=self._token, hosts=self._file_hosts)
         turn = await take_in(turn, files, self.file_intake)
         await self._events.on_message(turn, self)
 
-    async def _take_edit(self, room_id: str, relates: Mapping[str, Any],
+    async def _take_edit(self, room_id: str, sender: str, relates: Mapping[str, Any],
                          content: Mapping[str, Any]) -> None:
-        assert self._events is not None
+        """An edit by the original's own author (homeservers let anyone send one: clients
+        must check, and so do we)."""
+        assert self._events is not None and self._directory is not None
         original, new = relates.get("event_id"), content.get("m.new_content")
         body = new.get("body") if isinstance(new, Mapping) else None
-        if isinstance(original, str) and isinstance(body, str):
-            await self._events.on_edit(await self._where(room_id, original),
-                                       turn_id(room_id, original), body)
+        if not isinstance(original, str) or not isinstance(body, str):
+            return
+        origin = await self._directory.origin(room_id, original)
+        if origin.sender != sender:
+            self._log.warning("matrix.edit_refused", room_id=room_id, event_id=original,
+                              editor=sender, author=origin.sender,
+                              outcome="ignored: only a message's author may edit it")
+            return
+        await self._events.on_edit(origin.conversation_id, turn_id(room_id, original), body)
 
     async def _take_reaction(self, room_id: str, event: Mapping[str, Any]) -> None:
         """A reaction to one of our choice posts is that choice's command, said by its author."""
         assert self._events is not None and self.identity is not None
+        assert self._directory is not None
         relates = event.get("content", {}).get("m.relates_to", {})
         target, key = relates.get("event_id"), relates.get("key")
         if not isinstance(target, str) or key not in CHOICE_KEYS:
             return
-        post = await self._event(room_id, target)
+        post = await self._directory.event(room_id, target)
         if post is None or post.get("sender") != self.identity.user_id:
             return
         command = chosen_command(post, str(key))
         if command is None:
             return
         thread = relation_of(post.get("content") or {}).thread_root
-        turn = command_turn(event, room=await self._room(room_id), command=command,
-                            sender_name=await self._sender_name(event["sender"]),
+        turn = command_turn(event, room=await self._directory.room(room_id), command=command,
+                            sender_name=await self._directory.name_of(event["sender"]),
                             thread_root=thread)
         await self._events.on_message(turn, self)
 
@@ -294,59 +297,6 @@ class MatrixChannel(Channel):
             tx_id="tl-encrypted-" + hashlib.sha256(room_id.encode()).hexdigest()[:24])
         if isinstance(sent, ErrorResponse):
             self._log.warning("matrix.refusal_not_posted", room_id=room_id, error=str(sent))
-
-    # -- what the homeserver knows, asked once -----------------------------------------------
-
-    def _remember(self, event_id: str, conversation: str) -> None:
-        self._seen[event_id] = conversation
-        while len(self._seen) > _REMEMBERED_EVENTS:
-            self._seen.popitem(last=False)
-
-    async def _where(self, room_id: str, event_id: str) -> str:
-        """The conversation of an event: as seen here, else as the homeserver has it (an
-        event redacted already has lost its thread: then the room's timeline)."""
-        if event_id in self._seen:
-            return self._seen[event_id]
-        event = await self._event(room_id, event_id)
-        thread = relation_of((event or {}).get("content") or {}).thread_root
-        return conversation_id(room_id, thread)
-
-    async def _event(self, room_id: str, event_id: str) -> Mapping[str, Any] | None:
-        assert self._client is not None
-        found = await self._client.room_get_event(room_id, event_id)
-        if not isinstance(found, RoomGetEventResponse):
-            self._log.info("matrix.event_not_read", room_id=room_id, event_id=event_id,
-                           error=str(found))
-            return None
-        source = getattr(found.event, "source", None)
-        return source if isinstance(source, Mapping) else None
-
-    async def _room(self, room_id: str) -> Room:
-        """The room's name and whether it is a DM (two members), asked once per membership."""
-        if room_id in self._rooms:
-            return self._rooms[room_id]
-        assert self._client is not None
-        members = await self._client.joined_members(room_id)
-        count = len(members.members) if isinstance(members, JoinedMembersResponse) else 0
-        if isinstance(members, JoinedMembersResponse):
-            for member in members.members:
-                if member.display_name:
-                    self._names[member.user_id] = member.display_name
-        cached = self._client.rooms.get(room_id)
-        name = cached.display_name if cached is not None and cached.name else None
-        self._rooms[room_id] = Room(room_id=room_id, name=name, is_direct=count == 2)
-        return self._rooms[room_id]
-
-    async def _sender_name(self, user_id: str) -> str:
-        if user_id not in self._names and self._client is not None:
-            self._names[user_id] = await self._display_name(self._client, user_id)
-        return self._names[user_id]
-
-    @staticmethod
-    async def _display_name(client: AsyncClient, user_id: str) -> str:
-        answer = await client.get_displayname(user_id)
-        name = getattr(answer, "displayname", None)
-        return name if isinstance(name, str) and name else user_id.partition(":")[0][1:]
 
     # -- outbound --------------------------------------------------------------------------
 

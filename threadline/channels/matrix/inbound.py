@@ -33,6 +33,10 @@ from threadline.history.model import MessageMetadata, Participant, Scope, Stored
 _MATRIX_TO = re.compile(r"^https://matrix\.to/#/(@[^/?]+)")
 _MXC = re.compile(r"^mxc://([A-Za-z0-9.\-:\[\]]+)/([A-Za-z0-9_-]+)$")
 _MEDIA_TYPES = frozenset({"m.image", "m.file", "m.audio", "m.video"})
+# An event id as the spec allows it (`$` and at most 255 bytes); a thread root that is not one
+# is no thread (it would become part of a conversation id).
+_EVENT_ID = re.compile(r"^\$[!-9;-~]{1,200}(?::[A-Za-z0-9.\-]{1,200}(?::\d{1,5})?)?$")
+MAX_MENTIONS = 50  # more than this in one message is not an address, it is noise
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +73,16 @@ def relation_of(content: Mapping[str, Any]) -> Relation:
         return Relation(None, None)
     in_reply = relates.get("m.in_reply_to")
     reply_to = in_reply.get("event_id") if isinstance(in_reply, Mapping) else None
-    if relates.get("rel_type") == "m.thread" and isinstance(relates.get("event_id"), str):
+    root = relates.get("event_id")
+    if relates.get("rel_type") == "m.thread" and isinstance(root, str) and _EVENT_ID.match(root):
         # A thread message's reply to the thread's latest event is only a fallback.
         fallback = relates.get("is_falling_back") is True
-        return Relation(relates["event_id"], None if fallback else _text_or_none(reply_to))
+        return Relation(root, None if fallback else _text_or_none(reply_to))
     return Relation(None, _text_or_none(reply_to))
 
 
 def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return value if isinstance(value, str) and _EVENT_ID.match(value) else None
 
 
 class _Pills(HTMLParser):
@@ -117,6 +122,7 @@ def mentions(content: Mapping[str, Any], bot: BotIdentity) -> tuple[str, ...]:
         pills.feed(formatted)
         for user_id, name in pills.found:
             found += [user_id, *([name] if name else [])]
+    found = found[:MAX_MENTIONS]
     if bot.user_id in found:
         found += bot.aliases
     return tuple(dict.fromkeys(found))
