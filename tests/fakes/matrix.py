@@ -114,6 +114,7 @@ class FakeMatrix:
         self.sync_requests: list[str | None] = []  # each /sync's `since`, as it arrived
         self.messages_pages = 0  # /messages pages served (a limited timeline's gap)
         self.media: dict[str, tuple[bytes, str]] = {}  # media id -> (bytes, content type)
+        self.uploads: list[tuple[str, bytes]] = []  # (file name, bytes) the bot uploaded
         self.whoami_answers = True
         self._log: list[_Entry] = []
         self._txns: dict[tuple[str, str], str] = {}
@@ -269,7 +270,8 @@ class FakeMatrix:
         path = request.path
         kind = _kind(path)
         body: dict[str, Any] = {}
-        if request.can_read_body and kind != "download":
+        raw = await request.read() if kind == "upload" else b""
+        if request.can_read_body and kind not in ("download", "upload"):
             try:
                 body = json.loads(await request.read() or b"{}")
             except ValueError:
@@ -287,6 +289,8 @@ class FakeMatrix:
             return self._record(request, kind, body, _json(
                 {"errcode": failure.errcode, "error": failure.error, **failure.extra},
                 failure.status))
+        if kind == "upload":
+            body = {"bytes": raw}
         answer = await getattr(self, f"_api_{kind}")(request, body)
         return self._record(request, kind, body, answer)
 
@@ -422,6 +426,12 @@ class FakeMatrix:
             return _json({"errcode": "M_NOT_FOUND", "error": "no such media"}, 404)
         return web.Response(body=found[0], content_type=found[1])
 
+    async def _api_upload(self, request: web.Request, body: dict[str, Any]) -> web.Response:
+        media_id = f"media{next(self._ids)}"
+        self.media[media_id] = (body["bytes"], request.content_type)
+        self.uploads.append((request.query.get("filename", ""), body["bytes"]))
+        return _json({"content_uri": f"mxc://{SERVER}/{media_id}"})
+
     async def _api_unknown(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         return _json({"errcode": "M_UNRECOGNIZED", "error": "Unrecognized request"}, 404)
 
@@ -439,6 +449,8 @@ def _kind(path: str) -> str:
     """Which API a path is: the names `fail` and `calls_of` take."""
     if path.startswith("/_matrix/client/v1/media/download/"):
         return "download"
+    if path == "/_matrix/media/v3/upload":
+        return "upload"
     rest = path.removeprefix(_V3 + "/").split("/")
     if rest[0] == "rooms" and len(rest) > 2:
         return {"send": "send", "typing": "typing", "joined_members": "joined_members",

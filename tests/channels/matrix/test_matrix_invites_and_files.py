@@ -1,14 +1,15 @@
 """Invites are accepted from the servers and people `auto_join` names, once each (the invite
 shows again after joining); files come from the homeserver's authenticated media API with the
-bot's token, within the size limit, and a content URI that is not `mxc://` is never fetched."""
+bot's token, within the size limit; a file a tool made is uploaded to the media repository and
+posted once after the reply's text."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tests.channels.matrix.rig import matrix_channel
-from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
-from tests.fakes.files import pdf
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
+from tests.fakes.files import chart_tool, pdf, png
 from tests.fakes.matrix import ALICE, FakeMatrix
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
@@ -65,3 +66,28 @@ async def test_a_file_is_fetched_with_the_token_and_reaches_the_model(
     assert invoice.name == "invoice.pdf" and invoice.media_type == "application/pdf"
     [huge] = files_of(turns[2].metadata.extra)
     assert huge.name == "huge.bin" and "over this channel's limit" in (huge.note or "")
+
+
+async def test_a_chart_a_tool_made_is_uploaded_and_posted_once(
+        fake: FakeMatrix, model: FakeAnthropic, sqlite_url: str) -> None:
+    chart = png(300, 200)
+    room = fake.add_room("Alice", members=[ALICE])
+    async with SqlConversationStore(sqlite_url) as store:
+        model.script(tool_use("draw_chart", {}), text("Here is the chart."))
+        agent = Agent(name="support", conversation_history=store, tools=[chart_tool(chart)],
+                      provider=AnthropicProvider(model.client(), stream=False))
+        team = Team([agent], files=FileIntake(store=SqlFileStore(store)))
+        team.attach(matrix_channel(fake, store))
+        await team.start()
+        try:
+            fake.message(room, ALICE, "chart my sales please")
+            await fake.wait_for_sent(2)
+        finally:
+            await team.stop()
+        reply = (await store.get(f"matrix:{room}"))[-1]
+    assert fake.uploads == [("sales.png", chart)]
+    text_post, picture = fake.messages_sent()
+    assert text_post.content["body"] == "Here is the chart."
+    assert picture.content["msgtype"] == "m.image" and picture.content["body"] == "sales.png"
+    assert picture.content["url"].startswith("mxc://fake.test/")
+    assert reply.metadata.extra["part_ids"][-1] == picture.event_id

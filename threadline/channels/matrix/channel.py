@@ -13,7 +13,8 @@ What to know when running it:
   original's conversation is the one this process saw it in, else read from the homeserver.
 - Approvals and other choices are numbered reactions on the bot's post (`matrix.outbound`).
 - Files (`m.image`, `m.file`, `m.audio`, `m.video`) are fetched from the homeserver's
-  authenticated media API with the bot's token (`threadline.channels.fetch_policy`).
+  authenticated media API with the bot's token (`threadline.channels.fetch_policy`); files an
+  agent's tools make are uploaded to its media repository and posted as `m.image` / `m.file`.
 - Encrypted rooms are refused: this channel keeps no end-to-end keys, so it cannot read them.
   `check` names each encrypted room the account is in; a message that arrives encrypted is
   answered once per room, in the room, saying so.
@@ -23,6 +24,7 @@ What to know when running it:
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ from nio import (
     ErrorResponse,
     RoomGetStateEventResponse,
     RoomSendResponse,
+    UploadResponse,
     WhoamiResponse,
 )
 
@@ -61,6 +64,7 @@ from threadline.channels.matrix.sync_tokens import PositionInMemory, SyncTokens
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import host_of, unreachable
 from threadline.errors import ChannelAuthError, ChannelError, ChannelPermanentError, ConfigError
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
@@ -360,6 +364,28 @@ class MatrixChannel(Channel):
                 raise error
             posted.append(sent.event_id)
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """The file into the homeserver's media repository, then an `m.image` (shown inline)
+        or `m.file` where `inbound` was said; the post's transaction id is the file's, so a
+        retry is the same event."""
+        client = self._started("send a file")
+        room_id = self.delivered_here(inbound)
+        action = f"send the file {file.name!r}"
+        uploaded, _ = await client.upload(io.BytesIO(data), content_type=file.media_type
+                                          or "application/octet-stream",
+                                          filename=file.name, filesize=len(data))
+        if not isinstance(uploaded, UploadResponse):
+            raise self._failure(uploaded, action=action, conversation=inbound.conversation_id)
+        content = {**reply_content(inbound, file.name, broadcast=False),
+                   "msgtype": "m.image" if file.kind == "image" else "m.file",
+                   "filename": file.name, "url": uploaded.content_uri,
+                   "info": {"mimetype": file.media_type, "size": len(data)}}
+        sent = await client.room_send(room_id, "m.room.message", content,
+                                      tx_id=transaction_id(inbound, None, -2, file.sha256))
+        if not isinstance(sent, RoomSendResponse):
+            raise self._failure(sent, action=action, conversation=inbound.conversation_id)
+        return [sent.event_id]
 
     def _failure(self, answer: Any, *, action: str, conversation: str | None = None
                  ) -> ChannelError:
