@@ -12,7 +12,7 @@ async def test_the_agent_named_answers_in_the_thread(sqlite_url: str) -> None:
     async with FakeMatrix() as fake:
         room = fake.add_room("Shop", members=[ALICE, "@carol:fake.test"])
         root = fake.message(room, ALICE, "orders thread")
-        async with matrix_team(fake, sqlite_url, agents=("support", "billing")):
+        async with matrix_team(fake, sqlite_url, agents=("support", "billing")) as (_, channel):
             position = fake.position
             question = fake.message(room, ALICE, "@billing was I charged twice?",
                                     thread=root["event_id"])
@@ -31,6 +31,9 @@ async def test_the_agent_named_answers_in_the_thread(sqlite_url: str) -> None:
         ("user", ALICE), ("agent", "billing")]
     assert turns[0].participant.display_name == "Alice"
     assert turns[0].scope == "thread" and turns[0].id == f"matrix:{room}:{question['event_id']}"
+    assert turns[0].metadata.channel_name == "Shop"
+    assert channel.link_to(turns[0]) == (
+        f"https://matrix.to/#/{room}/{question['event_id']}?via=fake.test")
 
 
 async def test_a_pill_of_the_bot_and_a_dm_reach_it(sqlite_url: str) -> None:

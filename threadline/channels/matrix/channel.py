@@ -27,6 +27,7 @@ import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import structlog
 from nio import (
@@ -364,6 +365,16 @@ class MatrixChannel(Channel):
                 raise error
             posted.append(sent.event_id)
         return posted
+
+    def link_to(self, message: StoredMessage) -> str | None:
+        """A matrix.to link to the message (any client opens it), with the room's server to
+        find the room through."""
+        room, event = message.metadata.channel_id, message.metadata.message_id
+        if not room or not event:
+            return None
+        server = room.partition(":")[2]
+        via = f"?via={quote(server, safe='')}" if server else ""
+        return f"https://matrix.to/#/{quote(room, safe='!:')}/{quote(event, safe='$:')}{via}"
 
     async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
         """The file into the homeserver's media repository, then an `m.image` (shown inline)
