@@ -9,7 +9,7 @@ from tests.channels.recording import RecordingEvents
 from tests.fakes.matrix import ALICE, BOT, FakeMatrix
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.matrix import MatrixChannel
-from threadline.channels.matrix.channel import ENCRYPTED_REFUSAL
+from threadline.channels.matrix.encryption import ENCRYPTED_REFUSAL
 
 
 async def test_malformed_events_are_skipped_and_the_next_is_taken(

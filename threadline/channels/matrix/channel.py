@@ -15,26 +15,22 @@ What to know when running it:
 - Files (`m.image`, `m.file`, `m.audio`, `m.video`) are fetched from the homeserver's
   authenticated media API with the bot's token (`threadline.channels.fetch_policy`); files an
   agent's tools make are uploaded to its media repository and posted as `m.image` / `m.file`.
-- Encrypted rooms are refused: this channel keeps no end-to-end keys, so it cannot read them.
-  `check` names each encrypted room the account is in; a message that arrives encrypted is
-  answered once per room, in the room, saying so.
-- Invites: rooms are joined when the inviter, or the inviter's server, is in `auto_join`.
+- Encrypted rooms are refused in words (`matrix.encryption`): no end-to-end keys are kept.
+- Invites: rooms are joined when the inviter, or the inviter's server, is in `auto_join`
+  (`matrix.rooms`, which also keeps what the homeserver said of rooms and people).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import structlog
 from nio import (
     AsyncClient,
     AsyncClientConfig,
     ErrorResponse,
-    RoomGetStateEventResponse,
     RoomSendResponse,
     UploadResponse,
     WhoamiResponse,
@@ -43,6 +39,7 @@ from nio import (
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.fetch_policy import FileHosts
 from threadline.channels.files import take_in
+from threadline.channels.matrix.encryption import EncryptedRooms, encryption_problem
 from threadline.channels.matrix.inbound import (
     command_turn,
     inbound_turn,
@@ -55,6 +52,9 @@ from threadline.channels.matrix.outbound import (
     TYPING_MS,
     MatrixReply,
     chosen_command,
+    file_content,
+    matrix_to,
+    reaction,
     reply_content,
     transaction_id,
     with_choices,
@@ -76,9 +76,6 @@ log = structlog.get_logger("threadline.channels.matrix")
 _AUTH_CODES = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
 _PERMANENT_CODES = frozenset({"M_FORBIDDEN", "M_NOT_FOUND", "M_TOO_LARGE", "M_BAD_JSON",
                               "M_NOT_JSON", "M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
-ENCRYPTED_REFUSAL = (
-    "This room is end-to-end encrypted, and this bot keeps no encryption keys, so it cannot "
-    "read what is said here. Talk to it in a room without encryption.")
 
 
 class MatrixChannel(Channel):
@@ -113,9 +110,8 @@ class MatrixChannel(Channel):
         self._sync: SyncLoop | None = None
         self._events: ChannelEvents | None = None
         self._directory: RoomDirectory | None = None
-        self._joined: set[str] = set()
-        self._refused_rooms: set[str] = set()
         self._log = log.bind(channel=name)
+        self._encrypted = EncryptedRooms(log=self._log)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -150,10 +146,10 @@ class MatrixChannel(Channel):
         try:
             await self._log_in(client)
             joined = await client.joined_rooms()
-            self._joined = set(getattr(joined, "rooms", []))
             assert self.identity is not None
             self._events = events
-            self._directory = RoomDirectory(client, log=self._log)
+            self._directory = RoomDirectory(client, joined=getattr(joined, "rooms", []),
+                                            log=self._log)
             self._sync = SyncLoop(client=client, tokens=self._tokens,
                                   account=self.identity.user_id, take=self._take,
                                   invited=self._invited, skip=self.skip_event, log=self._log,
@@ -197,7 +193,7 @@ class MatrixChannel(Channel):
         if kind == "m.room.member":  # who is in the room, or what they are called, changed
             self._directory.membership_changed(room_id, event.get("state_key"))
         elif kind == "m.room.encrypted":
-            await self._refuse_encrypted(room_id)
+            await self._encrypted.refuse(self._started("refuse an encrypted room"), room_id)
         elif kind == "m.room.redaction":
             redacted = event.get("redacts") or event.get("content", {}).get("redacts")
             if isinstance(redacted, str):
@@ -265,43 +261,10 @@ class MatrixChannel(Channel):
         await self._events.on_message(turn, self)
 
     async def _invited(self, room_id: str, invite_state: Sequence[Mapping[str, Any]]) -> None:
-        """Join a room we were invited to when its inviter may invite us (`auto_join`). The
-        invite shows again after joining; a room joined already is left alone."""
-        assert self.identity is not None and self._client is not None
-        if room_id in self._joined:
-            return
-        inviter = next((e.get("sender") for e in invite_state
-                        if e.get("type") == "m.room.member"
-                        and e.get("state_key") == self.identity.user_id), None)
-        if not isinstance(inviter, str) or not self._may_invite(inviter):
-            self._log.info("matrix.invite_ignored", room_id=room_id, inviter=inviter,
-                           outcome=f"not joined; add the inviter or its server to "
-                                   f"channels.{self.name}.auto_join")
-            return
-        joined = await self._client.join(room_id)
-        if isinstance(joined, ErrorResponse):
-            self._log.warning("matrix.join_failed", room_id=room_id, error=str(joined))
-            return
-        self._joined.add(room_id)
-        self._log.info("matrix.joined", room_id=room_id, inviter=inviter)
-
-    def _may_invite(self, inviter: str) -> bool:
-        server = inviter.partition(":")[2]
-        return any(entry in (inviter, server, "*") for entry in self._auto_join)
-
-    async def _refuse_encrypted(self, room_id: str) -> None:
-        """Say once per room, in the room, that encrypted messages cannot be read."""
-        self._log.warning("matrix.encrypted_event_refused", room_id=room_id,
-                          outcome="not read: this channel keeps no encryption keys")
-        if room_id in self._refused_rooms or self._client is None:
-            return
-        self._refused_rooms.add(room_id)
-        sent = await self._client.room_send(
-            room_id, "m.room.message", {"msgtype": "m.notice", "body": ENCRYPTED_REFUSAL,
-                                        "m.mentions": {}},
-            tx_id="tl-encrypted-" + hashlib.sha256(room_id.encode()).hexdigest()[:24])
-        if isinstance(sent, ErrorResponse):
-            self._log.warning("matrix.refusal_not_posted", room_id=room_id, error=str(sent))
+        assert self._directory is not None and self.identity is not None
+        await self._directory.invited(room_id, invite_state, me=self.identity.user_id,
+                                      auto_join=self._auto_join,
+                                      setting=f"channels.{self.name}.auto_join")
 
     # -- outbound --------------------------------------------------------------------------
 
@@ -338,10 +301,9 @@ class MatrixChannel(Channel):
         posted = await self._post(inbound, text, agent_name=agent_name, choices=choices)
         client = self._started("offer choices")
         room_id = self.delivered_here(inbound)
-        for key, _choice in zip(CHOICE_KEYS, choices, strict=False):
-            await client.room_send(room_id, "m.reaction", {"m.relates_to": {
-                "rel_type": "m.annotation", "event_id": posted[-1], "key": key}},
-                tx_id=transaction_id(inbound, agent_name, -1, posted[-1] + key))
+        for key in CHOICE_KEYS[:len(choices)]:
+            await client.room_send(room_id, "m.reaction", reaction(posted[-1], key),
+                                   tx_id=transaction_id(inbound, agent_name, -1, posted[-1] + key))
         return posted
 
     async def _post(self, inbound: StoredMessage, text: str, *, agent_name: str | None,
@@ -370,11 +332,7 @@ class MatrixChannel(Channel):
         """A matrix.to link to the message (any client opens it), with the room's server to
         find the room through."""
         room, event = message.metadata.channel_id, message.metadata.message_id
-        if not room or not event:
-            return None
-        server = room.partition(":")[2]
-        via = f"?via={quote(server, safe='')}" if server else ""
-        return f"https://matrix.to/#/{quote(room, safe='!:')}/{quote(event, safe='$:')}{via}"
+        return matrix_to(room, event) if room and event else None
 
     async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
         """The file into the homeserver's media repository, then an `m.image` (shown inline)
@@ -388,10 +346,7 @@ class MatrixChannel(Channel):
                                           filename=file.name, filesize=len(data))
         if not isinstance(uploaded, UploadResponse):
             raise self._failure(uploaded, action=action, conversation=inbound.conversation_id)
-        content = {**reply_content(inbound, file.name, broadcast=False),
-                   "msgtype": "m.image" if file.kind == "image" else "m.file",
-                   "filename": file.name, "url": uploaded.content_uri,
-                   "info": {"mimetype": file.media_type, "size": len(data)}}
+        content = file_content(inbound, file, url=uploaded.content_uri, size=len(data))
         sent = await client.room_send(room_id, "m.room.message", content,
                                       tx_id=transaction_id(inbound, None, -2, file.sha256))
         if not isinstance(sent, RoomSendResponse):
@@ -427,7 +382,8 @@ class MatrixChannel(Channel):
                 await self._log_in(client)
             joined = await client.joined_rooms()
             rooms = list(getattr(joined, "rooms", []))
-            problems = [await self._encryption_problem(client, room) for room in rooms]
+            where = f"matrix channel {self.name!r}"
+            problems = [await encryption_problem(client, room, where=where) for room in rooms]
         finally:
             if opened:
                 await client.close()
@@ -439,11 +395,3 @@ class MatrixChannel(Channel):
         if self._sync is not None and self._sync.failure:
             found.append(f"matrix channel {self.name!r}: {self._sync.failure}")
         return found
-
-    async def _encryption_problem(self, client: AsyncClient, room_id: str) -> str | None:
-        state = await client.room_get_state_event(room_id, "m.room.encryption")
-        if isinstance(state, RoomGetStateEventResponse) and state.content.get("algorithm"):
-            return (f"matrix channel {self.name!r}: room {room_id} is end-to-end encrypted; "
-                    "this channel keeps no encryption keys and cannot read it (its messages "
-                    "are refused). Use a room without encryption, or leave that room.")
-        return None

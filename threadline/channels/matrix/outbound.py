@@ -17,9 +17,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from threadline.channels.base import LiveReply
 from threadline.channels.live import Renewal
+from threadline.history.files import TurnFile
 from threadline.history.model import StoredMessage
 
 if TYPE_CHECKING:
@@ -62,6 +64,27 @@ def with_choices(content: dict[str, Any], choices: Sequence[CommandChoice]) -> d
     listed = ", ".join(f"{key} {choice.label}" for key, choice in keyed.items())
     return {**content, "body": f"{content['body']}\n\nReact with {listed}.",
             CHOICES_FIELD: {key: choice.command for key, choice in keyed.items()}}
+
+
+def reaction(event_id: str, key: str) -> dict[str, Any]:
+    """The bot's own reaction with `key` on its post, so a person needs one click."""
+    return {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
+
+
+def file_content(inbound: StoredMessage, file: TurnFile, *, url: str, size: int
+                 ) -> dict[str, Any]:
+    """An uploaded file as an `m.image` (shown inline) or `m.file`, where `inbound` was said."""
+    return {**reply_content(inbound, file.name, broadcast=False),
+            "msgtype": "m.image" if file.kind == "image" else "m.file",
+            "filename": file.name, "url": url,
+            "info": {"mimetype": file.media_type, "size": size}}
+
+
+def matrix_to(room_id: str, event_id: str) -> str:
+    """A matrix.to link to an event (any client opens it), via the room's server."""
+    server = room_id.partition(":")[2]
+    via = f"?via={quote(server, safe='')}" if server else ""
+    return f"https://matrix.to/#/{quote(room_id, safe='!:')}/{quote(event_id, safe='$:')}{via}"
 
 
 def chosen_command(choices_post: Mapping[str, Any], key: str) -> str | None:

@@ -1,4 +1,6 @@
-"""What the homeserver knows about rooms, people and earlier events, asked once and kept.
+"""The rooms the bot is in, and what the homeserver knows of them, asked once and kept.
+
+Invites are accepted here (from the people and servers `auto_join` names), once per room.
 
 The channel reads `/sync` as plain JSON (`matrix.sync`), so nio's own room state is not kept;
 what a turn needs is asked for here when first needed: a room's name and member count (a room
@@ -15,12 +17,13 @@ main timeline.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nio import (
     AsyncClient,
+    ErrorResponse,
     JoinedMembersResponse,
     RoomGetEventResponse,
     RoomGetStateEventResponse,
@@ -42,12 +45,34 @@ class Origin:
 class RoomDirectory:
     """Rooms, names and earlier events of one account (see the module docstring)."""
 
-    def __init__(self, client: AsyncClient, *, log: Any) -> None:
+    def __init__(self, client: AsyncClient, *, joined: Iterable[str], log: Any) -> None:
         self._client = client
         self._log = log
+        self._joined = set(joined)
         self._rooms: dict[str, Room] = {}
         self._names: dict[str, str] = {}
         self._seen: OrderedDict[str, Origin] = OrderedDict()
+
+    async def invited(self, room_id: str, invite_state: Sequence[Mapping[str, Any]], *,
+                      me: str, auto_join: Sequence[str], setting: str) -> None:
+        """Join a room we were invited to when its inviter, or the inviter's server, is in
+        `auto_join` (or it holds `*`). The invite shows again after joining: a room joined
+        already is left alone."""
+        if room_id in self._joined:
+            return
+        inviter = next((e.get("sender") for e in invite_state
+                        if e.get("type") == "m.room.member" and e.get("state_key") == me), None)
+        if not isinstance(inviter, str) or not any(
+                entry in (inviter, inviter.partition(":")[2], "*") for entry in auto_join):
+            self._log.info("matrix.invite_ignored", room_id=room_id, inviter=inviter,
+                           outcome=f"not joined; add the inviter or its server to {setting}")
+            return
+        joined = await self._client.join(room_id)
+        if isinstance(joined, ErrorResponse):
+            self._log.warning("matrix.join_failed", room_id=room_id, error=str(joined))
+            return
+        self._joined.add(room_id)
+        self._log.info("matrix.joined", room_id=room_id, inviter=inviter)
 
     def membership_changed(self, room_id: str, user_id: object) -> None:
         self._rooms.pop(room_id, None)
