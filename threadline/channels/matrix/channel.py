@@ -168,11 +168,11 @@ class MatrixChannel(Channel):
                 "was said while the bot was stopped is not answered; use SQLite or PostgreSQL"))
 
     async def stop(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
+        if self._client is None:
             return
         if self._sync is not None:
-            await self._sync.stop()
+            await self._sync.stop()  # the event in hand is finished with the client open
+        client, self._client = self._client, None
         await client.close()
         self._log.info("matrix.stopped")
 
