@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.matrix.rig import matrix_channel
+from tests.cli.helpers import run_process_async
 from tests.fakes.matrix import ALICE, FakeMatrix
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.matrix import MatrixChannel
@@ -70,3 +71,33 @@ def test_a_config_without_homeserver_or_token_names_both(tmp_path: Path) -> None
         load_settings(path, env={})
     assert "channels.matrix.homeserver: required setting is missing" in str(refused.value)
     assert "channels.matrix.access_token: required setting is missing" in str(refused.value)
+
+
+async def test_threadline_check_names_the_bot_and_its_encrypted_room(
+        fake: FakeMatrix, tmp_path: Path) -> None:
+    secret = fake.add_room("Secret", members=[ALICE], encrypted=True)
+    config = tmp_path / "threadline.yaml"
+    config.write_text(f"""\
+store:
+  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+ops:
+  enabled: false
+channels:
+  matrix:
+    type: matrix
+    homeserver: {fake.url}
+    access_token: ${{MATRIX_ACCESS_TOKEN}}
+agents:
+  support:
+    channels: [matrix]
+""", encoding="utf-8")
+    said = await run_process_async("check", str(config), cwd=tmp_path,
+                                   env={"MATRIX_ACCESS_TOKEN": fake.token})
+    lines = (said.out + said.err).splitlines()
+    assert "ok    channel matrix (matrix): bot support (@support:fake.test)" in lines, lines
+    assert any(line.startswith("warn  channel matrix (matrix):") and
+               f"room {secret} is end-to-end encrypted" in line for line in lines), lines
+    refused = await run_process_async("check", str(config), cwd=tmp_path,
+                                      env={"MATRIX_ACCESS_TOKEN": "syt_revoked"})
+    assert refused.code == 1
+    assert "refused the access token (M_UNKNOWN_TOKEN)" in refused.out + refused.err
