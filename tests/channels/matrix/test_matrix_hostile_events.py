@@ -4,6 +4,8 @@ once), and a batch whose turn could not be recorded is not acknowledged: it come
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.channels.matrix.rig import matrix_channel
 from tests.channels.recording import RecordingEvents
 from tests.fakes.matrix import ALICE, BOT, FakeMatrix
@@ -90,3 +92,15 @@ async def test_a_forged_thread_root_or_a_crowd_of_mentions_changes_no_address(
     assert forged.conversation_id == f"matrix:{room}" and forged.metadata.thread_id is None
     assert len(crowded.metadata.mentions) <= 50
     assert BOT not in crowded.metadata.mentions  # past the cap: not an address
+
+
+async def test_a_homeserver_that_fails_syncs_is_waited_out(
+        fake: FakeMatrix, events: RecordingEvents, channel: MatrixChannel) -> None:
+    room = fake.add_room("Alice", members=[ALICE])
+    await fake.wait_for_sync_past(fake.position)
+    fake.fail("sync", status=502, errcode="M_UNKNOWN", error="bad gateway", times=2)
+    fake.message(room, ALICE, "are you there?")
+    turn = await asyncio.wait_for(events.next_inbound(), 30)
+    assert turn.content == "are you there?"
+    assert [c.status for c in fake.calls_of("sync")].count(502) == 2
+    assert channel.receiving() is None  # well again

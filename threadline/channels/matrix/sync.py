@@ -105,6 +105,7 @@ class SyncLoop:
                 batch = await self._next_batch()
                 if batch is None:
                     return
+                self.failure = None  # the homeserver answered
                 await self._take_batch(batch)
             except TurnNotRecordedError as error:
                 self._log.warning("matrix.batch_not_recorded", position=self.position,
@@ -113,10 +114,9 @@ class SyncLoop:
                 pause = _pause_after(pause)
             except _SyncRefused as error:
                 self.failure = f"the homeserver refused /sync: {error}"
-                self._log.warning("matrix.sync_failed", error=str(error), retry_in=pause)
                 pause = _pause_after(pause)
+                self._log.warning("matrix.sync_failed", error=str(error), retry_in=pause)
             else:
-                self.failure = None
                 pause = 0.0
             if pause:
                 with contextlib.suppress(TimeoutError):
