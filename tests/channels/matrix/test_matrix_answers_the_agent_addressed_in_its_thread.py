@@ -53,3 +53,18 @@ async def test_a_pill_of_the_bot_and_a_dm_reach_it(sqlite_url: str) -> None:
         assert "m.in_reply_to" in in_room.content["m.relates_to"]
         in_dm = next(s for s in sent if s.room_id == dm)
         assert "m.relates_to" not in in_dm.content  # a DM is answered plainly
+
+
+async def test_a_reply_to_an_agents_message_reaches_that_agent(sqlite_url: str) -> None:
+    async with FakeMatrix() as fake:
+        room = fake.add_room("Shop", members=[ALICE, "@carol:fake.test"])
+        async with matrix_team(fake, sqlite_url, agents=("support", "billing")):
+            fake.message(room, ALICE, "@billing was I charged twice?")
+            [answer] = await fake.wait_for_sent(1)
+            fake.message(room, ALICE, "thanks, and the refund?", reply_to=answer.event_id)
+            await fake.wait_for_sent(2)
+            await fake.wait_for_sync_past(fake.position)
+    async with SqlConversationStore(sqlite_url) as store:
+        turns = await store.get(f"matrix:{room}")
+    assert [m.participant.id for m in turns] == [ALICE, "billing", ALICE, "billing"]
+    assert turns[2].metadata.reply_to_message_id == answer.event_id
