@@ -4,7 +4,8 @@ Each prints events per second a single process sustains (event in -> reply poste
 turns stored) and p50/p99 added latency. Run one platform alone with its own script and
 flags (bench/channel_slack.py, bench/channel_telegram.py, bench/channel_discord.py,
 bench/channel_http.py, which measures Slack's HTTP mode beside it; bench/channel_whatsapp.py;
-bench/channel_teams.py). Name platforms to run only those, in the order given:
+bench/channel_teams.py; bench/channel_matrix.py: Matrix beside Slack, through a team on the
+instant model). Name platforms to run only those, in the order given:
 
     .venv/bin/python bench/channels.py slack teams
 
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 PLATFORMS = ("channel_slack.py", "channel_telegram.py", "channel_discord.py",
-             "channel_http.py", "channel_whatsapp.py", "channel_teams.py")
+             "channel_http.py", "channel_whatsapp.py", "channel_teams.py", "channel_matrix.py")
 
 
 def main() -> int:

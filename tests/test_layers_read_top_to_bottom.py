@@ -220,6 +220,7 @@ HEAVY_FACES: dict[str, str] = {
     "threadline.channels.slack": "a platform's face is imported only when a config uses it",
     "threadline.channels.telegram": "a platform's face is imported only when a config uses it",
     "threadline.channels.discord": "a platform's face is imported only when a config uses it",
+    "threadline.channels.matrix": "a platform's face is imported only when a config uses it",
     "threadline.backends.sql": "a backend's face registers how it finds its parts "
                                "(`add_adopter`); imported only when a store URL names it",
     "threadline.inspector.console": "the console's web app, imported only to serve it",

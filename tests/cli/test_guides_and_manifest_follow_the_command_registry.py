@@ -40,7 +40,7 @@ def test_agent_names_as_usernames_ask_for_the_customize_scope() -> None:
     assert "chat:write.customize" in manifest(named, [])["oauth_config"]["scopes"]["bot"]
 
 
-@pytest.mark.parametrize("platform", ["slack", "telegram", "discord"])
+@pytest.mark.parametrize("platform", ["slack", "telegram", "discord", "matrix"])
 def test_each_guide_names_every_command(platform: str, tmp_path: Path) -> None:
     guide = (GUIDES / f"{platform}.md").read_text(encoding="utf-8")
     named = {m.replace("_", "-") for m in re.findall(r"`/([a-z_-]+)", guide)}

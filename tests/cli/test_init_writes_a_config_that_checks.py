@@ -11,7 +11,7 @@ from threadline.channels.slack.platform import SlackSettings
 from threadline.config import load_settings
 
 
-@pytest.mark.parametrize("platform", [None, "slack", "telegram", "discord"])
+@pytest.mark.parametrize("platform", [None, "slack", "telegram", "discord", "matrix"])
 def test_starter_config_loads(tmp_path: Path, platform: str | None,
                               capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bot.yaml"
@@ -22,7 +22,7 @@ def test_starter_config_loads(tmp_path: Path, platform: str | None,
     text = path.read_text(encoding="utf-8")
     assert text.startswith("# Threadline configuration")
     env = {"SLACK_BOT_TOKEN": "t", "SLACK_SIGNING_SECRET": "s", "TELEGRAM_BOT_TOKEN": "t",
-           "DISCORD_BOT_TOKEN": "t"}
+           "DISCORD_BOT_TOKEN": "t", "MATRIX_ACCESS_TOKEN": "t"}
     settings = load_settings(path, env=env)
     expected = {"local", platform} - {None}
     assert set(settings.channels) == expected

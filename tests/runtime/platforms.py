@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.discord_gateway import FakeDiscord
+from tests.fakes.matrix import FakeMatrix
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
 
@@ -66,6 +67,16 @@ async def _platform(name: str) -> AsyncIterator[Platform]:
     port: {port}
 """, {"SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": slack.signing_secret},
                 slack, {"events_url": f"http://127.0.0.1:{port}/slack/events"})
+    elif name == "matrix":
+        async with FakeMatrix() as matrix:
+            rooms = [matrix.add_room(f"Person{n}", members=[f"@person{n}:fake.test"])
+                     for n in range(PEOPLE)]
+            yield Platform(f"""\
+    type: matrix
+    homeserver: {matrix.url}
+    access_token: ${{MATRIX_ACCESS_TOKEN}}
+    sync_timeout: 2000
+""", {"MATRIX_ACCESS_TOKEN": matrix.token}, matrix, {"rooms": rooms})
     else:
         async with FakeDiscord() as discord:
             guild = discord.add_guild(name="Shop")
@@ -92,6 +103,8 @@ async def say(name: str, where: Platform, person: int, words: str) -> bool:
         delivery = await slack.deliver_event(where.extra["events_url"], event)
         where.extra.setdefault("events", []).append((event, delivery.event_id))
         return delivery.status == 200
+    elif name == "matrix":  # a DM room per person; the sync position is the acknowledgement
+        where.fake.message(where.extra["rooms"][person], f"@person{person}:fake.test", words)
     else:
         discord: FakeDiscord = where.fake
         authors = where.extra.setdefault("authors", {})
@@ -110,6 +123,8 @@ def replies_sent(name: str, where: Platform) -> list[str]:
         return list(where.fake.texts.values())
     if name == "slack":
         return list(where.fake.messages.values())
+    if name == "matrix":
+        return [str(s.content["body"]) for s in where.fake.messages_sent()]
     return list(where.fake.contents.values())
 
 

@@ -78,7 +78,7 @@ async def until(condition: Any, *, within: float = 60.0) -> None:
     raise TimeoutError
 
 
-@pytest.mark.parametrize("name", ["telegram", "slack", "discord"])
+@pytest.mark.parametrize("name", ["telegram", "slack", "discord", "matrix"])
 async def test_kill_9_mid_stream_then_restart_answers_every_question_once(
         tmp_path: Path, name: str) -> None:
     questions = [(p, f"q{p}-{n}") for n in range(QUESTIONS) for p in range(PEOPLE)]

@@ -40,6 +40,7 @@ from threadline.errors import (
 )
 from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
+from threadline.history.platform_ids import id_parts
 from threadline.listening import Listener
 from threadline.schedules.turns import operator_wrote
 
@@ -308,7 +309,7 @@ class Channel(ABC):
     def _conversation_parts(self, conversation_id: str, *, workspace: bool = False
                             ) -> tuple[str, str | None]:
         """(channel id, thread id or None) of `TYPE[:WORKSPACE]:CHANNEL[:THREAD]`."""
-        parts = conversation_id.split(":")
+        parts = id_parts(conversation_id)
         wanted = 3 if workspace else 2
         if parts[0] != self.channel_type or len(parts) not in (wanted, wanted + 1) or not all(
                 parts):

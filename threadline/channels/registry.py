@@ -28,6 +28,7 @@ BUILT_IN = {
     "web": "threadline.channels.web.platform:PLATFORM",
     "whatsapp": "threadline.channels.whatsapp.platform:PLATFORM",
     "teams": "threadline.channels.teams.platform:PLATFORM",
+    "matrix": "threadline.channels.matrix.platform:PLATFORM",
 }
 # The platform of the embedded default config's one channel (and of `threadline demo`).
 DEFAULT_PLATFORM = "local"

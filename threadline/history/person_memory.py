@@ -17,6 +17,7 @@ from datetime import datetime
 from threadline.history.fusion import fuse_messages
 from threadline.history.meaning import MeaningSearch
 from threadline.history.model import StoredMessage
+from threadline.history.platform_ids import platform_of
 from threadline.history.projection import speaker_label, turn_text
 from threadline.history.prompt import PromptMessage
 from threadline.history.search import cap_by_tokens
@@ -60,7 +61,7 @@ class PersonMemory:
 
 def where_said(message: StoredMessage) -> str:
     """Where a turn was said, for a reader: `slack #support`, `a direct message on telegram`."""
-    platform = message.conversation_id.partition(":")[0]
+    platform = platform_of(message.conversation_id)
     if message.scope == "dm":
         return f"a direct message on {platform}"
     name = message.metadata.channel_name

@@ -3,7 +3,8 @@
 A person's words are found again through two single-token keys stored with each user turn:
 
 - `speaker_key`: the speaker's platform identity (`slack:T1:U7`, `telegram:456`,
-  `discord:123`), hashed. A DM searches these: there the person may see all their own words.
+  `discord:123`, `matrix:@alice:example.org`), hashed. A DM searches these: there the person
+  may see all their own words.
 - `speaker_space`: the identity together with where it was said: `dm` for a direct message,
   else the conversation's workspace (a Slack team, a Discord guild, a Telegram group). A group
   searches these for its own workspace only, so a DM never reaches a group and one workspace
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 
 from threadline.history.model import StoredMessage
+from threadline.history.platform_ids import id_parts, platform_of
 
 # Platforms whose user ids are unique only inside a workspace (a Slack team; an `http`
 # channel, whose caller names its own users); elsewhere a user id names one account on the
@@ -30,10 +32,11 @@ def workspace_of(conversation_id: str) -> str:
     """The workspace a conversation id lies in: its first two parts.
 
     `slack:T1:C2:1700.1` -> `slack:T1` (the team), `discord:G9:C3` -> `discord:G9` (the
-    guild), `telegram:-1001:5` -> `telegram:-1001` (the group, with its topics).
+    guild), `telegram:-1001:5` -> `telegram:-1001` (the group, with its topics),
+    `matrix:!r:example.org:$ev` -> `matrix:!r:example.org` (the room, with its threads).
     """
-    platform, _, rest = conversation_id.partition(":")
-    return f"{platform}:{rest.split(':', 1)[0]}" if rest else platform
+    parts = id_parts(conversation_id)
+    return ":".join(parts[:2])
 
 
 def identity_of(message: StoredMessage) -> str | None:
@@ -46,7 +49,7 @@ def author_identity(conversation_id: str, kind: str, participant_id: str) -> str
     """`identity_of` from a turn's stored columns (the migration fills old rows with it)."""
     if kind != "user":
         return None
-    platform = conversation_id.partition(":")[0]
+    platform = platform_of(conversation_id)
     if platform in WORKSPACE_SCOPED_USERS:
         return f"{workspace_of(conversation_id)}:{participant_id}"
     return f"{platform}:{participant_id}"

@@ -4,8 +4,9 @@ Every part lives in the history's database and shares its threads, connections a
 translation (`SqlConversationStore.run`): the inbox and reply ledger, people, spend, reply
 records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
 extra), gateway shard leases, a Slack app's installations, the `http` platform's replies
-waiting for their caller; on PostgreSQL a conversation lock (advisory locks) owns a
-conversation across processes. Turns the database cannot take wait in an outbox file beside it.
+waiting for their caller, Matrix accounts' sync positions; on PostgreSQL a conversation lock
+(advisory locks) owns a conversation across processes. Turns the database cannot take wait in
+an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from threadline.backends.sql.handoffs import SqlHandoffBook
 from threadline.backends.sql.http_replies import SqlReplyOutbox
 from threadline.backends.sql.link_requests import SqlLinkRequests
 from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.matrix_sync import SqlMatrixSyncPositions
 from threadline.backends.sql.people import SqlPeopleDirectory
 from threadline.backends.sql.records import SqlReplyRecords
 from threadline.backends.sql.schedules import SqlScheduleBook
@@ -75,7 +77,8 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                                       inline_max_bytes=options.files_inline_max_bytes),
                    shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,
                    platform_parts={"slack": partial(_slack_installations, store),
-                                   "http": partial(SqlReplyOutbox, store)},
+                                   "http": partial(SqlReplyOutbox, store),
+                                   "matrix": partial(SqlMatrixSyncPositions, store)},
                    outbox_path=options.outbox_path or _outbox_path(store), owner_file=owner,
                    notifies_across_processes=postgres)
 
