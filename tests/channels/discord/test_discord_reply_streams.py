@@ -48,7 +48,10 @@ async def test_a_5000_character_reply_streams_across_messages_none_over_2000(
     async with live_team(store, channel_on(discord), anthropic):
         question = await discord.deliver_message(world.general, author=world.ada,
                                                   content="tell me everything")
-        await discord.wait_until(lambda: same_words(" ".join(discord.contents.values()), reply))
+        # Several paced edits of three messages: longer than the fake's default wait on a
+        # loaded machine.
+        await discord.wait_until(lambda: same_words(" ".join(discord.contents.values()), reply),
+                                 within=30.0)
     writes = [c for c in discord.calls if c.method in ("POST", "PATCH")
               and c.path.startswith(f"/channels/{world.general}/messages")]
     assert all(c.status == 200 and len(c.json["content"]) <= 2000 for c in writes)

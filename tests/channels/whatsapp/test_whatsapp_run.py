@@ -125,8 +125,19 @@ async def test_kill_9_mid_reply_then_restart_answers_every_message_once(tmp_path
             # ...and a duplicate of everything acknowledged (a confused proxy): dropped.
             for body in delivered:
                 assert await fake.deliver(url, body) == (200, "ok")
+            # A reply the first process claimed and may have posted when it died is not
+            # posted again (WhatsApp has no idempotent send): the pipeline says so instead
+            # (`pipeline.delivery_uncertain`, docs/platforms/whatsapp.md). Every other
+            # question is answered.
+            def uncertain() -> int:
+                return (tmp_path / "second.log").read_text().count("pipeline.delivery_uncertain")
+
+            def settled() -> bool:
+                tags = {s.text.split()[-1] for s in fake.sent}
+                return len(expected - tags) <= uncertain()
+
             try:
-                await until(lambda: {s.text.split()[-1] for s in fake.sent} >= expected)
+                await until(settled)
             except TimeoutError:
                 raise AssertionError(f"answered {sorted(s.text for s in fake.sent)}:\n"
                                      f"{(tmp_path / 'second.log').read_text()[-4000:]}") from None
@@ -134,7 +145,9 @@ async def test_kill_9_mid_reply_then_restart_answers_every_message_once(tmp_path
         finally:
             await _stop(second)
         answered = Counter(s.text for s in fake.sent)
-        assert answered == Counter(f"answer {tag}" for tag in expected), answered
+        assert max(answered.values()) == 1, answered  # never twice
+        assert set(answered) <= {f"answer {tag}" for tag in expected}, answered
+        assert len(expected) - len(answered) <= uncertain(), answered
         store = SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}")
         async with store:
             for person in people:
