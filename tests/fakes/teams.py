@@ -147,6 +147,7 @@ class FakeTeams:
         # Bytes PUT to an upload URL a consent's accept handed out: (upload id, Content-Range,
         # bytes), in order.
         self.uploads: list[tuple[str, str, bytes]] = []
+        self.upload_redirect: str | None = None  # an upload id every upload redirects to
         self._issued: set[str] = set()
         self._keys, self._other = _Keys(), _Keys()
         # Published too, but endorsed for another Bot Framework channel only.
@@ -256,6 +257,8 @@ class FakeTeams:
         """An upload session's URL (OneDrive's, pre-authenticated): the whole file in one
         PUT, as the Bot Framework's file consent flow sends it."""
         data = await request.read()
+        if self.upload_redirect and request.match_info["upload_id"] != self.upload_redirect:
+            raise web.HTTPTemporaryRedirect(f"/uploads/{self.upload_redirect}")
         async with self._changed:
             self.uploads.append((request.match_info["upload_id"],
                                  request.headers.get("Content-Range", ""), data))

@@ -132,3 +132,35 @@ async def test_in_a_group_chat_the_reply_says_the_file_was_not_sent(
     assert said.body["text"].startswith("sales.png was made, but Teams lets a bot send files "
                                         "only in a 1:1 chat")
     assert cards(said, CONSENT) == [] and teams.uploads == []
+
+
+async def test_a_stale_or_malformed_press_is_answered_and_uploads_nothing(
+        tmp_path: Path, teams: FakeTeams) -> None:
+    chat = teams.personal(ALICE)
+    async with FakeAnthropic() as model:
+        card_post = await offered_chart(teams, model, tmp_path, chat)
+        stale = teams.consent(card_post, accept=True, chat=chat)
+        stale["value"]["context"] = {**stale["value"]["context"], "sha256": "0" * 64}
+        malformed = teams.consent(card_post, accept=True, chat=chat)
+        del malformed["value"]["context"]
+        async with running_bot(teams, model, tmp_path) as channel:
+            assert (await teams.deliver(channel.messaging_url, malformed))[0] == 200
+            assert (await teams.deliver(channel.messaging_url, stale))[0] == 200
+            said = (await teams.wait_for_messages(3))[2]
+    assert said.body["text"] == ("sales.png is no longer kept here, so it could not be sent; "
+                                 "ask for it again.")
+    assert teams.uploads == [] and len(teams.messages()) == 3
+
+
+async def test_an_upload_url_that_redirects_is_not_followed(
+        tmp_path: Path, teams: FakeTeams) -> None:
+    chat = teams.personal(ALICE)
+    teams.upload_redirect = "somewhere-else"
+    async with FakeAnthropic() as model:
+        card_post = await offered_chart(teams, model, tmp_path, chat)
+        async with running_bot(teams, model, tmp_path) as channel:
+            accept = teams.consent(card_post, accept=True, chat=chat)
+            assert (await teams.deliver(channel.messaging_url, accept))[0] == 200
+            said = (await teams.wait_for_messages(3))[2]
+    assert said.body["text"] == "Uploading sales.png failed; please ask for it again."
+    assert teams.uploads == []  # the redirect's target never got the bytes

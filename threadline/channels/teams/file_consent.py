@@ -158,7 +158,7 @@ class FileConsents:
             bound.info("teams.file_consent_replayed", outcome="already uploaded; nothing sent")
             return InvokeResponse(status=200)
         data = await store.get(press.sha256) if store is not None else None
-        if data is None:
+        if store is None or data is None:
             bound.warning("teams.file_consent_stale", outcome="bytes no longer kept")
             return await self._say(activity, f"{press.name} is no longer kept here, so it "
                                              "could not be sent; ask for it again.")
@@ -174,7 +174,6 @@ class FileConsents:
             bound.error("teams.file_upload_failed", error=repr(error))
             return await self._say(activity, f"Uploading {press.name} failed; please ask "
                                              "for it again.")
-        assert store is not None  # the bytes came from it
         await store.put(marker, sha256=marker_key, media_type="text/plain")
         bound.info("teams.file_uploaded", size=size)
         return await self._post(activity, MessageActivityInput().add_attachments(
@@ -194,5 +193,5 @@ class FileConsents:
             await api.conversations.create_activity(conversation, message)
         except Exception as error:
             log.error("teams.file_consent_post_failed", channel=self._channel.name,
-                      conversation=conversation, error=repr(error))
+                      teams_conversation=conversation, error=repr(error))
         return InvokeResponse(status=200)
