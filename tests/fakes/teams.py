@@ -144,6 +144,10 @@ class FakeTeams:
         self.token_requests = 0
         self.files: dict[str, bytes] = {}  # unique id -> bytes, served at /files/{id}
         self.file_downloads: list[str] = []
+        # Bytes PUT to an upload URL a consent's accept handed out: (upload id, Content-Range,
+        # bytes), in order.
+        self.uploads: list[tuple[str, str, bytes]] = []
+        self.upload_redirect: str | None = None  # an upload id every upload redirects to
         self._issued: set[str] = set()
         self._keys, self._other = _Keys(), _Keys()
         # Published too, but endorsed for another Bot Framework channel only.
@@ -170,6 +174,7 @@ class FakeTeams:
         api.router.add_post(connector + "/{activity}", self._post)
         api.router.add_put(connector + "/{activity}", self._update)
         api.router.add_get("/files/{unique_id}", self._download)
+        api.router.add_put("/uploads/{upload_id}", self._upload)
         base = f"http://127.0.0.1:{await self._serve(api, None)}"
         self.openid_metadata_url = f"{base}/v1/.well-known/openidconfiguration"
         self.service_url = f"{base}/teams"
@@ -247,6 +252,41 @@ class FakeTeams:
             return web.Response(status=404)
         self.file_downloads.append(unique_id)
         return web.Response(body=self.files[unique_id])
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """An upload session's URL (OneDrive's, pre-authenticated): the whole file in one
+        PUT, as the Bot Framework's file consent flow sends it."""
+        data = await request.read()
+        if self.upload_redirect and request.match_info["upload_id"] != self.upload_redirect:
+            raise web.HTTPTemporaryRedirect(f"/uploads/{self.upload_redirect}")
+        async with self._changed:
+            self.uploads.append((request.match_info["upload_id"],
+                                 request.headers.get("Content-Range", ""), data))
+            self._changed.notify_all()
+        return web.json_response({"id": request.match_info["upload_id"], "size": len(data)},
+                                 status=201)
+
+    def consent(self, card_message: Call, *, accept: bool, chat: Chat,
+                sender: Person = ALICE, activity_id: str | None = None,
+                app_id: str = APP_ID) -> dict[str, Any]:
+        """The `fileConsent/invoke` of pressing Allow (`accept`) or Decline on a posted
+        FileConsentCard; an accept carries an upload URL served here."""
+        [card] = [a for a in card_message.body["attachments"]
+                  if a["contentType"] == "application/vnd.microsoft.teams.card.file.consent"]
+        value: dict[str, Any] = {"type": "fileUpload", "action": "accept" if accept
+                                 else "decline"}
+        if accept:
+            upload_id = f"upload-{len(self.uploads) + 1:04d}-{self.next_id()}"
+            base = self.service_url.removesuffix("/teams")
+            value |= {"context": card["content"]["acceptContext"], "uploadInfo": {
+                "name": card["name"], "uploadUrl": f"{base}/uploads/{upload_id}",
+                "contentUrl": f"https://contoso-my.sharepoint.com/personal/alice/{card['name']}",
+                "uniqueId": upload_id, "fileType": card["name"].rsplit(".", 1)[-1]}}
+        else:
+            value["context"] = card["content"]["declineContext"]
+        return {**self._envelope(chat, sender, activity_id, app_id), "type": "invoke",
+                "name": "fileConsent/invoke", "replyToId": card_message.body.get("id"),
+                "value": value}
 
     # Keys -------------------------------------------------------------------------------
 

@@ -165,6 +165,30 @@ async def fetch_file(url: str, *, hosts: FileHosts, limit: int,
                            f"{MAX_REDIRECTS} times")
 
 
+async def put_file(url: str, data: bytes, *, hosts: FileHosts,
+                   headers: Mapping[str, str]) -> None:
+    """PUT `data` to `url` (a platform's upload URL, which names where the bytes go), within
+    `hosts` and under the same address checks as a fetch; a redirect is not followed (the
+    bytes go only where the URL said). Raises `FileRefusedError` before connecting anywhere
+    refused, `aiohttp.ClientError` when the upload fails."""
+    resolver = _CheckedResolver(hosts)
+    target = URL(url)
+    rule = hosts.rule_for(target)
+    resolver.url, resolver.rule = target, rule
+    if _is_ip(target.host or ""):
+        hosts.check_address(target, rule, target.host or "")
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
+    async with aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_SECONDS)) as session, \
+            session.put(target, data=data, headers=dict(headers),
+                        allow_redirects=False) as response:
+        if not 200 <= response.status < 300:  # a redirect too: the bytes go nowhere else
+            raise aiohttp.ClientResponseError(
+                response.request_info, response.history, status=response.status,
+                message=f"the upload was answered {response.status} {response.reason}")
+
+
 async def _read_within(response: aiohttp.ClientResponse, limit: int) -> bytes:
     body = bytearray()
     async for chunk in response.content.iter_chunked(_CHUNK):

@@ -5,14 +5,16 @@ The Teams SDK's `App` receives (`teams.endpoint`): our aiohttp endpoint, served 
 channel's JWT (see `teams.auth`; anything unsigned, forged, expired, for another bot or for
 another service URL is answered 401 before it is read) and routes the activity to the handlers
 registered here. Handled: `message` (a turn), `messageUpdate` / `messageDelete` (edits and
-deletions through the inbox), and `adaptiveCard/action` invokes of our command buttons (a
-turn sending the button's command, as whoever pressed).
+deletions through the inbox), `adaptiveCard/action` invokes of our command buttons (a
+turn sending the button's command, as whoever pressed), and `fileConsent/invoke`.
 
 Acknowledgement (the `ChannelEvents` contract): the HTTP answer is Teams' "received", sent only
 once `on_message` returned; a turn that could not be recorded is answered 503 (500 for another
 failure), so the channel may deliver it again, and a stopping channel answers 503 too. The
 activity id names the turn (`teams.activities`), so a redelivery is the same turn. Files sent
-in 1:1 chats are fetched (Teams' pre-authenticated download URLs) and kept before the answer.
+in 1:1 chats are fetched (Teams' pre-authenticated download URLs) and kept before the answer;
+files a tool made are offered on a consent card there and uploaded once allowed
+(`teams.file_consent`, the `fileConsent/invoke` handler).
 
 Replies go where the message was said: a channel message into its thread (the conversation id
 with `;messageid=ROOT`), a chat message into the chat, as a reply to the message (`replyToId`).
@@ -55,6 +57,7 @@ from threadline.channels.teams.activities import (
 from threadline.channels.teams.addresses import DEFAULT_SERVICE_URL
 from threadline.channels.teams.auth import BOT_SCOPE, BotTokens, cloud_for
 from threadline.channels.teams.endpoint import card_answer, open_app
+from threadline.channels.teams.file_consent import FileConsents, not_sent_here
 from threadline.channels.text import split_text
 from threadline.channels.unreachable import unreachable
 from threadline.errors import (
@@ -63,6 +66,7 @@ from threadline.errors import (
     ConfigError,
     TurnNotRecordedError,
 )
+from threadline.history.files import TurnFile
 from threadline.history.model import MessageMetadata, StoredMessage
 from threadline.listening import Listener, serve
 
@@ -122,6 +126,7 @@ class TeamsChannel(Channel):
         self._file_hosts = FileHosts.of(channel=name, platform_hosts=TEAMS_FILE_HOSTS,
                                         configured=file_hosts,
                                         setting=f"channels.{name}.file_hosts")
+        self._consents = FileConsents(channel=self, hosts=self._file_hosts)
         self._own_ids = frozenset({f"28:{app_id}", app_id})
         self._gate = RateGate(stream_interval)
         self._app: App | None = None
@@ -161,6 +166,7 @@ class TeamsChannel(Channel):
         app.on_message_update(self._on_edit)
         app.on_message_delete(self._on_delete)
         app.on_card_action(self._on_press)
+        app.on_file_consent(self._on_file_consent)
 
     async def stop(self) -> None:
         self.closing = True  # from now on activities are answered 503: Teams may resend them
@@ -269,6 +275,10 @@ class TeamsChannel(Channel):
             return InvokeResponse(status=500)
         return None
 
+    async def _on_file_consent(self, ctx: ActivityContext[Any]) -> InvokeResponse[Any]:
+        """Allow or Decline pressed on a file's consent card (`teams.file_consent`)."""
+        return await self._consents.answer(_wire(ctx))
+
     async def _on_edit(self, ctx: ActivityContext[Any]) -> InvokeResponse[Any] | None:
         return await self._change(ctx, edited=True)
 
@@ -304,7 +314,7 @@ class TeamsChannel(Channel):
 
     # Outbound ----------------------------------------------------------------------------
 
-    def _api(self, service_url: str) -> ApiClient:
+    def api_for(self, service_url: str) -> ApiClient:
         """A connector client for `service_url` (one per service URL, sharing the app's
         HTTP client and token)."""
         app = self._app
@@ -317,12 +327,17 @@ class TeamsChannel(Channel):
             self._apis[service_url] = api
         return api
 
+    @property
+    def service_url(self) -> str:
+        """The connector for posts nothing asked for."""
+        return self._service_url
+
     def target(self, inbound: StoredMessage) -> tuple[ApiClient, str]:
         """The connector and the Teams conversation a reply to `inbound` goes to."""
         meta = inbound.metadata
         channel_id = self.delivered_here(inbound)
         service_url = str(meta.extra.get("service_url") or self._service_url)
-        return (self._api(service_url),
+        return (self.api_for(service_url),
                 reply_conversation(channel_id=channel_id, thread_id=meta.thread_id))
 
     async def send_reply(self, inbound: StoredMessage, text: str, *,
@@ -354,6 +369,13 @@ class TeamsChannel(Channel):
                                    what=f"posting part {len(posted) + 1} of {len(parts)}")
             posted.append(sent.id)
         return posted
+
+    async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
+        """A file a tool made: offered on a consent card in a 1:1 chat (uploaded once the
+        person allows it); elsewhere Teams has no way for a bot to send one, and says so."""
+        if inbound.scope == "dm":
+            return await self._consents.offer(inbound, file, data)
+        return await self._post(inbound, [not_sent_here(file)])
 
     async def update(self, inbound: StoredMessage, activity_id: str, text: str) -> None:
         """Show `text` in the posted message `activity_id` instead (edit in place)."""
