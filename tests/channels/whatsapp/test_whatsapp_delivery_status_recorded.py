@@ -1,10 +1,13 @@
 """Status callbacks are kept on the record of the reply they concern (issue 40): sent,
 delivered and read arriving out of order leave the furthest along ("read"); a failure is kept
 with its error and shown on the console's page for that reply; a status about a message no
-record knows changes nothing. On every backend: memory, SQLite, PostgreSQL."""
+record knows changes nothing. On every backend: memory, SQLite, PostgreSQL; and through
+`threadline run`, on the records its recorder writes."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,8 +20,12 @@ from structlog.testing import capture_logs
 
 from tests.channels.recording import RecordingEvents
 from tests.channels.whatsapp.conftest import ANA, BO, url_of
+from tests.channels.whatsapp.run_rig import log_events, whatsapp_platform
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
+from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.whatsapp import Customer, FakeWhatsApp, Sent
+from tests.runtime.platforms import write_config
+from tests.runtime.test_run_kill9_answers_everything import start, until
 from threadline.backends.parts import records_for
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.whatsapp import WhatsAppChannel
@@ -188,3 +195,49 @@ async def test_a_status_about_an_unknown_message_changes_nothing(
     assert [e["kept"] for e in logs if "kept" in e] == [False] * 4
     kept = await records.get(record.id)
     assert kept is not None and kept.delivery_status is None
+
+
+async def test_threadline_run_keeps_statuses_on_the_record_its_recorder_wrote(
+        tmp_path: Path) -> None:
+    """The runtime hands the backend's records to the channel, and the records the recorder
+    writes name the wamids the statuses come back with."""
+    async with FakeWhatsApp() as fake, FakeAnthropic() as model:
+        model.responder = lambda body: text("On its way.")
+        where = whatsapp_platform(fake)
+        config = write_config(tmp_path, "whatsapp", where, model.url)
+        url = where.extra["webhook_url"]
+        where_ana = f"whatsapp:{fake.phone_number_id}:{ANA.wa_id}"
+        process = await start(config, where, tmp_path / "run.log")
+        try:
+            assert await fake.deliver(url, fake.text_message(ANA, "where is my order?")) == (
+                200, "ok")
+            [reply] = await fake.wait_for_sent(1, within=30)
+            async with SqlConversationStore(
+                    f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}") as reader:
+                records = records_for(reader)
+                assert records is not None
+
+                for _ in range(600):  # the recorder writes just after the turn
+                    if await records.recent(where_ana):
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError("no reply record was written in 30 s")
+            for status in ("read", "delivered"):
+                assert await fake.deliver(url, fake.status(reply, status)) == (200, "ok")
+            await until(lambda: len(log_events(tmp_path / "run.log", "whatsapp.status")) == 2)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+        async with SqlConversationStore(
+                f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}") as reader:
+            records = records_for(reader)
+            assert records is not None
+            [listed] = await records.recent(where_ana)
+            record = await records.get(listed.id)
+        assert record is not None and record.detail is not None
+        assert record.detail["delivered_ids"] == [reply.wamid]
+        assert record.delivery_status is not None
+        assert record.delivery_status[reply.wamid]["status"] == "read"
+        assert [e["kept"] for e in log_events(tmp_path / "run.log", "whatsapp.status")] == [
+            True, False]
