@@ -168,6 +168,7 @@ def attach_channels(settings: Settings, team: Team, backend: Backend, *,
                                  platform_part=backend.platform_part(channel_settings.type),
                                  shard_leases=backend.shard_leases,
                                  history=backend.history,
+                                 delivery_statuses=backend.records,
                                  broadcasters=frozenset(a.name for a, _ in joined
                                                         if settings.agents[a.name].broadcast))
         channel = platform_for(channel_settings.type).build(name, channel_settings, context)

@@ -18,6 +18,7 @@ from typing import ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.channels.base import Channel
+from threadline.channels.delivery_status import DeliveryStatuses
 from threadline.channels.shard_leases import ShardLeases
 from threadline.commands.registry import Command
 from threadline.history.store import ConversationStore
@@ -90,6 +91,9 @@ class ChannelContext:
     # The conversation history, for a channel whose people read their transcript from it
     # (the web widget); None: no backend is open, as in `threadline check`.
     history: ConversationStore | None = None
+    # Where a channel keeps what became of a posted reply (WhatsApp's status callbacks): the
+    # backend's reply records; None: the backend keeps none, or none is open.
+    delivery_statuses: DeliveryStatuses | None = None
 
 
 SettingsT = TypeVar("SettingsT", bound=ChannelSettings)

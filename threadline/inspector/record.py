@@ -47,6 +47,8 @@ class ReplyRecord:
 
     `latency_ms` is the whole turn, from the agent taking it to the reply posted and stored.
     `trace_id` is the OpenTelemetry trace the turn was exported in (None with tracing off).
+    `delivery_status` is what the platform said became of each posted part, by its platform
+    message id (`threadline.channels.delivery_status`; None: the platform said nothing).
     """
 
     id: str
@@ -70,6 +72,7 @@ class ReplyRecord:
     error: str | None = None
     detail: Mapping[str, Any] | None = None
     trace_id: str | None = None
+    delivery_status: Mapping[str, Any] | None = None
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -82,6 +85,8 @@ class ReplyRecord:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         data["detail"] = dict(self.detail) if self.detail is not None else None
+        data["delivery_status"] = (dict(self.delivery_status)
+                                   if self.delivery_status is not None else None)
         return data
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from threadline.channels.delivery_status import DeliveryStatuses, PartStatus, advanced
 from threadline.inspector.record import ReplyRecord
 
 
@@ -32,8 +33,9 @@ class RecordedConversation:
     last_reply: datetime
 
 
-class ReplyRecords(Protocol):
-    """Keeps reply records. Listings return records without `detail`; `get` returns it whole."""
+class ReplyRecords(DeliveryStatuses, Protocol):
+    """Keeps reply records. Listings return records without `detail`; `get` returns it whole.
+    A platform's delivery statuses are kept on them (`note_delivery`)."""
 
     async def add(self, pending: Sequence[Recordable]) -> int:
         """Build and store records for finished turns, in one write; returns how many."""
@@ -90,6 +92,19 @@ class InMemoryReplyRecords:
             seen[record.conversation_id] = RecordedConversation(
                 record.conversation_id, (known.replies if known else 0) + 1, record.created_at)
         return sorted(seen.values(), key=lambda c: c.last_reply, reverse=True)[:limit]
+
+    async def note_delivery(self, conversation_id: str, platform_id: str,
+                            status: PartStatus) -> bool:
+        for index in range(len(self._records) - 1, -1, -1):
+            record = self._records[index]
+            if record.conversation_id == conversation_id and platform_id in (
+                    (record.detail or {}).get("delivered_ids") or ()):
+                statuses = advanced(record.delivery_status, platform_id, status)
+                if statuses is None:
+                    return False
+                self._records[index] = replace(record, delivery_status=statuses)
+                return True
+        return False
 
     async def prune(self, before: datetime) -> int:
         kept = [r for r in self._records if r.created_at >= before]

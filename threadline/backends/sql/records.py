@@ -1,5 +1,6 @@
 """Reply records in the history's database: the `threadline_reply_records` table (migration 0004),
-written through the SQL store's own threads and connections, on SQLite and PostgreSQL alike."""
+written through the SQL store's own threads and connections, on SQLite and PostgreSQL alike.
+A platform's delivery statuses are kept in its `delivery_status_json` (migration 0020)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.schema import from_micros, to_micros
 from threadline.backends.sql.store import SqlConversationStore
+from threadline.channels.delivery_status import PartStatus, advanced
 from threadline.inspector.record import ReplyRecord
 from threadline.inspector.records import MIN_PREFIX, Recordable, RecordedConversation
 
@@ -23,6 +25,7 @@ _COLUMNS = (
     "token_budget", "reply", "error", "trace_id",
 )
 _LIST = ", ".join(_COLUMNS)
+_READ = f"{_LIST}, delivery_status_json"  # what every read returns; detail only when asked
 _INSERT = (f"INSERT INTO threadline_reply_records ({_LIST}, detail_json) VALUES "
            f"({', '.join(':' + c for c in _COLUMNS)}, :detail_json) ON CONFLICT DO NOTHING")
 
@@ -36,10 +39,12 @@ def _row(record: ReplyRecord) -> dict[str, Any]:
 
 
 def _record(row: Sequence[Any], detail_json: str | None = None) -> ReplyRecord:
-    values = dict(zip(_COLUMNS, row, strict=True))
+    values = dict(zip((*_COLUMNS, "delivery_status_json"), row, strict=True))
     values["created_at"] = from_micros(values.pop("created_us"))
     values["latency_ms"] = float(values["latency_ms"])
-    return ReplyRecord(**values, detail=json.loads(detail_json) if detail_json else None)
+    statuses = values.pop("delivery_status_json")
+    return ReplyRecord(**values, detail=json.loads(detail_json) if detail_json else None,
+                       delivery_status=json.loads(statuses) if statuses else None)
 
 
 def _rows(pending: Sequence[Recordable]) -> list[dict[str, Any]]:
@@ -63,17 +68,17 @@ def _select_recent(conn: SqlRunner, conversation_id: str | None, agent: str | No
     if since is not None:
         where.append("created_us >= :since")
         params["since"] = to_micros(since)
-    rows = conn.rows(f"SELECT {_LIST} FROM threadline_reply_records WHERE "
+    rows = conn.rows(f"SELECT {_READ} FROM threadline_reply_records WHERE "
                      f"{' AND '.join(where)} ORDER BY created_us DESC LIMIT :limit", params)
     return [_record(row) for row in rows]
 
 
 def _select_one(conn: SqlRunner, record_id: str) -> ReplyRecord | None:
-    rows = conn.rows(f"SELECT {_LIST}, detail_json FROM threadline_reply_records "
+    rows = conn.rows(f"SELECT {_READ}, detail_json FROM threadline_reply_records "
                      "WHERE id = :id", {"id": record_id})
     if not rows and len(record_id) >= MIN_PREFIX:
-        escaped = record_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = conn.rows(f"SELECT {_LIST}, detail_json FROM threadline_reply_records "
+        escaped = _escaped(record_id)
+        rows = conn.rows(f"SELECT {_READ}, detail_json FROM threadline_reply_records "
                          "WHERE id LIKE :prefix ESCAPE '\\' LIMIT 2",
                          {"prefix": escaped + "%"})
     if len(rows) != 1:
@@ -86,6 +91,34 @@ def _select_conversations(conn: SqlRunner, limit: int) -> list[RecordedConversat
                      "threadline_reply_records GROUP BY conversation_id "
                      "ORDER BY max(created_us) DESC LIMIT :limit", {"limit": limit})
     return [RecordedConversation(r[0], int(r[1]), from_micros(int(r[2]))) for r in rows]
+
+
+def _escaped(text: str) -> str:
+    """`text` for a LIKE pattern, its wildcards taken literally (ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _note_delivery(conn: SqlRunner, conversation_id: str, platform_id: str,
+                   status: PartStatus) -> bool:
+    # The conversation's newest record naming the id among its delivered ids: the record
+    # index (conversation, time) finds the recent reply a status is about in a few rows.
+    # FOR UPDATE: two replicas taking two statuses of one reply keep both.
+    lock = " FOR UPDATE" if conn.dialect == "postgresql" else ""
+    quoted = json.dumps(platform_id, ensure_ascii=False)
+    rows = conn.rows(
+        "SELECT id, delivery_status_json FROM threadline_reply_records "
+        "WHERE conversation_id = :cid AND detail_json LIKE :pattern ESCAPE '\\' "
+        f"ORDER BY created_us DESC LIMIT 1{lock}",
+        {"cid": conversation_id, "pattern": f"%{_escaped(quoted)}%"})
+    if not rows:
+        return False
+    record_id, known = rows[0]
+    statuses = advanced(json.loads(known) if known else None, platform_id, status)
+    if statuses is None:
+        return False
+    return conn.rowcount(
+        "UPDATE threadline_reply_records SET delivery_status_json = :statuses WHERE id = :id",
+        {"id": record_id, "statuses": json.dumps(statuses, sort_keys=True)}) == 1
 
 
 def _delete_before(conn: SqlRunner, cutoff_us: int) -> int:
@@ -119,6 +152,11 @@ class SqlReplyRecords:
     async def conversations(self, *, limit: int = 100) -> list[RecordedConversation]:
         return await self.store.run("list recorded conversations", _select_conversations,
                                     limit)
+
+    async def note_delivery(self, conversation_id: str, platform_id: str,
+                            status: PartStatus) -> bool:
+        return await self.store.run("record a delivery status", _note_delivery,
+                                    conversation_id, platform_id, status, write=True)
 
     async def prune(self, before: datetime) -> int:
         return await self.store.run("prune reply records", _delete_before, to_micros(before),

@@ -17,8 +17,10 @@ What to know when running it:
   20 characters to a title; a press arrives as a message whose text is the button's command,
   sent by whoever pressed it.
 - While an agent answers, the customer's message shows read and "typing..." (`whatsapp.live`).
-- Status callbacks (sent, delivered, read, failed) are logged with the conversation; a failed
-  one is also recorded in the conversation's history, with WhatsApp's reason.
+- Status callbacks (sent, delivered, read, failed) are kept on the record of the reply they
+  concern (`threadline.channels.delivery_status`: the furthest along per message, a failure
+  with its error; shown in the console) and logged with the conversation; a failed one is
+  also recorded in the conversation's history, with WhatsApp's reason.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pywa_async.types.templates import BodyText, TemplateLanguage
 from yarl import URL
 
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
+from threadline.channels.delivery_status import DeliveryStatuses, PartStatus
 from threadline.channels.fetch_policy import FileHosts, fetch_file
 from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.text import split_text
@@ -85,11 +88,13 @@ class WhatsAppChannel(Channel):
                  graph_url: str = GRAPH_URL, window_template: str | None = None,
                  window_template_language: str = "en_US", typing: bool = True,
                  file_hosts: Sequence[str] = (), history: ConversationStore | None = None,
-                 agent_names: Sequence[str] = (), clock: Clock = utc_now) -> None:
+                 agent_names: Sequence[str] = (), clock: Clock = utc_now,
+                 delivery_statuses: DeliveryStatuses | None = None) -> None:
         """Settings (see `WhatsAppSettings`); `history` is the backend's, where the service
         window is read (None: only the message being answered tells when the customer last
         wrote); `agent_names` are the agents on this number, whose names open a message
-        addressed to one."""
+        addressed to one; `delivery_statuses` are the backend's reply records, where status
+        callbacks are kept (None: they are only logged)."""
         super().__init__(name=name, streaming=False)
         missing = [f"{setting} ({where})" for setting, value, where in (
             ("phone_number_id", phone_number_id, "WhatsApp Manager > API setup > Phone number "
@@ -130,6 +135,7 @@ class WhatsAppChannel(Channel):
         self._receiver: WebhookReceiver | None = None
         self._events: ChannelEvents | None = None
         self._agent_names = tuple(agent_names)
+        self._statuses = delivery_statuses
         self._log = log.bind(channel=name)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -228,14 +234,20 @@ class WhatsAppChannel(Channel):
         return IncomingFile(name=name, platform_id=media_id, declared_size=0, fetch=fetch)
 
     async def _record_status(self, status: DeliveryStatus) -> None:
-        """A status callback: logged; a failure also kept in the conversation's history."""
+        """A status callback: kept on the reply's record (the furthest along, or the failure),
+        logged; a failure also kept in the conversation's history."""
         where = conversation_id(status.phone_number_id, status.recipient)
         bound = self._log.bind(conversation_id=where, message_id=status.message_id)
+        kept = self._statuses is not None and await self._statuses.note_delivery(
+            where, status.message_id, PartStatus(status.status, status.at,
+                                                 error_code=status.error_code,
+                                                 error_title=status.error_title))
         if status.status != "failed":
-            bound.info("whatsapp.status", status=status.status)
+            # kept=False: no reply record has this message id, or it already has a later status.
+            bound.info("whatsapp.status", status=status.status, kept=kept)
             return
         reason = "; ".join(status.errors) or "no reason given"
-        bound.error("whatsapp.delivery_failed", errors=list(status.errors))
+        bound.error("whatsapp.delivery_failed", errors=list(status.errors), kept=kept)
         assert self._events is not None
         await self._events.on_context(self._note(
             where, f"WhatsApp could not deliver message {status.message_id}: {reason}",

@@ -62,6 +62,17 @@ class DeliveryStatus:
     status: str  # sent, delivered, read, failed (or a newer one WhatsApp adds)
     recipient: str
     errors: tuple[str, ...]
+    at: datetime  # when WhatsApp says it happened (its `timestamp`; else when it arrived)
+    error_code: int | None = None  # the first error's, for a failure
+    error_title: str | None = None
+
+
+def _status_time(timestamp: object) -> datetime:
+    """A status's `timestamp` (seconds since the epoch, as a string); now when unreadable."""
+    try:
+        return datetime.fromtimestamp(int(str(timestamp)), tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return datetime.now(UTC)
 
 
 def _mapping(value: object, where: str) -> Mapping[str, Any]:
@@ -125,9 +136,15 @@ def _events_of_change(change: Mapping[str, Any]
                           if isinstance(e.get("error_data"), Mapping)
                           and e["error_data"].get("details") else "")
                        for e in _list(status.get("errors"), "errors") if isinstance(e, Mapping))
+        first = next((e for e in _list(status.get("errors"), "errors")
+                      if isinstance(e, Mapping)), {})
+        code = first.get("code")
         yield DeliveryStatus(phone_id, str(status["id"]), str(status.get("status") or ""),
                              str(status.get("recipient_id") or status.get("recipient_user_id")
-                                 or ""), errors)
+                                 or ""), errors, _status_time(status.get("timestamp")),
+                             error_code=code if isinstance(code, int) else None,
+                             error_title=str(first.get("title") or first.get("message") or "")
+                             or None)
 
 
 def conversation_id(phone_number_id: str, chat: str) -> str:

@@ -60,7 +60,7 @@ def build(name: str, settings: WhatsAppSettings, context: ChannelContext) -> Wha
         graph_url=settings.graph_url, window_template=settings.window_template,
         window_template_language=settings.window_template_language, typing=settings.typing,
         file_hosts=settings.file_hosts, agent_names=context.agents,
-        history=context.history)
+        history=context.history, delivery_statuses=context.delivery_statuses)
 
 
 STARTER = """\
