@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import sqlite3
 import statistics
@@ -34,11 +35,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from figures import percentile  # noqa: E402
+from recall import fresh_pg_schema  # noqa: E402
 
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.history.beside import parts_beside  # noqa: E402
@@ -47,9 +50,12 @@ from threadline.history.indexer import VectorIndexer  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS  # noqa: E402
 from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
+from threadline.knowledge.documents import Document  # noqa: E402
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource  # noqa: E402
 from threadline.knowledge.grounding import fit_sections  # noqa: E402
 from threadline.knowledge.library import Library  # noqa: E402
+from threadline.knowledge.sections import Section, split_sections  # noqa: E402
+from threadline.knowledge.shelf import section_turn  # noqa: E402
 from threadline.knowledge.source import FoundSection, KnowledgeAsk, SourceContext  # noqa: E402
 from threadline.knowledge.tool import search_result  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
@@ -59,6 +65,7 @@ BUDGET = 3000
 SHARE = 1 / 3
 AGENT = "support"
 SOURCE = "help"
+SCALE_SECTIONS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,10 +178,79 @@ def baseline(data: Path, questions: list[Question], *, whole: bool
     return hits, tokens
 
 
+async def scale_latency(store: ConversationStore, data: Path, questions: list[Question], *,
+                        sections: int) -> tuple[float, float, float]:
+    """(p50 ms, p99 ms, seconds to store and embed) of the knowledge search over `sections`
+    generated sections: the pages' sections with their sentences shuffled, under generated
+    document names, in one source."""
+    counter = default_counter()
+    pages = []
+    for path in sorted((data / "docs").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        pages.append((text.split("\n", 1)[0][2:], text))
+    base = [(title, s) for title, text in pages
+            for s in split_sections(text, title=title, counter=counter, max_tokens=250)]
+    rng = random.Random(41)
+    started = time.perf_counter()
+    when = datetime.now(UTC)
+    batch = []
+    for n in range(sections):
+        title, section = base[n % len(base)]
+        sentences = section.text.split(". ")
+        rng.shuffle(sentences)
+        text = ". ".join(sentences)
+        document = Document(f"generated-{n // 8}.md", f"{title} ({n // 8})", text,
+                            f"{n:064x}")
+        batch.append(section_turn("scale", document, Section(
+            title=document.title, headings=section.headings, text=text, start=0,
+            end=len(text)), part=n % 8, timestamp=when))
+        if len(batch) == 2000:
+            await store.append_many(batch)
+            batch = []
+    if batch:
+        await store.append_many(batch)
+    vectors, embedder = parts_beside(store).vectors, await shared_embedder()
+    if vectors is not None and embedder is not None:
+        await VectorIndexer(store, vectors, embedder).fill()
+    built = time.perf_counter() - started
+    source = DocumentsSource(SourceContext(
+        name="scale", options=DocumentsSettings(), history=store, config_dir=data,
+        counter=counter))
+    library = Library({"scale": source}, agents={AGENT: ["scale"]})
+    latency = []
+    for q in questions[:1] + questions[::10]:
+        ask = KnowledgeAsk(q.question, tuple(text for _, text in q.turns))
+        began = time.perf_counter()
+        await library.search(AGENT, ask, limit=12)
+        latency.append(time.perf_counter() - began)
+    latency = latency[1:]  # the first search reads the vectors into the cache
+    return 1000 * percentile(latency, 0.5), 1000 * percentile(latency, 0.99), built
+
+
 def line(name: str, questions: list[Question], hits: list[bool], tokens: list[int]) -> str:
     firsts = [h for q, h in zip(questions, hits, strict=True) if q.first]
     return (f"{name:<44} {100 * sum(hits) / len(hits):5.1f}%  "
             f"{100 * sum(firsts) / len(firsts):5.1f}%  {statistics.median(tokens):7.0f}")
+
+
+async def print_scale(data: Path, questions: list[Question]) -> None:
+    urls = {"sqlite": None, "postgresql": os.environ.get("THREADLINE_TEST_PG_URL")}
+    for name, url in urls.items():
+        if name == "postgresql" and not url:
+            print("postgresql: set THREADLINE_TEST_PG_URL for its figure")
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            if url is None:
+                url = f"sqlite:///{folder}/scale.db"
+            else:
+                await fresh_pg_schema(url, "knowledge_scale")
+                url = f"{url}?search_path=knowledge_scale"
+            async with SqlConversationStore(url) as store:
+                p50, p99, built = await scale_latency(store, data, questions,
+                                                      sections=SCALE_SECTIONS)
+        print(f"{name}: knowledge search at {SCALE_SECTIONS:,} sections p50 {p50:.1f} ms, "
+              f"p99 {p99:.1f} ms ({len(questions[::10])} questions; stored and embedded in "
+              f"{built:.0f} s)")
 
 
 async def main() -> None:
@@ -207,6 +283,8 @@ async def main() -> None:
         hits, tokens = baseline(args.data, questions, whole=whole)
         print(line(f"BM25 300-token passages, {'whole conversation' if whole else 'question'}",
                    questions, hits, tokens))
+    if args.scale:
+        await print_scale(args.data, questions)
     print(f"\nknowledge search (3 fused searches) on {len(questions)} questions: p50 "
           f"{1000 * percentile(latency, 0.5):.1f} ms, p99 {1000 * percentile(latency, 0.99):.1f} ms"
           f" (embedding model: {os.environ.get('THREADLINE_EMBEDDING_MODEL', 'wordllama')})")

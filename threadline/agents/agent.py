@@ -79,6 +79,7 @@ from threadline.history.processors import (
 )
 from threadline.history.projection import TRANSCRIPT_NOTE, merge_roles, project_turn
 from threadline.history.prompt import AssembledPrompt, PromptMessage
+from threadline.history.recall import RECALL_HEADER
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
@@ -458,7 +459,10 @@ class Agent:
         """Put the grounding block just before the answered turn (see `Grounding`); a
         grounding that fails leaves the turn answered without it."""
         assert self.grounding is not None
-        earlier = [m.content for m in prompt.messages[:-1] if m.role != "system" and m.content]
+        # The conversation the prompt shows before the answered turn (its summary, turns and
+        # the immediate context), not the turns recall found for the question itself.
+        earlier = [m.content for m in prompt.messages[:-1]
+                   if m.content and not m.content.startswith(RECALL_HEADER)]
         try:
             grounded = await self.grounding.ground(context, earlier, room=room)
         except StoreError:

@@ -1,21 +1,23 @@
 """Finding the sections that answer a turn, with the conversation around it, by recall's engine.
 
 A follow-up ("and for a child?", "yes") names nothing; the question before it does. So a turn
-is searched three ways, and the rankings are fused (reciprocal-rank fusion,
-`threadline.history.fusion.fuse_rankings`): the question alone (what it asks, when it asks
-anything), the question with the turns just before it (what it follows up), and the whole
-conversation so far, newest first (what the conversation is about; a lexical query keeps its
-first `MAX_TERMS` words, so the newest count most). Each of the three is recall's own search
-(`threadline.history.meaning.search_windows`: BM25 and the embedding model, fused inside the
-store) scoped to one source's conversation of sections; no second ranker lives here.
+is searched with the question and the turns just before it (what it follows up), and with the
+whole conversation so far, newest first (what the conversation is about; a lexical query keeps
+its first `MAX_TERMS` words, so the newest count most), and the rankings are fused
+(reciprocal-rank fusion, `threadline.history.fusion.fuse_rankings`); the first question of a
+conversation is searched alone. Each search is recall's own
+(the store's BM25 and the embedding model's nearest, fused as recall fuses them:
+`threadline.history.fusion`) scoped to one source's conversation of sections; no second
+ranker lives here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadline.history.fusion import fuse_rankings
-from threadline.history.meaning import search_windows
+from threadline.history.fusion import fuse_messages, fuse_rankings
+from threadline.history.meaning import MeaningSearch, meaning_search
+from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
@@ -25,13 +27,18 @@ from threadline.knowledge.source import FoundSection, KnowledgeAsk
 # Turns before the question searched with it as its follow-up query.
 FOLLOW_UP_TURNS = 2
 # How much each query's ranking counts, and the fusion constant (ranks, not scores, fuse).
-QUESTION_WEIGHT = 1.0
+# On the development half of doc2dial (bench/knowledge.py, a quarter of the questions, SQLite,
+# 1,000 tokens), weights (question alone, follow-up, conversation) of (1, 1, 0.5) reached 70.4%
+# of the evidence, (1.5, 1, 0.5) 67.6%, (0.5, 1, 1), (0.5, 1, 2) and (0.5, 0.5, 1.5) 73.9%,
+# (0.25, 1, 1) 74.1%: after the first question, what the conversation is about counts far more
+# than the newest line alone, which is therefore searched alone only when nothing came before.
 FOLLOW_UP_WEIGHT = 1.0
-CONVERSATION_WEIGHT = 0.5
+CONVERSATION_WEIGHT = 1.0
 FUSION_K = 30
-# Sections fused before the document weighting, and how much a document's weight counts.
+# Sections each search ranks (more than a block shows: fusion reorders them).
 CANDIDATES = 30
-DOCUMENT_WEIGHT = float(__import__("os").environ.get("KW", "1.0"))
+# A search's token cap: sections are chosen by the block's own room, not by the search.
+UNCAPPED_TOKENS = 1_000_000_000
 # Characters of a query (the search's own limit; the newest text is kept).
 QUERY_CHARS = MAX_QUERY_CHARS // 2
 
@@ -40,9 +47,9 @@ def ask_queries(ask: KnowledgeAsk) -> list[tuple[float, str]]:
     """(weight, text) of the searches made for `ask`; see the module docstring."""
     question = ask.question.strip()
     queries: list[tuple[float, str]] = []
-    if worth_recalling(question):
-        queries.append((QUESTION_WEIGHT, question[:QUERY_CHARS]))
-    if ask.earlier:
+    if not ask.earlier:
+        queries.append((FOLLOW_UP_WEIGHT, question[:QUERY_CHARS]))
+    else:
         recent = [question, *reversed(ask.earlier[-FOLLOW_UP_TURNS:])]
         queries.append((FOLLOW_UP_WEIGHT, _newest_first(recent)))
         if len(ask.earlier) > FOLLOW_UP_TURNS:
@@ -59,36 +66,39 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
                         limit: int, by_meaning: bool = True) -> list[FoundSection]:
     """Up to `limit` of `source`'s sections for `ask`, best first."""
     conversation = source_conversation(source)
+    meaning = await meaning_search(store) if by_meaning else None
     rankings: list[tuple[float, list[str]]] = []
     sections: dict[str, FoundSection] = {}
     for weight, text in ask_queries(ask):
-        windows = await search_windows(store, conversation, text, limit=CANDIDATES, context=0,
-                                       token_cap=1_000_000_000, by_meaning=by_meaning)
         ranked: list[str] = []
-        for window in windows:
-            by_id = {turn.id: turn for turn in window.messages}
-            for hit in window.hit_ids:
-                section = found_section(by_id[hit])
-                if section is not None:
-                    sections.setdefault(hit, section)
-                    ranked.append(hit)
+        for turn in await _ranked_turns(store, meaning, conversation, text):
+            section = found_section(turn)
+            if section is not None:
+                sections.setdefault(turn.id, section)
+                ranked.append(turn.id)
         rankings.append((weight, ranked))
-    fused = [sections[i] for i in fuse_rankings(rankings, k=FUSION_K, limit=CANDIDATES)]
-    return by_document(fused)[:limit]
+    return [sections[i] for i in fuse_rankings(rankings, k=FUSION_K, limit=limit)]
 
 
-def by_document(ranked: Sequence[FoundSection]) -> list[FoundSection]:
-    """The sections re-ranked with their document's weight: a section's rank score plus
-    `DOCUMENT_WEIGHT` times the summed rank scores of its document's sections. A support
-    conversation is about one page far more often than about several, so a section of the
-    page most of the hits come from outranks a stray hit elsewhere."""
-    own = {s.id: 1 / (FUSION_K + rank) for rank, s in enumerate(ranked)}
-    documents: dict[tuple[str, str], float] = {}
-    for s in ranked:
-        documents[(s.source, s.document)] = documents.get((s.source, s.document), 0.0) + own[s.id]
-    score = {s.id: own[s.id] + DOCUMENT_WEIGHT * documents[(s.source, s.document)]
-             for s in ranked}
-    return sorted(ranked, key=lambda s: -score[s.id])
+async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
+                        conversation: str, text: str) -> list[StoredMessage]:
+    """One search of a source's sections, best first: BM25 (the store's `search`) and, when
+    the model and vectors are there, the nearest by meaning, fused as person memory fuses
+    them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits, and
+    a document's sections are neighbours."""
+    lexical = await store.search(conversation, text, limit=CANDIDATES,
+                                 token_cap=UNCAPPED_TOKENS)
+    if meaning is None:
+        return lexical
+    vector = await meaning.embedder_vector(text)
+    nearest = await meaning.index.nearest(conversation, vector, meaning.embedder.name,
+                                          limit=CANDIDATES)
+    known = {turn.id for turn in lexical}
+    similar = {t.id: t for t in await store.get_by_ids(
+        conversation, [h.message_id for h in nearest if h.message_id not in known])}
+    similar.update({t.id: t for t in lexical})
+    ranked_similar = [similar[h.message_id] for h in nearest if h.message_id in similar]
+    return fuse_messages(lexical, ranked_similar, fusion=meaning.fusion, limit=CANDIDATES)
 
 
 def fuse_sources(found: Sequence[Sequence[FoundSection]], *, limit: int) -> list[FoundSection]:
