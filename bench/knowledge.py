@@ -66,6 +66,7 @@ SHARE = 1 / 3
 AGENT = "support"
 SOURCE = "help"
 SCALE_SECTIONS = 100_000
+PASSAGE_CHARS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 def baseline(data: Path, questions: list[Question], *, whole: bool
              ) -> tuple[list[bool], list[int]]:
-    """The README's baseline: FTS5 BM25 over ~300-token passages cut at line boundaries."""
+    """The README's baseline: FTS5 BM25 over ~300-token passages cut at line boundaries, top 5
+    (re-made here to run beside ours; the README's own script gives 79.5% / 73.4%)."""
     counter = default_counter()
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE p USING fts5(title, body, tokenize='porter')")
@@ -153,11 +155,12 @@ def baseline(data: Path, questions: list[Question], *, whole: bool
         start = at = 0
         piece: list[str] = []
         for line in text.splitlines(keepends=True):
-            piece.append(line)
-            at += len(line)
-            if sum(map(len, piece)) >= 1200:  # ~300 tokens at 4 characters a token
+            # Lines gathered up to ~1,000 characters (583 passages; the README's script made 572)
+            if piece and sum(map(len, piece)) + len(line) > PASSAGE_CHARS:
                 passages.append((path.name, start, at, f"{title}\n{''.join(piece)}"))
                 start, piece = at, []
+            piece.append(line)
+            at += len(line)
         if piece:
             passages.append((path.name, start, at, f"{title}\n{''.join(piece)}"))
     db.executemany("INSERT INTO p(rowid, title, body) VALUES (?, ?, ?)",

@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.people",),
     ("threadline.agents", "threadline.tracing"),
     ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book",
-     "threadline.handoff.settings"),
+     "threadline.handoff.settings", "threadline.knowledge"),
     ("threadline.stages", "threadline.commands.stage", "threadline.schedules.stage",
      "threadline.people.stages"),
     ("threadline.config", "threadline.config_loader", "threadline.ops", "threadline.spend",
@@ -52,7 +52,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "threadline.handoff"),
     ("threadline.features", "threadline.people.feature", "threadline.handoff.feature",
      "threadline.schedules.feature", "threadline.agents.mcp_feature", "threadline.spend.feature",
-     "threadline.tracing.feature", "threadline.agents.approvals_feature"),
+     "threadline.tracing.feature", "threadline.agents.approvals_feature",
+     "threadline.knowledge.feature"),
     ("threadline.runtime", "threadline.demo", "threadline.app"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )
