@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.knowledge.helpers import documents_source, search, stored_sections, synced, write
-from threadline.knowledge.shelf import source_conversation
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.store import ConversationStore
 from threadline.knowledge.library import Library
+from threadline.knowledge.shelf import source_conversation
 
 REFUNDS = """# Refunds
 
