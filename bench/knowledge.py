@@ -288,7 +288,7 @@ async def main() -> None:
                    questions, hits, tokens))
     if args.scale:
         await print_scale(args.data, questions)
-    print(f"\nknowledge search (3 fused searches) on {len(questions)} questions: p50 "
+    print(f"\nknowledge search (its searches fused) on {len(questions)} questions: p50 "
           f"{1000 * percentile(latency, 0.5):.1f} ms, p99 {1000 * percentile(latency, 0.99):.1f} ms"
           f" (embedding model: {os.environ.get('THREADLINE_EMBEDDING_MODEL', 'wordllama')})")
 
