@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
+
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text, tool_use
 from tests.history.embedding import index_everything
 from tests.knowledge.helpers import (
@@ -28,6 +31,8 @@ from threadline.backends.parts import records_for
 from threadline.channels.local import LocalChannel
 from threadline.history.store import ConversationStore
 from threadline.inspector import ReplyRecorder
+from threadline.inspector.console import console_app
+from threadline.inspector.redaction import Redactor
 from threadline.knowledge.library import Library
 from threadline.team import Team
 
@@ -89,6 +94,12 @@ async def test_a_question_sharing_no_word_is_answered_from_its_section_and_cited
     assert prompt["grounded"][0]["section"] == "Cards > Lost bank cards"
     assert prompt["grounded"][0]["cited_as"] == "[1] Cards > Lost bank cards"
     assert [p["part"] for p in prompt["parts"]].count("knowledge") == 1
+    console = TestServer(console_app(records=records, store=store, redactor=Redactor(),
+                                     prefix=""), host="127.0.0.1")
+    async with console, ClientSession() as session, session.get(
+            console.make_url(f"/records/{listed.id}")) as page:
+        shown_in_console = await page.text()
+    assert '<ol id="knowledge-shown"><li>Cards &gt; Lost bank cards' in shown_in_console
 
 
 async def test_a_follow_up_finds_the_section_the_turn_before_points_at(
