@@ -44,7 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("threadline.agents", "threadline.tracing"),
     ("threadline.provider_setup", "threadline.schedules", "threadline.handoff.book",
      "threadline.handoff.settings", "threadline.bursts.settings",
-     "threadline.backfill.settings", "threadline.ambient.settings"),
+     "threadline.backfill.settings", "threadline.ambient.settings",
+     "threadline.knowledge"),
     ("threadline.stages", "threadline.commands.stage", "threadline.schedules.stage",
      "threadline.people.stages", "threadline.feedback.command", "threadline.feedback.offer",
      "threadline.bursts", "threadline.backfill", "threadline.ambient"),
@@ -57,7 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "threadline.schedules.feature", "threadline.agents.mcp_feature", "threadline.spend.feature",
      "threadline.tracing.feature", "threadline.agents.approvals_feature",
      "threadline.feedback.feature", "threadline.bursts.feature", "threadline.backfill.feature",
-     "threadline.ambient.feature"),
+     "threadline.ambient.feature", "threadline.knowledge.feature"),
     ("threadline.runtime", "threadline.demo", "threadline.app", "threadline.evals"),
     ("threadline.cli", "threadline.__main__", "threadline"),
 )

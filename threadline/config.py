@@ -48,6 +48,7 @@ from threadline.errors import ConfigError
 from threadline.handoff.settings import HandoffNotify, HandoffSettings
 from threadline.history.settings import HistorySettings, MemorySettings
 from threadline.inspector.settings import InspectorSettings
+from threadline.knowledge.settings import KnowledgeSettings
 from threadline.people.settings import (
     AccessSettings,
     ApprovalSettings,
@@ -281,6 +282,8 @@ class Settings(Section):
     """Schedules kept in the config, by name."""
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     """Handing a conversation to a human."""
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    """The team's documents agents answer from, and who reads which (docs/knowledge.md)."""
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     """Tool servers (Model Context Protocol) agents may use, by name (docs/tools.md)."""
     access: AccessSettings = Field(default_factory=AccessSettings)

@@ -9,6 +9,8 @@ A feature is one folder that says what it adds to a deployment, and nothing else
     stages        its steps in every turn's walk, by slot (`threadline.stages.STAGE_ORDER`)
     approvals     the gate tool calls that need a person's approval wait at (one per
                   deployment: the approvals feature's), decided as presses arrive
+    grounding     a block put in each agent turn's prompt beside the history (one per
+                  deployment: the knowledge feature's sections; `threadline.turn.Grounding`)
     service       what runs beside the turns: started before turns are taken, ready (or
                   given up, in words) before the first one is answered, stopped after them
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from threadline.people.access import Access
     from threadline.stages import Stage
     from threadline.team import Team
+    from threadline.turn import Grounding
 
 ENTRY_POINT_GROUP = "threadline.features"
 # In the order they are built and started (stopped in reverse).
@@ -64,6 +67,7 @@ BUILT_IN = {
     "backfill": "threadline.backfill.feature:FEATURE",
     "bursts": "threadline.bursts.feature:FEATURE",
     "ambient": "threadline.ambient.feature:FEATURE",
+    "knowledge": "threadline.knowledge.feature:FEATURE",
 }
 
 
@@ -121,6 +125,7 @@ class FeatureParts:
     stages: Mapping[str, Stage] = field(default_factory=dict)  # by slot
     service: Service | None = None
     approvals: ApprovalGate | None = None
+    grounding: Grounding | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +162,10 @@ class BuiltFeatures:
     @property
     def approvals(self) -> ApprovalGate | None:
         return next((p.approvals for p in self.parts.values() if p.approvals), None)
+
+    @property
+    def grounding(self) -> Grounding | None:
+        return next((p.grounding for p in self.parts.values() if p.grounding), None)
 
     @property
     def stages(self) -> dict[str, Stage]:

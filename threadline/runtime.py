@@ -145,7 +145,8 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
                 sees_images=agent.sees_images),
             tooling=Tooling(turn_tools=features.turn_tools, toolsets=features.toolsets(name),
                             approvals=features.approvals,
-                            require_approval=agent.require_approval),
+                            require_approval=agent.require_approval,
+                            grounding=features.grounding),
         )
         for name, agent in settings.agents.items()
     ]

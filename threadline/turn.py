@@ -6,13 +6,13 @@ them, so none of them imports another just to name a turn.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from threadline.history.assembler import AssemblerOptions
 from threadline.history.model import StoredMessage, ToolExchange
-from threadline.history.prompt import AssembledPrompt
+from threadline.history.prompt import AssembledPrompt, PromptMessage
 from threadline.history.store import ConversationStore
 
 
@@ -119,6 +119,31 @@ class AgentResult:
     model_calls: int = 0
     delivered_ids: tuple[str, ...] = ()
     usage_by_model: Mapping[str, ModelUsage] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Grounded:
+    """A block a feature grounds a turn with (the knowledge feature's sections): the prompt
+    message, its tokens, and what it shows as the reply record keeps it (one mapping each)."""
+
+    message: PromptMessage
+    tokens: int
+    shown: tuple[Mapping[str, Any], ...] = ()
+
+
+class Grounding(Protocol):
+    """What a feature puts in an agent's prompt beside the history, made for each turn.
+
+    The agent holds `reserve` tokens of its budget back from the history, assembles the
+    prompt in the rest, then asks `ground` with the texts of the turns the prompt shows
+    before the answered one; the block goes just before the answered turn, where what
+    changes every turn costs the prompt cache least.
+    """
+
+    def reserve(self, agent: str, token_budget: int) -> int: ...
+
+    async def ground(self, context: TurnContext, earlier: Sequence[str], *, room: int
+                     ) -> Grounded | None: ...
 
 
 class TurnAgent(Protocol):

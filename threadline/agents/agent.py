@@ -78,7 +78,8 @@ from threadline.history.processors import (
     make_retrieve_tool_result_tool,
 )
 from threadline.history.projection import TRANSCRIPT_NOTE, merge_roles, project_turn
-from threadline.history.prompt import PromptMessage
+from threadline.history.prompt import AssembledPrompt, PromptMessage
+from threadline.history.recall import RECALL_HEADER
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
@@ -86,7 +87,14 @@ from threadline.interceptors.capture import CaptureInterceptor, DurableWriter
 from threadline.people.memory import person_memory_for
 from threadline.schedules.turns import nothing_to_say
 from threadline.tracing import spans as tracing
-from threadline.turn import AgentResult, Deliver, PromptFigures, TurnContext, reply_turn_id
+from threadline.turn import (
+    AgentResult,
+    Deliver,
+    Grounding,
+    PromptFigures,
+    TurnContext,
+    reply_turn_id,
+)
 
 log = structlog.get_logger("threadline.agent")
 
@@ -181,13 +189,15 @@ class Answering:
 class Tooling:
     """Tools beside the agent's own: made for each turn with its conversation and person in
     their closure (`schedule`, `hand_off`), ones that come and go while it runs (an MCP
-    server's, read at each turn), and the calls that wait for a person's approval (these
-    names, or any tool with `requires_approval`)."""
+    server's, read at each turn), the calls that wait for a person's approval (these
+    names, or any tool with `requires_approval`), and the block a feature grounds each turn
+    with (the knowledge feature's sections: `threadline.turn.Grounding`)."""
 
     turn_tools: Sequence[TurnTool] = ()
     toolsets: Sequence[Toolset] = ()
     approvals: ApprovalGate | None = None
     require_approval: Iterable[str] = ()
+    grounding: Grounding | None = None
 
 
 class Agent:
@@ -267,6 +277,7 @@ class Agent:
         self.toolsets = tuple(tooling.toolsets)
         self.approvals = tooling.approvals
         self.require_approval = frozenset(tooling.require_approval)
+        self.grounding = tooling.grounding
         if self.toolsets:
             # Their results can be large: older ones are hidden behind retrieve_tool_result.
             self.assembler_options = replace(self.assembler_options, processors=(
@@ -406,6 +417,11 @@ class Agent:
             # The turn's pictures take their share of the budget; the history fits the rest.
             options = replace(options, token_budget=max(
                 MIN_HISTORY_TOKENS, options.token_budget - images_cost(context.inbound)))
+        reserved = (self.grounding.reserve(self.name, options.token_budget)
+                    if self.grounding is not None else 0)
+        if reserved:  # the grounding block's share; the history fits the rest
+            options = replace(options, token_budget=max(
+                MIN_HISTORY_TOKENS, options.token_budget - reserved))
         try:
             if options.person_memory:
                 run.person = await person_memory_for(context.store, context.inbound,
@@ -415,6 +431,8 @@ class Agent:
                                            self.name, options, self.summarizer,
                                            answering=context.inbound, person=run.person,
                                            kept_recall=self._kept_recall)
+            if reserved:
+                await self._ground(context, prompt, room=reserved)
         except StoreError as exc:
             # The reply matters more than the history: answer the turn on its own.
             context.log.warning("agent.history_unavailable", error=str(exc))
@@ -435,6 +453,29 @@ class Agent:
         messages, image_cost = await with_images(prompt.messages, context.inbound, self.files)
         run.figures = replace(run.figures, token_count=run.figures.token_count + image_cost)
         return messages
+
+    async def _ground(self, context: TurnContext, prompt: AssembledPrompt, *, room: int
+                      ) -> None:
+        """Put the grounding block just before the answered turn (see `Grounding`); a
+        grounding that fails leaves the turn answered without it."""
+        assert self.grounding is not None
+        # The conversation the prompt shows before the answered turn (its summary, turns and
+        # the immediate context), not the turns recall found for the question itself.
+        earlier = [m.content for m in prompt.messages[:-1]
+                   if m.content and not m.content.startswith(RECALL_HEADER)]
+        try:
+            grounded = await self.grounding.ground(context, earlier, room=room)
+        except StoreError:
+            raise
+        except Exception as exc:
+            context.log.warning("agent.grounding_failed", error=f"{type(exc).__name__}: {exc}")
+            prompt.notes.append("grounding failed; answered without it")
+            return
+        if grounded is None or not prompt.messages:
+            return
+        prompt.messages.insert(len(prompt.messages) - 1, grounded.message)
+        prompt.token_count += grounded.tokens
+        prompt.grounded = list(grounded.shown)
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(

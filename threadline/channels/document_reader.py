@@ -16,18 +16,21 @@ import io
 import sys
 
 MAX_DOCUMENT_CHARS = 20_000
+# How the text of a PDF that could not be read begins (a reader of many files reports it).
+UNREADABLE_PDF = "(the PDF could not be read"
 MAX_PDF_PAGES = 200
 # The child's address space: pypdf and a few pages' inflated streams fit well within it.
 _CHILD_MEMORY_BYTES = 1024 * 1024 * 1024
 
 
-async def document_text(data: bytes, media_type: str, *, seconds: float) -> str | None:
-    """The document's text, cut at `MAX_DOCUMENT_CHARS`; None when it could not be read
-    within `seconds`."""
+async def document_text(data: bytes, media_type: str, *, seconds: float,
+                        max_chars: int = MAX_DOCUMENT_CHARS) -> str | None:
+    """The document's text, cut at `max_chars`; None when it could not be read within
+    `seconds`."""
     if media_type != "application/pdf":
-        return _within_chars(data.decode("utf-8", errors="replace"))
+        return _within_chars(data.decode("utf-8", errors="replace"), max_chars)
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", __name__, str(int(seconds) + 1),
+        sys.executable, "-m", __name__, str(int(seconds) + 1), str(max_chars),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL)
     try:
@@ -40,11 +43,11 @@ async def document_text(data: bytes, media_type: str, *, seconds: float) -> str 
             child.kill()
             await child.wait()
     if child.returncode != 0:
-        return "(the PDF could not be read: it is damaged or too large to open)"
+        return f"{UNREADABLE_PDF}: it is damaged or too large to open)"
     return out.decode("utf-8", errors="replace")
 
 
-def _pdf_text(data: bytes) -> str:
+def _pdf_text(data: bytes, max_chars: int) -> str:
     from pypdf import PdfReader
 
     try:
@@ -55,27 +58,27 @@ def _pdf_text(data: bytes) -> str:
             text = page.extract_text() or ""
             parts.append(text)
             length += len(text)
-            if length > MAX_DOCUMENT_CHARS:  # the rest would be cut anyway
+            if length > max_chars:  # the rest would be cut anyway
                 break
     except Exception as exc:  # a broken PDF is kept; the prompt says it could not be read
-        return f"(the PDF could not be read: {exc})"
-    return _within_chars("\n".join(parts))
+        return f"{UNREADABLE_PDF}: {exc})"
+    return _within_chars("\n".join(parts), max_chars)
 
 
-def _within_chars(text: str) -> str:
+def _within_chars(text: str, max_chars: int) -> str:
     text = text.strip()
-    if len(text) > MAX_DOCUMENT_CHARS:
-        text = text[:MAX_DOCUMENT_CHARS] + f"\n(cut at {MAX_DOCUMENT_CHARS:,} characters)"
+    if len(text) > max_chars:
+        text = text[:max_chars] + f"\n(cut at {max_chars:,} characters)"
     return text
 
 
 def _main() -> None:
     import resource
 
-    cpu_seconds = int(sys.argv[1])
+    cpu_seconds, max_chars = int(sys.argv[1]), int(sys.argv[2])
     resource.setrlimit(resource.RLIMIT_AS, (_CHILD_MEMORY_BYTES, _CHILD_MEMORY_BYTES))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-    sys.stdout.buffer.write(_pdf_text(sys.stdin.buffer.read()).encode("utf-8"))
+    sys.stdout.buffer.write(_pdf_text(sys.stdin.buffer.read(), max_chars).encode("utf-8"))
 
 
 if __name__ == "__main__":

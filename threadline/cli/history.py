@@ -111,8 +111,9 @@ def require_database(url: str) -> None:
 class Progress:
     """A progress line on stderr for long runs, at most every half second."""
 
-    def __init__(self, verb: str, stream: TextIO | None = None) -> None:
+    def __init__(self, verb: str, stream: TextIO | None = None, *, unit: str = "turns") -> None:
         self.verb = verb
+        self.unit = unit
         self.stream = stream or sys.stderr
         self.count = 0
         self._last = time.monotonic()
@@ -125,7 +126,7 @@ class Progress:
             self._last = now
             self._shown = True
             end = "\r" if self.stream.isatty() else "\n"
-            self.stream.write(f"{self.verb} {self.count:,} turns{detail}{end}")
+            self.stream.write(f"{self.verb} {self.count:,} {self.unit}{detail}{end}")
             self.stream.flush()
 
     def done(self, summary: str) -> None:

@@ -126,6 +126,12 @@ def _schedule(p: argparse.ArgumentParser) -> None:
     _store_actions(p, cli_schedule)
 
 
+def _knowledge(p: argparse.ArgumentParser) -> None:
+    import threadline.cli.knowledge as cli_knowledge
+
+    _store_actions(p, cli_knowledge)
+
+
 def _inspect(p: argparse.ArgumentParser) -> None:
     import threadline.cli.inspect as cli_inspect
 
@@ -184,6 +190,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
                "kept about a person.", _people),
     "schedule": ("List, add and cancel scheduled posts (reminders, recurring messages and "
                  "prompts).", _schedule),
+    "knowledge": ("Sync the documents agents answer from into the store.", _knowledge),
     "inspect": ("What each agent saw for each reply: list, show, replay and prune reply "
                 "records.", _inspect),
     "console": ("Serve the web console of reply records (conversations, what each agent saw, "

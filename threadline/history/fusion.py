@@ -9,10 +9,13 @@ common. Without turns found by meaning the result is the lexical ranking, unchan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from threadline.history.model import StoredMessage
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +42,21 @@ def fuse_ranks(lexical: Sequence[int], similar: FoundByMeaning | None, *, limit:
     """One ranking of turn sequences from the lexical one and the one by meaning, best first."""
     if similar is None or not similar.sequences:
         return list(lexical[:limit])
-    k = similar.fusion.k
-    scores: dict[int, float] = {}
-    for weight, ranking in ((1.0, lexical), (similar.fusion.weight, similar.sequences)):
-        for rank, sequence in enumerate(ranking):
-            scores[sequence] = scores.get(sequence, 0.0) + weight / (k + rank)
-    return sorted(scores, key=lambda s: (-scores[s], s))[:limit]
+    return fuse_rankings(((1.0, lexical), (similar.fusion.weight, similar.sequences)),
+                         k=similar.fusion.k, limit=limit, tie_break=lambda s: s)
+
+
+def fuse_rankings(rankings: Sequence[tuple[float, Sequence[Key]]], *, k: int, limit: int,
+                  tie_break: Callable[[Key], Any] | None = None) -> list[Key]:
+    """Reciprocal-rank fusion of weighted rankings: rank r (from 0) of a ranking of weight w
+    scores `w / (k + r)`; ties go by `tie_break`, else by the order first seen."""
+    scores: dict[Key, float] = {}
+    for weight, ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    order = {key: n for n, key in enumerate(scores)}
+    tie = tie_break or order.__getitem__
+    return sorted(scores, key=lambda key: (-scores[key], tie(key)))[:limit]
 
 
 def fuse_messages(lexical: Sequence[StoredMessage], similar: Sequence[StoredMessage], *,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +30,8 @@ class PromptMessage:
     provider must send back), so converters put each text where the model wrote it.
     `cache_point` marks a turn meant to stand byte-identical, at the same place, over the
     next turns (a kept recall block): a provider may end a cached prefix after it.
+    `part` names the part of the prompt a feature's block is (the knowledge block:
+    "knowledge"), as the reply record and the console show it.
     """
 
     role: Role
@@ -38,6 +40,7 @@ class PromptMessage:
     in_round: bool = False
     images: tuple[PromptImage, ...] = ()
     cache_point: bool = False
+    part: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("role", "content", "tool_exchanges"):
@@ -73,6 +76,8 @@ class AssembledPrompt:
     summary_created: bool = False
     notes: list[str] = field(default_factory=list)
     forgotten_through: int | None = None
+    # What a feature's grounding block shows (the knowledge sections), one mapping each.
+    grounded: list[Mapping[str, Any]] = field(default_factory=list)
 
     @property
     def shown_ids(self) -> list[str]:

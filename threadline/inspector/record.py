@@ -10,7 +10,8 @@ JSON `detail`, which listings leave unread (None).
     prompt          token_budget, token_count, parts [{part, role, content, tokens}],
                     included_ids, dropped_for_budget_ids, filtered_ids, recalled_ids,
                     recall_hit_ids (the recalled turns the search matched, best first),
-                    summary_used, summary_created, notes
+                    grounded (the knowledge sections shown: source, document, section,
+                    link, id, cited_as), summary_used, summary_created, notes
     system_prompt   the agent's system prompt
     tools           the tool names offered to the model
     model_calls     [{model, format, request, response, usage, latency_ms, error, passed_over}];
@@ -38,7 +39,7 @@ from threadline.history.recall import RECALL_HEADER
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter, exchange_tokens
 
 # How a prompt message is marked in a record and on the console.
-PARTS = ("summary", "recalled", "kept", "newest")
+PARTS = ("summary", "recalled", "knowledge", "kept", "newest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,10 @@ class ReplyRecord:
 
 
 def part_of(message: PromptMessage, *, newest: bool) -> str:
-    """Which part of the prompt a message is: summary, recalled, the newest turn, or kept."""
+    """Which part of the prompt a message is: summary, recalled, the newest turn, kept, or
+    the part a feature's block names (`PromptMessage.part`: "knowledge")."""
+    if message.part is not None:
+        return message.part
     if message.role == "system" and message.content.startswith(SUMMARY_HEADER):
         return "summary"
     if message.role == "system" and message.content.startswith(RECALL_HEADER):

@@ -150,6 +150,7 @@ class _Turn:
             "filtered_ids": list(prompt.filtered_ids) if prompt else [],
             "recalled_ids": list(prompt.recalled_ids) if prompt else [],
             "recall_hit_ids": list(prompt.recall_hit_ids) if prompt else [],
+            "grounded": [dict(shown) for shown in prompt.grounded] if prompt else [],
             "summary_used": prompt.summary_used if prompt else False,
             "summary_created": prompt.summary_created if prompt else False,
             "notes": notes,
