@@ -15,11 +15,15 @@ from threadline.runtime import Runtime
 
 @asynccontextmanager
 async def running_in_process(tmp_path: Path, name: str, where: Platform, model_url: str, *,
-                             more_yaml: str = "", agent_yaml: str = ""
-                             ) -> AsyncIterator[Runtime]:
+                             more_yaml: str = "", agent_yaml: str = "",
+                             store_url: str | None = None) -> AsyncIterator[Runtime]:
     """The runtime of `write_config`'s config plus `more_yaml` (and `agent_yaml` in its one
-    agent's entry), its secrets in `.env`."""
+    agent's entry), its secrets in `.env`; `store_url` replaces its SQLite file's."""
     config = write_config(tmp_path, name, where, model_url)
+    if store_url is not None:
+        sqlite_url = f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}"
+        config.write_text(config.read_text(encoding="utf-8").replace(sqlite_url, store_url),
+                          encoding="utf-8")
     if agent_yaml:
         config.write_text(config.read_text(encoding="utf-8") + agent_yaml, encoding="utf-8")
     with config.open("a", encoding="utf-8") as file:
