@@ -10,8 +10,13 @@ A stream sends, in order:
 2. the stored turns after `Last-Event-ID` (or `?after=`), or the last `history_turns` of them
    on a fresh page; each a `turn` event whose SSE `id` is its sequence in the history;
 3. the replies being written now (`replies.ReplyBoard`), each as its whole current value;
-4. `ready`, then whatever happens next: `turn` for each turn stored, `status`/`draft`/`posted`/
-   `closed` for replies being written, `removed` for turns deleted.
+4. the feedback buttons offered under recent replies, each a `feedback` event;
+5. `ready`, then whatever happens next: `turn` for each turn stored, `status`/`draft`/`posted`/
+   `closed` for replies being written, `feedback` for buttons offered, `removed` for turns
+   deleted.
+A visitor's press of a feedback button (`/feedback up|down ID`, sent as a message) is a turn
+of its own but not shown: the widget shows the press as the button's pressed state, and the
+command's answer says it was kept.
 The browser keys every message by its id, so a turn heard twice (as the stream joins, say) is
 shown once, and a stored reply replaces the draft of the same id. A comment line every
 `PING_SECONDS` keeps proxies from closing an idle stream.
@@ -27,9 +32,10 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from threadline.channels.web.replies import ReplyBoard, ReplyEvent
+from threadline.channels.web.replies import FeedbackOffer, ReplyBoard, ReplyEvent
 from threadline.channels.web.visitors import Visitor
 from threadline.errors import StoreError
+from threadline.feedback.command import NAME as FEEDBACK
 from threadline.history.changes import HistoryChange
 from threadline.history.files import files_of
 from threadline.history.model import StoredMessage
@@ -64,7 +70,10 @@ def turn_json(turn: StoredMessage) -> dict[str, Any]:
 
 
 def _shown(turn: StoredMessage) -> bool:
-    return turn.participant.kind in ("user", "agent") and not turn.metadata.is_summary
+    kind = turn.participant.kind
+    if kind == "user" and turn.content.startswith(f"/{FEEDBACK} "):
+        return False  # a button's press: shown as the button's state
+    return kind in ("user", "agent") and not turn.metadata.is_summary
 
 
 def _event(kind: str, data: Mapping[str, Any], *, event_id: int | None = None) -> bytes:
@@ -97,6 +106,8 @@ class ConversationStream:
             await self._send_turns(response, await self._missed(_last_seen(request)))
             for reply in self.board.current(self.conversation_id):
                 await response.write(_event(reply.kind, reply.as_json()))
+            for offer in self.board.offers(self.conversation_id):
+                await response.write(_event("feedback", offer.as_json()))
             await response.write(_event("ready", {"last": self._last_seq}))
             while True:
                 try:
@@ -133,9 +144,11 @@ class ConversationStream:
         return [turn for turn in recent if (turn.sequence or 0) > after]
 
     async def _send(self, response: web.StreamResponse,
-                    item: ReplyEvent | HistoryChange) -> None:
+                    item: ReplyEvent | FeedbackOffer | HistoryChange) -> None:
         if isinstance(item, ReplyEvent):
             await response.write(_event(item.kind, item.as_json()))
+        elif isinstance(item, FeedbackOffer):
+            await response.write(_event("feedback", item.as_json()))
         elif item.kind == "delete":
             await response.write(_event("removed", {"ids": list(item.message_ids)}))
         else:
