@@ -3,12 +3,14 @@
 and the vote is kept once for that visitor, as the backend's feedback book reads; pressing 👍
 changes it, and the pressed button shows. The press is not shown as a message of its own.
 Another visitor who sends the same press for that reply, from their own conversation,
-changes nothing."""
+changes nothing. Replies written live and replies posted whole (`streaming: false`) alike."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+
+import pytest
 
 from tests.channels.web.browser import Browser, host_site, needs_chromium
 from tests.channels.web.rig import Visitor, next_event, web_runtime
@@ -59,13 +61,17 @@ async def votes_until(book: FeedbackBook, conversation_id: str | None, wanted: s
             await asyncio.sleep(0.05)
 
 
-async def test_a_visitor_votes_under_a_reply_and_changes_the_vote(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "posted-whole"])
+async def test_a_visitor_votes_under_a_reply_and_changes_the_vote(tmp_path: Path,
+                                                                 streaming: bool) -> None:
     async with FakeAnthropic() as model:
         model.responder = lambda body: text("It left the depot this morning.")
         widget_port = free_port()
         async with (host_site(f"http://127.0.0.1:{widget_port}") as shop,
                     web_runtime(tmp_path, model.url, origins=[shop], port=widget_port,
-                                more_yaml=FEATURE) as (runtime, base)):
+                                more_yaml=FEATURE,
+                                more_channel_yaml=f"    streaming: {str(streaming).lower()}\n"
+                                ) as (runtime, base)):
             book = runtime.backend.feedback
             assert book is not None
             browser = await asyncio.to_thread(Browser)
