@@ -1,7 +1,8 @@
 """Feedback in the web widget (headless Chromium): with `features: feedback: {buttons: true}`
 👍 and 👎 show under the agent's reply; a visitor presses 👎 by keyboard (Tab to it, Enter),
 and the vote is kept once for that visitor, as the backend's feedback book reads; pressing 👍
-changes it, and the pressed button shows. The press is not shown as a message of its own.
+changes it, and the pressed button shows (a reloaded page too). The press is not shown as a
+message of its own.
 Another visitor who sends the same press for that reply, from their own conversation,
 changes nothing. Replies written live and replies posted whole (`streaming: false`) alike."""
 
@@ -85,6 +86,9 @@ async def test_a_visitor_votes_under_a_reply_and_changes_the_vote(tmp_path: Path
                 up = await votes_until(book, down[0].conversation_id, "up")
                 pressed_up = await asyncio.to_thread(browser.driver.execute_script, PRESSED)
                 shown = await asyncio.to_thread(browser.messages)
+                await asyncio.to_thread(browser.reload)
+                after_reload = await asyncio.to_thread(browser.driver.execute_script, PRESSED)
+                shown_after_reload = await asyncio.to_thread(browser.messages)
             finally:
                 await asyncio.to_thread(browser.quit)
 
@@ -115,7 +119,9 @@ async def test_a_visitor_votes_under_a_reply_and_changes_the_vote(tmp_path: Path
         kept_down.voter, kept_down.reply_id, "up")
     assert [row[:2] for row in pressed_up] == [["up", "👍"], ["down", "👎"]]
     assert [row[2] for row in pressed_up] == ["true", "false"]
-    assert not any(m[2].startswith("/feedback") for m in shown)  # the press is the button's
+    assert after_reload == pressed_up  # read back from the stored presses
+    for messages in (shown, shown_after_reload):  # the press shows as the button's state
+        assert not any(m[2].startswith("/feedback") for m in messages)
     assert [m[2] for m in shown][:2] == ["where is my parcel?",
                                          "It left the depot this morning."]
     assert after_forgery == [kept_up]

@@ -15,8 +15,9 @@ A stream sends, in order:
    `closed` for replies being written, `feedback` for buttons offered, `removed` for turns
    deleted.
 A visitor's press of a feedback button (`/feedback up|down ID`, sent as a message) is a turn
-of its own but not shown: the widget shows the press as the button's pressed state, and the
-command's answer says it was kept.
+of its own, sent as a `pressed` event instead of a `turn`: the widget shows it as the button's
+pressed state (a reloaded page too, from the stored presses), and the command's answer, a
+turn, says it was kept.
 The browser keys every message by its id, so a turn heard twice (as the stream joins, say) is
 shown once, and a stored reply replaces the draft of the same id. A comment line every
 `PING_SECONDS` keeps proxies from closing an idle stream.
@@ -69,11 +70,17 @@ def turn_json(turn: StoredMessage) -> dict[str, Any]:
         "at": turn.timestamp.isoformat()}
 
 
+def _pressed(turn: StoredMessage) -> str | None:
+    """The button command of a visitor's feedback press (`/feedback down ID`, any reason
+    typed after it left out), else None."""
+    words = turn.content.split()
+    if turn.participant.kind != "user" or len(words) < 3 or words[0] != f"/{FEEDBACK}":
+        return None
+    return " ".join(words[:3])
+
+
 def _shown(turn: StoredMessage) -> bool:
-    kind = turn.participant.kind
-    if kind == "user" and turn.content.startswith(f"/{FEEDBACK} "):
-        return False  # a button's press: shown as the button's state
-    return kind in ("user", "agent") and not turn.metadata.is_summary
+    return turn.participant.kind in ("user", "agent") and not turn.metadata.is_summary
 
 
 def _event(kind: str, data: Mapping[str, Any], *, event_id: int | None = None) -> bytes:
@@ -159,9 +166,13 @@ class ConversationStream:
                           ) -> None:
         """Each turn not yet sent as it reads now (an edited one again, changed)."""
         for turn in turns:
-            shown = turn_json(turn)
+            shown, pressed = turn_json(turn), _pressed(turn)
             if not _shown(turn) or self._sent.get(turn.id) == shown:
                 continue
             self._sent[turn.id] = shown
             self._last_seq = max(self._last_seq, turn.sequence or 0)
-            await response.write(_event("turn", shown, event_id=self._last_seq))
+            if pressed is not None:  # shown as the button's state, not as a message
+                await response.write(_event("pressed", {"command": pressed},
+                                            event_id=self._last_seq))
+            else:
+                await response.write(_event("turn", shown, event_id=self._last_seq))

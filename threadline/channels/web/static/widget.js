@@ -210,20 +210,36 @@
 
   // -- feedback buttons under a reply -------------------------------------------------------
   var offered = new Map();   // reply id -> the choices offered under it
+  var votes = new Map();     // the rated reply's id in the command -> "up" | "down" (the last press)
+  var groups = new Map();    // the same id -> its buttons
+  function showVote(rated) {
+    (groups.get(rated) || []).forEach(function (b) { b.setAttribute("aria-pressed", String(b.dataset.vote === votes.get(rated))); });
+  }
+
   function rate(item, choices) {
     var old = item.li.querySelector(".rate");
     if (old) { old.remove(); }
+    var rated = choices.length ? choices[0].command.split(" ")[2] : "";
     var buttons = choices.map(function (choice) {
       var vote = choice.command.split(" ")[1];
       var b = el("button", {type: "button", "aria-pressed": "false", "data-vote": vote, text: choice.label,
         "aria-label": vote === "up" ? "Good reply" : "Bad reply"});
       b.addEventListener("click", function () {
-        buttons.forEach(function (other) { other.setAttribute("aria-pressed", String(other === b)); });
+        votes.set(rated, vote);
+        showVote(rated);
         press(choice.command);
       });
       return b;
     });
+    groups.set(rated, buttons);
+    showVote(rated);
     item.li.appendChild(el("div", {className: "rate", role: "group", "aria-label": "Rate this reply"}, buttons));
+  }
+
+  function onPressed(said) {
+    var words = said.command.split(" ");
+    votes.set(words[2], words[1]);
+    showVote(words[2]);
   }
 
   function onFeedback(offer) {
@@ -298,6 +314,7 @@
       source.addEventListener(kind, function (e) { onReply(kind, JSON.parse(e.data)); });
     });
     source.addEventListener("feedback", function (e) { onFeedback(JSON.parse(e.data)); });
+    source.addEventListener("pressed", function (e) { onPressed(JSON.parse(e.data)); });
     source.addEventListener("removed", function (e) {
       JSON.parse(e.data).ids.forEach(function (id) {
         var item = shown.get(id);
