@@ -23,9 +23,10 @@ from aiohttp import web
 from threadline.channels.base import BotIdentity, Channel, ChannelEvents, LiveReply
 from threadline.channels.files import IncomingFile, take_in
 from threadline.channels.live import RateGate
-from threadline.channels.web.replies import ReplyBoard, WebLiveReply
+from threadline.channels.web.replies import FeedbackOffer, ReplyBoard, WebLiveReply
 from threadline.channels.web.stream import TYPED
 from threadline.channels.web.visitors import Visitor
+from threadline.commands import CommandChoice
 from threadline.errors import ChannelError
 from threadline.history.addressing import mentions_in_text
 from threadline.history.changes import Unsubscribe
@@ -151,6 +152,15 @@ class WebChannel(Channel):
         self.delivered_here(inbound)
         return WebLiveReply(board=self.board, inbound=inbound, agent_name=agent_name,
                             gate=self._gate, log=log.bind(channel=self.name))
+
+    async def offer_feedback(self, reply: StoredMessage, platform_ids: Sequence[str],
+                             choices: Sequence[CommandChoice]) -> bool:
+        """The buttons under the reply in the visitor's widget (a `feedback` event); a press
+        posts the button's command as that visitor's message (`POST /api/messages`, the
+        session and every check of a message)."""
+        self.delivered_here(reply)
+        self.board.offer(reply.conversation_id, FeedbackOffer(reply.id, tuple(choices)))
+        return True
 
     async def _upload(self, inbound: StoredMessage, file: TurnFile, data: bytes) -> list[str]:
         """A file an agent's tool made: its bytes are kept already, and the stored reply names

@@ -13,6 +13,11 @@ and the stored turn with that id ends it. A value is dropped once its turn is st
 
 Values live in this process: a visitor streamed by another replica of a shared PostgreSQL store
 sees the reply when it is stored, not word by word.
+
+The board also keeps the feedback buttons offered under each conversation's recent replies
+(`FeedbackOffer`, the last `OFFERS_KEPT`), so a stream that joins later shows them too. They
+live in this process as well: after a restart, older replies show no buttons (the
+`/feedback` command still rates them).
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from typing import Any, Literal
 
 from threadline.channels.base import LiveReply
 from threadline.channels.live import RateGate, TextPacer
+from threadline.commands import CommandChoice
 from threadline.history.changes import HistoryChange
 from threadline.history.model import StoredMessage
 from threadline.turn import reply_turn_id
 
 LINGER_SECONDS = 600.0
+OFFERS_KEPT = 100  # per conversation
 ReplyState = Literal["status", "draft", "posted", "closed"]
 
 
@@ -48,8 +55,22 @@ class ReplyEvent:
                 "activity": self.activity}
 
 
-# What a stream's queue carries: a reply's change, a stored turn's change, or None (stop).
-StreamItem = ReplyEvent | HistoryChange | None
+@dataclass(frozen=True, slots=True)
+class FeedbackOffer:
+    """The 👍 and 👎 under one stored reply (`reply_id`, the turn's id): each a label and the
+    command its press sends as the visitor (`Channel.offer_feedback`); a `feedback` event."""
+
+    reply_id: str
+    choices: tuple[CommandChoice, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.reply_id,
+                "choices": [{"label": c.label, "command": c.command} for c in self.choices]}
+
+
+# What a stream's queue carries: a reply's change, an offer of feedback buttons, a stored
+# turn's change, or None (stop).
+StreamItem = ReplyEvent | FeedbackOffer | HistoryChange | None
 
 
 class ReplyBoard:
@@ -58,6 +79,7 @@ class ReplyBoard:
     def __init__(self) -> None:
         self._current: dict[str, dict[str, tuple[ReplyEvent, float]]] = {}
         self._streams: dict[str, set[asyncio.Queue[StreamItem]]] = {}
+        self._offers: dict[str, dict[str, FeedbackOffer]] = {}
 
     def listen(self, conversation_id: str) -> asyncio.Queue[StreamItem]:
         queue: asyncio.Queue[StreamItem] = asyncio.Queue()
@@ -97,6 +119,21 @@ class ReplyBoard:
             self._current.pop(conversation_id, None)
         for queue in self._streams.get(conversation_id, ()):
             queue.put_nowait(event)
+
+    def offer(self, conversation_id: str, offer: FeedbackOffer) -> None:
+        """Buttons under a reply: kept (the conversation's last `OFFERS_KEPT`), and told to the
+        conversation's streams."""
+        offers = self._offers.setdefault(conversation_id, {})
+        offers.pop(offer.reply_id, None)
+        offers[offer.reply_id] = offer
+        while len(offers) > OFFERS_KEPT:
+            del offers[next(iter(offers))]
+        for queue in self._streams.get(conversation_id, ()):
+            queue.put_nowait(offer)
+
+    def offers(self, conversation_id: str) -> list[FeedbackOffer]:
+        """The buttons offered under the conversation's recent replies, oldest first."""
+        return list(self._offers.get(conversation_id, {}).values())
 
     def heard(self, change: HistoryChange) -> None:
         """A stored change (`ConversationStore.subscribe`): a stored reply ends its value, and

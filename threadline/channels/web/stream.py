@@ -10,8 +10,14 @@ A stream sends, in order:
 2. the stored turns after `Last-Event-ID` (or `?after=`), or the last `history_turns` of them
    on a fresh page; each a `turn` event whose SSE `id` is its sequence in the history;
 3. the replies being written now (`replies.ReplyBoard`), each as its whole current value;
-4. `ready`, then whatever happens next: `turn` for each turn stored, `status`/`draft`/`posted`/
-   `closed` for replies being written, `removed` for turns deleted.
+4. the feedback buttons offered under recent replies, each a `feedback` event;
+5. `ready`, then whatever happens next: `turn` for each turn stored, `status`/`draft`/`posted`/
+   `closed` for replies being written, `feedback` for buttons offered, `removed` for turns
+   deleted.
+A visitor's press of a feedback button (`/feedback up|down ID`, sent as a message) is a turn
+of its own, sent as a `pressed` event instead of a `turn`: the widget shows it as the button's
+pressed state (a reloaded page too, from the stored presses), and the command's answer, a
+turn, says it was kept.
 The browser keys every message by its id, so a turn heard twice (as the stream joins, say) is
 shown once, and a stored reply replaces the draft of the same id. A comment line every
 `PING_SECONDS` keeps proxies from closing an idle stream.
@@ -27,9 +33,10 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from threadline.channels.web.replies import ReplyBoard, ReplyEvent
+from threadline.channels.web.replies import FeedbackOffer, ReplyBoard, ReplyEvent
 from threadline.channels.web.visitors import Visitor
 from threadline.errors import StoreError
+from threadline.feedback.command import NAME as FEEDBACK
 from threadline.history.changes import HistoryChange
 from threadline.history.files import files_of
 from threadline.history.model import StoredMessage
@@ -61,6 +68,15 @@ def turn_json(turn: StoredMessage) -> dict[str, Any]:
                    "url": f"/api/files/{f.sha256}" if f.kept else None}
                   for f in files_of(turn.metadata.extra)],
         "at": turn.timestamp.isoformat()}
+
+
+def _pressed(turn: StoredMessage) -> str | None:
+    """The button command of a visitor's feedback press (`/feedback down ID`, any reason
+    typed after it left out), else None."""
+    words = turn.content.split()
+    if turn.participant.kind != "user" or len(words) < 3 or words[0] != f"/{FEEDBACK}":
+        return None
+    return " ".join(words[:3])
 
 
 def _shown(turn: StoredMessage) -> bool:
@@ -97,6 +113,8 @@ class ConversationStream:
             await self._send_turns(response, await self._missed(_last_seen(request)))
             for reply in self.board.current(self.conversation_id):
                 await response.write(_event(reply.kind, reply.as_json()))
+            for offer in self.board.offers(self.conversation_id):
+                await response.write(_event("feedback", offer.as_json()))
             await response.write(_event("ready", {"last": self._last_seq}))
             while True:
                 try:
@@ -133,9 +151,11 @@ class ConversationStream:
         return [turn for turn in recent if (turn.sequence or 0) > after]
 
     async def _send(self, response: web.StreamResponse,
-                    item: ReplyEvent | HistoryChange) -> None:
+                    item: ReplyEvent | FeedbackOffer | HistoryChange) -> None:
         if isinstance(item, ReplyEvent):
             await response.write(_event(item.kind, item.as_json()))
+        elif isinstance(item, FeedbackOffer):
+            await response.write(_event("feedback", item.as_json()))
         elif item.kind == "delete":
             await response.write(_event("removed", {"ids": list(item.message_ids)}))
         else:
@@ -146,9 +166,13 @@ class ConversationStream:
                           ) -> None:
         """Each turn not yet sent as it reads now (an edited one again, changed)."""
         for turn in turns:
-            shown = turn_json(turn)
+            shown, pressed = turn_json(turn), _pressed(turn)
             if not _shown(turn) or self._sent.get(turn.id) == shown:
                 continue
             self._sent[turn.id] = shown
             self._last_seq = max(self._last_seq, turn.sequence or 0)
-            await response.write(_event("turn", shown, event_id=self._last_seq))
+            if pressed is not None:  # shown as the button's state, not as a message
+                await response.write(_event("pressed", {"command": pressed},
+                                            event_id=self._last_seq))
+            else:
+                await response.write(_event("turn", shown, event_id=self._last_seq))

@@ -8,6 +8,8 @@
  * /api/session (who the visitor is), POST /api/messages (one message, with files), and
  * GET /api/events (Server-Sent Events: the stored turns, and replies as they are written).
  * Every message is keyed by its id, so a reply heard again after a reconnect is shown once.
+ * Feedback buttons (a `feedback` event) go under the reply they rate; a press is sent as the
+ * visitor's message (the button's `/feedback up|down ID` command), and shows as pressed.
  * Nothing a message says is ever parsed as HTML: Markdown is turned into DOM nodes whose text
  * is set with textContent, and links go to http(s) and mailto only.
  */
@@ -58,6 +60,9 @@
     "form button{border:0;border-radius:10px;padding:9px 12px;background:var(--mine);color:var(--mine-fg);cursor:pointer;font:inherit}",
     "form button.attach{background:var(--theirs);color:var(--fg)}",
     ".picked{width:100%;font-size:12px;color:var(--muted)}",
+    ".rate{display:flex;gap:4px;margin-top:4px}",
+    ".rate button{background:none;border:1px solid var(--line);border-radius:8px;padding:2px 8px;cursor:pointer;font:inherit;color:inherit}",
+    ".rate button[aria-pressed=true]{background:var(--mine);color:var(--mine-fg);border-color:var(--mine)}",
     ".hidden-label{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}"
   ].join("\n");
 
@@ -199,7 +204,48 @@
     log.appendChild(li);
     item = {li: li, body: body};
     shown.set(id, item);
+    if (offered.has(id)) { rate(item, offered.get(id)); }
     return item;
+  }
+
+  // -- feedback buttons under a reply -------------------------------------------------------
+  var offered = new Map();   // reply id -> the choices offered under it
+  var votes = new Map();     // the rated reply's id in the command -> "up" | "down" (the last press)
+  var groups = new Map();    // the same id -> its buttons
+  function showVote(rated) {
+    (groups.get(rated) || []).forEach(function (b) { b.setAttribute("aria-pressed", String(b.dataset.vote === votes.get(rated))); });
+  }
+
+  function rate(item, choices) {
+    var old = item.li.querySelector(".rate");
+    if (old) { old.remove(); }
+    var rated = choices.length ? choices[0].command.split(" ")[2] : "";
+    var buttons = choices.map(function (choice) {
+      var vote = choice.command.split(" ")[1];
+      var b = el("button", {type: "button", "aria-pressed": "false", "data-vote": vote, text: choice.label,
+        "aria-label": vote === "up" ? "Good reply" : "Bad reply"});
+      b.addEventListener("click", function () {
+        votes.set(rated, vote);
+        showVote(rated);
+        press(choice.command);
+      });
+      return b;
+    });
+    groups.set(rated, buttons);
+    showVote(rated);
+    item.li.appendChild(el("div", {className: "rate", role: "group", "aria-label": "Rate this reply"}, buttons));
+  }
+
+  function onPressed(said) {
+    var words = said.command.split(" ");
+    votes.set(words[2], words[1]);
+    showVote(words[2]);
+  }
+
+  function onFeedback(offer) {
+    offered.set(offer.id, offer.choices);
+    var item = shown.get(offer.id);
+    if (item) { rate(item, offer.choices); }
   }
 
   function fill(item, words, files) {
@@ -267,6 +313,8 @@
     ["status", "draft", "posted", "closed"].forEach(function (kind) {
       source.addEventListener(kind, function (e) { onReply(kind, JSON.parse(e.data)); });
     });
+    source.addEventListener("feedback", function (e) { onFeedback(JSON.parse(e.data)); });
+    source.addEventListener("pressed", function (e) { onPressed(JSON.parse(e.data)); });
     source.addEventListener("removed", function (e) {
       JSON.parse(e.data).ids.forEach(function (id) {
         var item = shown.get(id);
@@ -307,6 +355,10 @@
       }
       return r.json().then(function (e) { failed(id, e.error); }, function () { failed(id, "not sent (" + r.status + ")"); });
     }, function () { again(Math.min(1 + attempt, 3)); });
+  }
+
+  function press(command) {
+    if (visitor) { post(newId(), command, [], 0); }  // not shown as a message: the button shows it
   }
 
   function failed(id, why) {
