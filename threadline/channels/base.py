@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("threadline.channels")
 
+# The command a feedback button press sends as the person pressing it (`offer_feedback`):
+# named here, where channels can read it, and answered by `threadline.feedback.command`.
+FEEDBACK_COMMAND = "feedback"
+
 
 @dataclass(frozen=True, slots=True)
 class BotIdentity:

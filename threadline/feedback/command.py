@@ -14,6 +14,7 @@ from typing import cast
 
 import structlog
 
+from threadline.channels.base import FEEDBACK_COMMAND
 from threadline.commands.registry import Command, CommandReply, CommandRequest
 from threadline.feedback.votes import VOTES, FeedbackBook, Vote, VoteValue, with_reason
 from threadline.history.model import utc_now
@@ -21,7 +22,7 @@ from threadline.history.speakers import identity_of
 
 log = structlog.get_logger("threadline.feedback")
 
-NAME = "feedback"
+NAME = FEEDBACK_COMMAND
 USAGE = "up|down REPLY [why]"
 
 Counted = Callable[[Vote, VoteValue | None], None]  # a vote, and the one it replaced

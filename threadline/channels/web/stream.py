@@ -33,10 +33,10 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from threadline.channels.base import FEEDBACK_COMMAND as FEEDBACK
 from threadline.channels.web.replies import FeedbackOffer, ReplyBoard, ReplyEvent
 from threadline.channels.web.visitors import Visitor
 from threadline.errors import StoreError
-from threadline.feedback.command import NAME as FEEDBACK
 from threadline.history.changes import HistoryChange
 from threadline.history.files import files_of
 from threadline.history.model import StoredMessage
