@@ -127,9 +127,16 @@ async def test_kill_9_mid_stream_then_restart_answers_every_question_once(
             # of the stream arrives now.
             for person, tag in unacknowledged + questions:
                 assert await say(name, where, person, f"question {tag}")
+            # A reply the dead process had claimed and was posting is not posted again (the
+            # person may have it): the pipeline logs `pipeline.delivery_uncertain` for it
+            # instead. Every other question is answered.
+            def uncertain() -> int:
+                return (tmp_path / "second.log").read_text().count("pipeline.delivery_uncertain")
+
             try:
-                await until(lambda: {a.split()[-1] for a in replies_sent(name, where)}
-                            >= expected)
+                await until(lambda: len(expected - {a.split()[-1]
+                                                    for a in replies_sent(name, where)})
+                            <= uncertain())
             except TimeoutError:
                 raise AssertionError(
                     f"answered {sorted(replies_sent(name, where))}; after the restart the "
@@ -149,7 +156,7 @@ async def test_kill_9_mid_stream_then_restart_answers_every_question_once(
                 await second.wait()
 
     answers = Counter(a.split()[-1] for a in replies_sent(name, where))
-    assert set(answers) == expected
+    assert set(answers) <= expected and len(expected - set(answers)) <= uncertain()
     assert [tag for tag, times in answers.items() if times > 1] == []
     async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}") as store:
         conversations = await store.list_conversations()
