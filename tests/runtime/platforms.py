@@ -141,13 +141,13 @@ async def wait_for_log(stream: asyncio.StreamReader, event: str) -> None:
                 continue
 
 
-def write_config(tmp_path: Path, name: str, where: Platform, model_url: str) -> Path:
-    """`threadline run`'s config: one support agent on the platform, a SQLite file in
-    `tmp_path`, the model at `model_url`, JSON logs."""
-    config = tmp_path / "threadline.yaml"
-    config.write_text(f"""\
+def run_config_head(folder: Path, model_url: str) -> str:
+    """The part of a `threadline run` config every end-to-end test shares: a SQLite file in
+    `folder`, the model at `model_url`, JSON logs, the ops server on any port; `channels:`
+    follows."""
+    return f"""\
 store:
-  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
+  url: sqlite+aiosqlite:///{folder / 'threadline.db'}
 model:
   provider: anthropic
   api_key: ${{ANTHROPIC_API_KEY}}
@@ -157,6 +157,14 @@ log:
 ops:
   port: 0
 channels:
+"""
+
+
+def write_config(tmp_path: Path, name: str, where: Platform, model_url: str) -> Path:
+    """`threadline run`'s config: one support agent on the platform, a SQLite file in
+    `tmp_path`, the model at `model_url`, JSON logs."""
+    config = tmp_path / "threadline.yaml"
+    config.write_text(run_config_head(tmp_path, model_url) + f"""\
   {name}:
 {where.channel_yaml}agents:
   support:

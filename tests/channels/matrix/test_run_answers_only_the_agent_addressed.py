@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.matrix import ALICE, BOB, FakeMatrix
-from tests.runtime.platforms import Platform
+from tests.runtime.platforms import Platform, run_config_head
 from tests.runtime.test_run_kill9_answers_everything import start
 
 
@@ -24,18 +24,7 @@ def by_system_prompt(body: dict[str, Any]) -> Reply:
 
 def write_config(folder: Path, fake: FakeMatrix, model_url: str) -> Path:
     config = folder / "threadline.yaml"
-    config.write_text(f"""\
-store:
-  url: sqlite+aiosqlite:///{folder / 'threadline.db'}
-model:
-  provider: anthropic
-  api_key: ${{ANTHROPIC_API_KEY}}
-  base_url: {model_url}
-log:
-  format: json
-ops:
-  port: 0
-channels:
+    config.write_text(run_config_head(folder, model_url) + f"""\
   matrix:
     type: matrix
     homeserver: {fake.url}

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.runtime.platforms import free_port
+from tests.runtime.platforms import free_port, run_config_head
 from threadline.config import load_settings
 from threadline.runtime import Runtime
 
@@ -29,18 +29,7 @@ def write_web_config(tmp_path: Path, model_url: str, *, port: int, origins: list
                      agent_channels: str = "web", more_env: str = "") -> Path:
     """One support agent on a web channel, a SQLite file in `tmp_path`, JSON logs."""
     config = tmp_path / "threadline.yaml"
-    config.write_text(f"""\
-store:
-  url: sqlite+aiosqlite:///{tmp_path / 'threadline.db'}
-model:
-  provider: anthropic
-  api_key: ${{ANTHROPIC_API_KEY}}
-  base_url: {model_url}
-log:
-  format: json
-ops:
-  port: 0
-channels:
+    config.write_text(run_config_head(tmp_path, model_url) + f"""\
   web:
     type: web
     listen: 127.0.0.1
