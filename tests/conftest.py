@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
+from tests.launch import warm_up
 from threadline.backends.sql import SqlConversationStore
 from threadline.history import InMemoryConversationStore
 from threadline.history.store import ConversationStore
@@ -53,6 +54,13 @@ async def drop_pg_schema(url: str) -> None:
         await connection.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
     finally:
         await connection.close()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """An xdist worker starts its `threadline` launcher (`tests.launch`) at once, so the
+    launcher's imports overlap the worker's first tests."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        warm_up()
 
 
 @pytest.fixture(autouse=True)

@@ -15,10 +15,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, error, text
 from tests.fakes.openai import FakeOpenAI
 from tests.interceptors.scripted import ANN, say
+from tests.launch import spawn
 from threadline.agents.agent import Agent, Answering
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.agents.llm import ModelChoice
@@ -68,8 +68,7 @@ agents:
     model: [{PRIMARY}, {FALLBACK}]
     channels: [local]
 """, encoding="utf-8")
-        process = await asyncio.create_subprocess_exec(
-            str(THREADLINE), "run", str(config), cwd=tmp_path, stdin=asyncio.subprocess.PIPE,
+        process = await spawn("run", str(config), cwd=tmp_path, stdin=asyncio.subprocess.PIPE,
             env={**os.environ, "ANTHROPIC_API_KEY": "test-key"},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         async with asyncio.timeout(60):

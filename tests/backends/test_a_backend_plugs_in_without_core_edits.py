@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tests.backends import jsonl_backend
 from tests.channels import files_platform
-from tests.cli.helpers import THREADLINE, run_process
+from tests.cli.helpers import run_process
+from tests.launch import spawn
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CONFIG = """\
@@ -49,8 +50,7 @@ def replies(outbox: Path) -> list[str]:
 async def run_until_replies(tmp_path: Path, config: Path, env: dict[str, str],
                             count: int) -> str:
     """`threadline run` until the outbox holds `count` replies; its standard error."""
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", "--no-input", str(config), cwd=tmp_path, env=env,
+    process = await spawn("run", "--no-input", str(config), cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         async with asyncio.timeout(60):

@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, text, tool_use
 from tests.inspector.helpers import child_environment
+from tests.launch import spawn
 
 TOOL = '''\
 import os
@@ -67,8 +67,7 @@ agents:
     require_approval: [refund]
     channels: [room]
 """, encoding="utf-8")
-        process = await asyncio.create_subprocess_exec(
-            str(THREADLINE), "run", str(config), cwd=tmp_path,
+        process = await spawn("run", str(config), cwd=tmp_path,
             env=child_environment({"ANTHROPIC_API_KEY": "test-key"}),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert process.stdin is not None and process.stdout is not None

@@ -1,4 +1,5 @@
-"""Running the `threadline` command in-process (fast) or as a subprocess (as a user would)."""
+"""Running the `threadline` command in-process (fast) or as a child process (as a user would:
+forked by `tests.launch`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.launch import run, spawn
 from threadline.cli import main
 
 THREADLINE = Path(sys.executable).with_name("threadline")
@@ -40,8 +42,7 @@ def run_process(*argv: str, cwd: Path, env: Mapping[str, str] | None = None,
     """`threadline ARGV` as a child process, with a clean environment plus `env`."""
     environment = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     environment.update(env or {})
-    done = subprocess.run([str(THREADLINE), *argv], cwd=cwd, env=environment, input=stdin,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    done = run(*argv, cwd=cwd, env=environment, input=stdin, timeout=timeout)
     return Outcome(done.returncode, done.stdout, done.stderr)
 
 
@@ -51,8 +52,7 @@ async def run_process_async(*argv: str, cwd: Path, env: Mapping[str, str] | None
 
     environment = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     environment.update(env or {})
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), *argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+    process = await spawn(*argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)
     async with asyncio.timeout(time_limit):
         out, err = await process.communicate()
@@ -77,8 +77,7 @@ async def run_until_replied(config: Path, *, cwd: Path, env: Mapping[str, str],
     """`threadline run --no-input CONFIG` until `outbox` (written by the child) holds a reply,
     then a SIGTERM; the outbox's text. The run must end cleanly."""
     environment = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **env}
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", "--no-input", str(config), cwd=cwd, env=environment,
+    process = await spawn("run", "--no-input", str(config), cwd=cwd, env=environment,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         async with asyncio.timeout(60):

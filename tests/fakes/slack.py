@@ -69,7 +69,8 @@ from threadline.history import ConversationStore
 DEFAULT_SCOPES = ("chat:write", "channels:history", "groups:history", "im:history",
                   "mpim:history", "users:read", "channels:read")
 MAX_TEXT_CHARS = 40_000
-WAIT_SECONDS = 5.0  # waits fail after this rather than hang a test
+# Waits fail after this rather than hang a test (a loaded machine stalls for seconds).
+WAIT_SECONDS = 15.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ import pytest
 
 from tests.agents.mcp_servers import ROOT
 from tests.fakes.anthropic import FakeAnthropic
+from tests.launch import spawn
 from tests.runtime.platforms import platform, write_config
-from tests.runtime.test_run_kill9_answers_everything import THREADLINE, logged, until
+from tests.runtime.test_run_kill9_answers_everything import logged, until
 
 # Starts the test MCP server after `delay` seconds: a server slow to come up.
 SLOW_SERVER = ("import runpy, sys, time; time.sleep(float(sys.argv[1])); "
@@ -59,8 +60,7 @@ mcp_servers:
 """, encoding="utf-8")
         log = tmp_path / "run.log"
         with log.open("wb") as sink:
-            process = await asyncio.create_subprocess_exec(
-                str(THREADLINE), "run", str(config), cwd=tmp_path,
+            process = await spawn("run", str(config), cwd=tmp_path,
                 env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
                      "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **where.env},
                 stdout=asyncio.subprocess.DEVNULL, stderr=sink)

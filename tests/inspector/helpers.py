@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tests.cli.helpers import THREADLINE
+from tests.launch import spawn
 
 
 def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -48,8 +49,7 @@ async def threadline_run(config: Path, env: Mapping[str, str], *,
     """`threadline run CONFIG`, started (logged runtime.started) and stopped by SIGTERM;
     `logged` gets its JSON log lines by event (the last of each): the start-up's as soon as
     it has started (`console.listening` has the console), the rest once it has stopped."""
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", str(config), cwd=config.parent, env=child_environment(env),
+    process = await spawn("run", str(config), cwd=config.parent, env=child_environment(env),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.cli.helpers import THREADLINE
 from tests.inspector.helpers import child_environment
+from tests.launch import spawn
 from threadline.agents import Agent, OfflineModel
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.records import SqlReplyRecords
@@ -33,8 +33,7 @@ async def test_the_console_alone_shows_a_configs_records(tmp_path: Path) -> None
     config = tmp_path / "threadline.yaml"
     config.write_text(f"store:\n  url: sqlite+aiosqlite:///{db}\n", encoding="utf-8")
 
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "console", str(config), "--port", "0", cwd=tmp_path,
+    process = await spawn("console", str(config), "--port", "0", cwd=tmp_path,
         env=child_environment({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:

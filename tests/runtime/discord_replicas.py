@@ -16,9 +16,9 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.discord_gateway import FakeDiscord
 from tests.fakes.tcp_proxy import unused_port
+from tests.launch import spawn
 from tests.runtime.test_run_kill9_answers_everything import logged, until
 
 
@@ -90,8 +90,7 @@ agents:
            "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "DISCORD_BOT_TOKEN": discord.token}
     if model_url is not None:
         env["ANTHROPIC_API_KEY"] = "test-key"
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", str(config), "--no-input", cwd=folder, env=env,
+    process = await spawn("run", str(config), "--no-input", cwd=folder, env=env,
         stdout=subprocess.DEVNULL, stderr=sink)
     sink.close()
     await until(lambda: logged(log, "runtime.started") or process.returncode is not None)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from tests.cli.helpers import THREADLINE
+from tests.launch import Done, run, spawn
 from threadline.backends.sql.store import SqlConversationStore
 
 
@@ -23,9 +24,8 @@ def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
 
 
-def threadline(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(THREADLINE), *argv], cwd=cwd, env=environment(), text=True,
-                          capture_output=True, timeout=60, check=False)
+def threadline(*argv: str, cwd: Path) -> Done:
+    return run(*argv, cwd=cwd, env=environment())
 
 
 class Terminal:
@@ -106,22 +106,24 @@ def test_init_check_run_and_a_typed_line_is_answered_and_stored(tmp_path: Path) 
                     '"support hello, I use the Pro plan"')]  # a quote addresses nobody
 
 
-def test_a_service_without_a_terminal_reads_nothing(tmp_path: Path) -> None:
+async def test_a_service_without_a_terminal_reads_nothing(tmp_path: Path) -> None:
     assert threadline("init", cwd=tmp_path).returncode == 0
     config = tmp_path / "threadline.yaml"
     config.write_text(config.read_text().replace("port: 9108", "port: 0"))
     # A line waits on a pipe: `stdin: auto` leaves it alone, and so does --no-input.
     for extra in ((), ("--no-input",)):
-        process = subprocess.Popen([str(THREADLINE), "run", "threadline.yaml", *extra],
-                                   cwd=tmp_path, env=environment(), stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = await spawn("run", "threadline.yaml", *extra, cwd=tmp_path,
+                              env=environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
         assert process.stdin is not None and process.stderr is not None
-        process.stdin.write("@support are you reading this?\n")
-        process.stdin.flush()
-        while "running 1 channel(s)" not in process.stderr.readline():
-            assert process.poll() is None, "threadline exited early"
+        process.stdin.write(b"@support are you reading this?\n")
+        await process.stdin.drain()
+        async with asyncio.timeout(60):
+            while b"running 1 channel(s)" not in await process.stderr.readline():
+                assert process.returncode is None, "threadline exited early"
         process.terminate()
-        out, _ = process.communicate(timeout=30)
+        async with asyncio.timeout(30):
+            out, _ = await process.communicate()
         assert process.returncode == 0
-        assert "support>" not in out
-    assert stored_turns(tmp_path) == []
+        assert b"support>" not in out
+    assert await asyncio.to_thread(stored_turns, tmp_path) == []

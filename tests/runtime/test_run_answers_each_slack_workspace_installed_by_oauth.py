@@ -13,8 +13,8 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.slack import FakeSlack
+from tests.launch import spawn
 from tests.runtime.platforms import free_port, wait_for_log
 from threadline.backends.sql.store import SqlConversationStore
 
@@ -53,8 +53,7 @@ agents:
     system_prompt: You help.
     channels: [slack]
 """, encoding="utf-8")
-        process = await asyncio.create_subprocess_exec(
-            str(THREADLINE), "run", "--no-input", str(config), cwd=tmp_path,
+        process = await spawn("run", "--no-input", str(config), cwd=tmp_path,
             env={"PATH": str(Path(sys.executable).parent),
                  "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
                  "SLACK_SIGNING_SECRET": fake.signing_secret,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.openai import FakeOpenAI, text
+from tests.launch import spawn
 from threadline.backends.sql.store import SqlConversationStore
 
 
@@ -45,8 +45,7 @@ agents:
     provider: local
     channels: [local]
 """, encoding="utf-8")
-        process = await asyncio.create_subprocess_exec(
-            str(THREADLINE), "run", str(config), cwd=tmp_path,
+        process = await spawn("run", str(config), cwd=tmp_path,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         async with asyncio.timeout(60):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, text
+from tests.launch import spawn
 from tests.runtime.platforms import (
     PEOPLE,
     platform,
@@ -36,8 +36,7 @@ async def test_sigterm_mid_conversation_loses_nothing(tmp_path: Path, name: str)
         # Each answer is held back long enough for SIGTERM to arrive while it is pending.
         anthropic.script(*(text(f"answer {n}", delay=1.0) for n in range(PEOPLE)))
         config = write_config(tmp_path, name, where, anthropic.url)
-        process = await asyncio.create_subprocess_exec(
-            str(THREADLINE), "run", str(config), cwd=tmp_path,
+        process = await spawn("run", str(config), cwd=tmp_path,
             env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
                  # the code under test, when it is not the installed copy
                  "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **where.env},

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from sqlalchemy import make_url
 
-from tests.cli.helpers import THREADLINE
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
 from tests.fakes.tcp_proxy import TcpProxy, unused_port
+from tests.launch import spawn
 from tests.runtime.test_run_kill9_answers_everything import logged, until
 from threadline.backends.sql import SqlConversationStore
 
@@ -118,8 +118,7 @@ agents:
 {more_yaml}""", encoding="utf-8")
     log = tmp_path / f"{name}.log"
     sink = log.open("wb")
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "run", str(config), cwd=tmp_path,
+    process = await spawn("run", str(config), cwd=tmp_path,
         env={"PATH": str(Path(sys.executable).parent), "ANTHROPIC_API_KEY": "test-key",
              # the code under test, when it is not the installed copy
              "PYTHONPATH": os.environ.get("PYTHONPATH", ""),

@@ -7,6 +7,8 @@ fetched by cursor from PATH/replies, signed over the request target.
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.channels.http.conftest import Rig
 
 
@@ -20,7 +22,13 @@ async def test_a_signed_message_is_answered_at_the_callback(rig: Rig) -> None:
     assert (reply["conversation_id"], reply["in_reply_to"], reply["agent"]) == (
         "order-1234", "evt-1", "support")
     assert rig.caller.refused_signatures == 0
-    turns = await rig.store.get("http:api:order-1234")
+    # The reply is recorded in the history once the outbox holds it, which may be just after
+    # the callback has it.
+    for _ in range(500):
+        turns = await rig.store.get("http:api:order-1234")
+        if len(turns) == 2:
+            break
+        await asyncio.sleep(0.02)
     assert [(t.participant.id, t.content) for t in turns] == [
         ("customer-42", "where is my parcel?"), ("support", "re: Customer-42: where is my parcel?")]
     assert turns[1].metadata.message_id == reply["reply_id"]

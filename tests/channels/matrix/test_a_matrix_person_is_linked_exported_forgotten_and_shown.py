@@ -18,9 +18,10 @@ import aiohttp
 import pytest
 
 from tests.channels.matrix.rig import matrix_channel
-from tests.cli.helpers import THREADLINE, run_cli
+from tests.cli.helpers import run_cli
 from tests.fakes.matrix import ALICE, BOB, FakeMatrix
 from tests.inspector.helpers import child_environment
+from tests.launch import spawn
 from threadline.agents import Agent, OfflineModel
 from threadline.backends.parts import people_for, records_for
 from threadline.backends.sql import SqlConversationStore
@@ -57,8 +58,7 @@ async def _speak(fake: FakeMatrix, url: str) -> tuple[str, str]:
 async def _console_shows(url: str, tmp_path: Path, conversation: str) -> None:
     config = tmp_path / "console.yaml"
     config.write_text(f"store:\n  url: {url}\n", encoding="utf-8")
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "console", str(config), "--port", "0", cwd=tmp_path,
+    process = await spawn("console", str(config), "--port", "0", cwd=tmp_path,
         env=child_environment({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:

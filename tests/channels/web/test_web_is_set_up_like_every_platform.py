@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.channels.web.rig import Visitor, next_event
-from tests.cli.helpers import THREADLINE, run_cli
+from tests.cli.helpers import run_cli
+from tests.launch import spawn
 from threadline.channels.web.settings import WebSettings
 from threadline.config import load_settings
 from threadline.errors import ConfigError
@@ -74,8 +75,7 @@ agents:
 
 
 async def test_demo_web_serves_both_agents_in_the_widget(tmp_path: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        str(THREADLINE), "demo", "--web", "--db", str(tmp_path / "demo.db"), cwd=tmp_path,
+    process = await spawn("demo", "--web", "--db", str(tmp_path / "demo.db"), cwd=tmp_path,
         env={"PATH": str(Path(sys.executable).parent),
              "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

@@ -21,7 +21,12 @@ from tests.channels.whatsapp.run_rig import log_events, whatsapp_platform
 from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.whatsapp import Customer, FakeWhatsApp
 from tests.runtime.platforms import write_config
-from tests.runtime.test_run_kill9_answers_everything import logged, start, until
+from tests.runtime.test_run_kill9_answers_everything import (
+    logged,
+    start,
+    uncertain_questions,
+    until,
+)
 from threadline.backends.sql.store import SqlConversationStore
 
 _TAG = re.compile(r"q\d+-\d+")
@@ -129,12 +134,11 @@ async def test_kill_9_mid_reply_then_restart_answers_every_message_once(tmp_path
             # posted again (WhatsApp has no idempotent send): the pipeline says so instead
             # (`pipeline.delivery_uncertain`, docs/platforms/whatsapp.md). Every other
             # question is answered.
-            def uncertain() -> int:
-                return (tmp_path / "second.log").read_text().count("pipeline.delivery_uncertain")
+            def uncertain() -> set[str]:
+                return uncertain_questions(tmp_path / "second.log", tmp_path / "threadline.db")
 
             def settled() -> bool:
-                tags = {s.text.split()[-1] for s in fake.sent}
-                return len(expected - tags) <= uncertain()
+                return expected - {s.text.split()[-1] for s in fake.sent} <= uncertain()
 
             try:
                 await until(settled)
@@ -147,7 +151,7 @@ async def test_kill_9_mid_reply_then_restart_answers_every_message_once(tmp_path
         answered = Counter(s.text for s in fake.sent)
         assert max(answered.values()) == 1, answered  # never twice
         assert set(answered) <= {f"answer {tag}" for tag in expected}, answered
-        assert len(expected) - len(answered) <= uncertain(), answered
+        assert expected - {text.split()[-1] for text in answered} <= uncertain(), answered
         store = SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}")
         async with store:
             for person in people:
