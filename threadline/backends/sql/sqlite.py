@@ -7,6 +7,7 @@ Two FTS5 indexes: words (porter stems; the conversation key is an indexed column
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -101,11 +102,20 @@ class SqliteRunner:
              "before": before_us, "limit": limit})
 
 
-@lru_cache(maxsize=1)
+_per_thread = threading.local()
+
+
 def _porter() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("porter")
+    """This thread's porter stemmer: a Snowball stemmer keeps the word it is working on in
+    itself, and the store's reader threads search at once (a knowledge search runs its
+    queries together; one shared stemmer raised IndexError)."""
+    stemmer: snowballstemmer.stemmer | None = getattr(_per_thread, "porter", None)
+    if stemmer is None:
+        stemmer = _per_thread.porter = snowballstemmer.stemmer("porter")
+    return stemmer
 
 
+@lru_cache(maxsize=200_000)
 def porter_stem(word: str) -> str:
     """The stem FTS5's porter tokenizer gives a word (Snowball's English stemmer differs)."""
     return str(_porter().stemWord(word))
