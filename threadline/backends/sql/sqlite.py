@@ -247,6 +247,11 @@ def _long_words(conn: SqliteRunner, query: SearchQuery
     match = fts5_words(query)
     if match is None:
         return query, None, None
+    # The counts just taken bound the matches: only past LONG_RANKED is a floor looked for.
+    bound = sum(_capped_count(conn, term) for term in query.terms) + sum(
+        min(_capped_count(conn, word) for word in phrase) for phrase in query.phrases)
+    if bound <= LONG_RANKED:
+        return query, match, None
     return query, match, _ranking_floor(conn, _WORDS, match, ranked=LONG_RANKED)
 
 
