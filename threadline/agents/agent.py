@@ -31,6 +31,7 @@ from typing import Any, Protocol, cast
 import structlog
 
 from threadline.agents.approvals import ApprovalGate
+from threadline.agents.grounding import ground_prompt, held_back
 from threadline.agents.llm import (
     ModelChoice,
     ModelProvider,
@@ -78,8 +79,7 @@ from threadline.history.processors import (
     make_retrieve_tool_result_tool,
 )
 from threadline.history.projection import TRANSCRIPT_NOTE, merge_roles, project_turn
-from threadline.history.prompt import AssembledPrompt, PromptMessage
-from threadline.history.recall import RECALL_HEADER
+from threadline.history.prompt import PromptMessage
 from threadline.history.store import ConversationStore
 from threadline.history.summary import Summarizer
 from threadline.interceptors.base import Interceptor, run_chain
@@ -417,11 +417,9 @@ class Agent:
             # The turn's pictures take their share of the budget; the history fits the rest.
             options = replace(options, token_budget=max(
                 MIN_HISTORY_TOKENS, options.token_budget - images_cost(context.inbound)))
-        reserved = (self.grounding.reserve(self.name, options.token_budget)
-                    if self.grounding is not None else 0)
-        if reserved:  # the grounding block's share; the history fits the rest
-            options = replace(options, token_budget=max(
-                MIN_HISTORY_TOKENS, options.token_budget - reserved))
+        # The grounding block's share; the history fits the rest.
+        options, reserved = held_back(self.grounding, self.name, options,
+                                      minimum=MIN_HISTORY_TOKENS)
         try:
             if options.person_memory:
                 run.person = await person_memory_for(context.store, context.inbound,
@@ -431,8 +429,8 @@ class Agent:
                                            self.name, options, self.summarizer,
                                            answering=context.inbound, person=run.person,
                                            kept_recall=self._kept_recall)
-            if reserved:
-                await self._ground(context, prompt, room=reserved)
+            if reserved and self.grounding is not None:
+                await ground_prompt(self.grounding, context, prompt, room=reserved)
         except StoreError as exc:
             # The reply matters more than the history: answer the turn on its own.
             context.log.warning("agent.history_unavailable", error=str(exc))
@@ -453,29 +451,6 @@ class Agent:
         messages, image_cost = await with_images(prompt.messages, context.inbound, self.files)
         run.figures = replace(run.figures, token_count=run.figures.token_count + image_cost)
         return messages
-
-    async def _ground(self, context: TurnContext, prompt: AssembledPrompt, *, room: int
-                      ) -> None:
-        """Put the grounding block just before the answered turn (see `Grounding`); a
-        grounding that fails leaves the turn answered without it."""
-        assert self.grounding is not None
-        # The conversation the prompt shows before the answered turn (its summary, turns and
-        # the immediate context), not the turns recall found for the question itself.
-        earlier = [m.content for m in prompt.messages[:-1]
-                   if m.content and not m.content.startswith(RECALL_HEADER)]
-        try:
-            grounded = await self.grounding.ground(context, earlier, room=room)
-        except StoreError:
-            raise
-        except Exception as exc:
-            context.log.warning("agent.grounding_failed", error=f"{type(exc).__name__}: {exc}")
-            prompt.notes.append("grounding failed; answered without it")
-            return
-        if grounded is None or not prompt.messages:
-            return
-        prompt.messages.insert(len(prompt.messages) - 1, grounded.message)
-        prompt.token_count += grounded.tokens
-        prompt.grounded = list(grounded.shown)
 
     async def _loop(self, context: TurnContext, messages: list[PromptMessage], run: _Run) -> str:
         search: Tool = make_conversation_search_tool(

@@ -45,12 +45,15 @@ def best(matrix: Matrix, question: bytes, *, limit: int) -> list[tuple[int, floa
     if limit <= 0 or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
         return []
     scores = matrix @ query
+    return [(int(row), float(scores[row])) for row in top_rows(scores, limit=limit)]
+
+
+def top_rows(scores: npt.NDArray[np.float32], *, limit: int) -> npt.NDArray[np.intp]:
+    """The places of the `limit` highest scores, highest first (ties in place order)."""
     if limit < scores.shape[0]:
         top = np.argpartition(-scores, limit - 1)[:limit]
-        order = top[np.argsort(-scores[top], kind="stable")]
-    else:
-        order = np.argsort(-scores, kind="stable")
-    return [(int(row), float(scores[row])) for row in order]
+        return top[np.argsort(-scores[top], kind="stable")]
+    return np.argsort(-scores, kind="stable")
 
 
 def checked(vector: bytes, *, message_id: str, model: str) -> bytes:

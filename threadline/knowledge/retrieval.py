@@ -13,6 +13,7 @@ ranker lives here.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from threadline.history.fusion import fuse_messages, fuse_rankings
@@ -21,6 +22,7 @@ from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
+from threadline.history.vectors import VectorHit
 from threadline.knowledge.shelf import found_section, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
 
@@ -69,9 +71,12 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     meaning = await meaning_search(store) if by_meaning else None
     rankings: list[tuple[float, list[str]]] = []
     sections: dict[str, FoundSection] = {}
-    for weight, text in ask_queries(ask):
+    queries = ask_queries(ask)
+    found = await asyncio.gather(*(_ranked_turns(store, meaning, conversation, text)
+                                   for _, text in queries))
+    for (weight, _), turns in zip(queries, found, strict=True):
         ranked: list[str] = []
-        for turn in await _ranked_turns(store, meaning, conversation, text):
+        for turn in turns:
             section = found_section(turn)
             if section is not None:
                 sections.setdefault(turn.id, section)
@@ -85,20 +90,24 @@ async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
     """One search of a source's sections, best first: BM25 (the store's `search`) and, when
     the model and vectors are there, the nearest by meaning, fused as person memory fuses
     them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits, and
-    a document's sections are neighbours."""
-    lexical = await store.search(conversation, text, limit=CANDIDATES,
-                                 token_cap=UNCAPPED_TOKENS)
+    a document's sections are neighbours. The two searches run at once (the store's and the
+    model's threads)."""
+    searched = store.search(conversation, text, limit=CANDIDATES, token_cap=UNCAPPED_TOKENS)
     if meaning is None:
-        return lexical
-    vector = await meaning.embedder_vector(text)
-    nearest = await meaning.index.nearest(conversation, vector, meaning.embedder.name,
-                                          limit=CANDIDATES)
+        return await searched
+    lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, text))
     known = {turn.id for turn in lexical}
     similar = {t.id: t for t in await store.get_by_ids(
         conversation, [h.message_id for h in nearest if h.message_id not in known])}
     similar.update({t.id: t for t in lexical})
     ranked_similar = [similar[h.message_id] for h in nearest if h.message_id in similar]
     return fuse_messages(lexical, ranked_similar, fusion=meaning.fusion, limit=CANDIDATES)
+
+
+async def _nearest(meaning: MeaningSearch, conversation: str, text: str) -> list[VectorHit]:
+    vector = await meaning.embedder_vector(text)
+    return await meaning.index.nearest(conversation, vector, meaning.embedder.name,
+                                       limit=CANDIDATES)
 
 
 def fuse_sources(found: Sequence[Sequence[FoundSection]], *, limit: int) -> list[FoundSection]:

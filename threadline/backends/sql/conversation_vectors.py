@@ -19,6 +19,11 @@ PostgreSQL, by any process), and after `max_age` seconds whatever happens: vecto
 process stored meanwhile are missing until then, and those turns are found by their words.
 A cached vector never brings back a deleted turn: the search looks every hit up among the
 stored turns before returning it.
+
+A conversation of CLUSTERED_ROWS vectors or more (a knowledge source's sections) is grouped
+when read (`threadline.history.clusters`), so a question scores a tenth of it, and is kept up
+to GROUPED_MAX_AGE_SECONDS; once this process stores vectors into it (a sync), it is scored
+whole, exactly, until it is read and grouped again.
 """
 
 from __future__ import annotations
@@ -33,11 +38,17 @@ import numpy as np
 import numpy.typing as npt
 
 from threadline.history.changes import HistoryChange
-from threadline.history.similarity import Matrix
+from threadline.history.clusters import CLUSTERED_ROWS, Clusters
+from threadline.history.similarity import Matrix, best
 
-# Bytes of vectors kept in process at most (about 64 conversations of 1,000 turns).
-MAX_BYTES = 64 * 1024 * 1024
+# Bytes of vectors kept in process at most (about 256 conversations of 1,000 turns, or one
+# knowledge source of 100,000 sections at 256 dimensions beside 150 such conversations: read
+# again, that source costs half a second and more).
+MAX_BYTES = 256 * 1024 * 1024
 MAX_AGE_SECONDS = 60.0
+# A grouped conversation's (`threadline.history.clusters`) age: reading and grouping it again
+# takes about a second, and what it misses meanwhile is still found by its words.
+GROUPED_MAX_AGE_SECONDS = 600.0
 
 
 STORED_TYPE = "<f2"
@@ -63,6 +74,8 @@ class ConversationVectors:
     sequences: npt.NDArray[np.int64]
     matrix: Matrix
     read_at: float
+    # A long conversation's groups (`threadline.history.clusters`), its rows stored by group.
+    clusters: Clusters | None = None
 
     @classmethod
     def of(cls, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
@@ -70,9 +83,35 @@ class ConversationVectors:
         return cls(np.array([int(row[0]) for row in rows], dtype=np.int64),
                    stored_matrix([bytes(row[1]) for row in rows]), time.monotonic())
 
+    @classmethod
+    def read(cls, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
+        """From the (sequence, vector) rows of a whole conversation, grouped when it has
+        CLUSTERED_ROWS of them or more."""
+        vectors = cls.of(rows)
+        if len(vectors.sequences) < CLUSTERED_ROWS:
+            return vectors
+        order, clusters = Clusters.grouping(vectors.matrix)
+        return cls(vectors.sequences[order], vectors.matrix[order], vectors.read_at, clusters)
+
     @property
     def size(self) -> int:
-        return int(self.matrix.nbytes + self.sequences.nbytes)
+        grouped = self.clusters.centroids.nbytes if self.clusters is not None else 0
+        return int(self.matrix.nbytes + self.sequences.nbytes + grouped)
+
+    def nearest(self, question: bytes, *, limit: int, through_sequence: int | None = None
+                ) -> list[tuple[int, float]]:
+        """(sequence, cosine similarity) of the `limit` vectors nearest `question`, best first:
+        among the nearest groups' when grouped, else (or when the turns after
+        `through_sequence` are left out) all of them."""
+        sequences, matrix = self.sequences, self.matrix
+        if self.clusters is not None and through_sequence is None:
+            ranked = self.clusters.best(matrix, question, limit=limit)
+        else:
+            if through_sequence is not None and len(sequences):
+                within = sequences <= through_sequence
+                sequences, matrix = sequences[within], matrix[within]
+            ranked = best(matrix, question, limit=limit)
+        return [(int(sequences[row]), score) for row, score in ranked]
 
     def with_rows(self, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
         """These vectors with (sequence, stored vector) rows added; a row for a sequence
@@ -103,7 +142,9 @@ class VectorCache:
         found = self._kept.get(key)
         if found is None:
             return None
-        if time.monotonic() - found.read_at > self.max_age:
+        max_age = self.max_age if found.clusters is None else max(self.max_age,
+                                                                   GROUPED_MAX_AGE_SECONDS)
+        if time.monotonic() - found.read_at > max_age:
             self._drop(key)
             return None
         self._kept.move_to_end(key)

@@ -29,8 +29,9 @@ from sqlalchemy.pool import NullPool
 
 from threadline.backends.sql.database_url import sqlite_file
 from threadline.backends.sql.locks import advisory_key
+from threadline.backends.sql.operations import WordCounts
 from threadline.backends.sql.postgres import AlchemyRunner
-from threadline.backends.sql.sqlite import SqliteRunner, WordCounts
+from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
 from threadline.locks import lock_file, unlock_file
 
@@ -97,7 +98,10 @@ class SqliteBackend:
         self._checkpointing: asyncio.Future[None] | None = None
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="threadline-sqlite-reader")
         self._local = threading.local()
-        self._word_counts = WordCounts()  # the search's statistics, shared by every thread
+        # The search's statistics, shared by every thread: words' postings, and the same
+        # counted up to LONG_COUNTED (a long conversation's search).
+        self._word_counts = WordCounts()
+        self._capped_counts = WordCounts()
         self._opened: list[sqlite3.Connection] = []
         self._opened_lock = threading.Lock()
 
@@ -118,7 +122,8 @@ class SqliteBackend:
     def _runner(self) -> SqliteRunner:
         runner: SqliteRunner | None = getattr(self._local, "runner", None)
         if runner is None:
-            runner = self._local.runner = SqliteRunner(self._connect(), self._word_counts)
+            runner = self._local.runner = SqliteRunner(self._connect(), self._word_counts,
+                                                        self._capped_counts)
         return runner
 
     def _in_write(self, fn: Callable[..., T], *args: Any) -> T:

@@ -6,25 +6,38 @@ The tsquery texts are built here and nowhere else.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
 from threadline.backends.sql.operations import (
+    CONVERSATION_SIZE,
     HIT_KEYS,
+    LONG_CONVERSATION,
+    LONG_COUNTED,
+    LONG_RANKED,
     WEIGHING_SAMPLE,
     Params,
     SqlRunner,
+    WordCounts,
     conversation_rows,
+    conversation_size,
+    conversation_sizes,
     month_factor,
     scoped,
 )
 from threadline.backends.sql.schema import SELECT_LIST_M
-from threadline.history.search import SearchQuery, SearchScope, loose_prefix, stem
+from threadline.history.search import (
+    SearchQuery,
+    SearchScope,
+    loose_prefix,
+    prune_common,
+    stem,
+)
 
 _MOMENT = "(to_timestamp(m.ts_us / 1000000.0) AT TIME ZONE 'UTC')"
 _YEAR = f"CAST(extract(year FROM {_MOMENT}) AS INTEGER)"
@@ -38,28 +51,6 @@ def _months(query: SearchQuery, params: dict[str, Any]) -> str:
 @lru_cache(maxsize=512)
 def _clause(sql: str) -> TextClause:
     return text(sql)
-
-
-class _ConversationSizes:
-    """How many turns each conversation had at its last search, which picks the next search's
-    plan (`conversation_rows`): read in the search's own statement, so it is one search stale
-    at most; unknown (a first search in this process) counts as short."""
-
-    def __init__(self, capacity: int = 8192) -> None:
-        self._sizes: OrderedDict[str, int] = OrderedDict()
-        self._capacity = capacity
-
-    def get(self, conversation_id: str) -> int:
-        return self._sizes.get(conversation_id, 0)
-
-    def remember(self, conversation_id: str, size: int) -> None:
-        self._sizes[conversation_id] = size
-        self._sizes.move_to_end(conversation_id)
-        if len(self._sizes) > self._capacity:
-            self._sizes.popitem(last=False)
-
-
-_sizes = _ConversationSizes()
 
 
 class AlchemyRunner:
@@ -82,8 +73,18 @@ class AlchemyRunner:
                columns: str) -> list[Sequence[Any]]:
         """BM25 over the turns matching any word. Counting a common word first costs more than
         it saves here (measured: search p50 12 ms -> 30 ms at a million turns), so every word
-        is kept."""
-        return _search_postgres(self, conversation_id, query, limit, scope, columns)
+        is kept, except in a long conversation (a knowledge source's 100,000 sections), where
+        ranking every turn matching any of 20 words took seconds: there the words are kept
+        rarest first while their postings in the whole table, counted up to LONG_COUNTED and
+        remembered (`_capped_count`), fit LONG_RANKED."""
+        size = conversation_size(self, conversation_id)
+        if size <= LONG_CONVERSATION:
+            return _search_postgres(self, conversation_id, query, limit, scope, columns)
+        query = prune_common(query, lambda word: _capped_count(self, word, query),
+                             max_matches=LONG_RANKED)
+        weights = LongWeights(size, _average_length(self, conversation_id), tuple(
+            _capped_count(self, term, query) for term in query.terms))
+        return _search_postgres(self, conversation_id, query, limit, scope, columns, weights)
 
     def speakers_ranked(self, keys: Sequence[str], query: SearchQuery, *,
                         exclude_conversation: str, before_us: int,
@@ -106,6 +107,53 @@ class AlchemyRunner:
             "AND conversation_id <> :cid AND ts_us < :before OFFSET 0) AS m, "
             "websearch_to_tsquery('english', :q) AS q WHERE m.search_vector @@ q "
             "ORDER BY ts_rank(m.search_vector, q) DESC, m.ts_us DESC LIMIT :limit", params)
+
+
+# Words' postings counted up to LONG_COUNTED, by (text search configuration, tsquery text),
+# and long conversations' average turn length in words, by conversation (the same bounded,
+# timed memory).
+_capped_counts = WordCounts()
+_average_lengths = WordCounts()
+
+
+@dataclass(frozen=True, slots=True)
+class LongWeights:
+    """A long conversation's BM25 statistics, known before its search: its turns, their
+    average length and each term's postings in the whole table (capped at LONG_COUNTED)."""
+
+    turns: int
+    average: int
+    postings: tuple[int, ...]
+
+    @property
+    def common(self) -> bool:
+        """Whether the words may match more than LONG_RANKED turns (then only the newest
+        LONG_RANKED matches are ranked, as on SQLite: ranking 30,000 took a second)."""
+        return sum(self.postings) > LONG_RANKED
+
+
+def _average_length(conn: SqlRunner, conversation_id: str) -> int:
+    known = _average_lengths.get(conversation_id)
+    if known is None:
+        known = max(1, round(float(conn.rows(
+            "SELECT coalesce(avg(length(search_vector)), 1) FROM (SELECT search_vector FROM "
+            "threadline_messages WHERE conversation_id = :cid ORDER BY sequence DESC "
+            "LIMIT :sample) AS m", {"cid": conversation_id, "sample": WEIGHING_SAMPLE})[0][0])))
+        _average_lengths.put(conversation_id, known)
+    return known
+
+
+def _capped_count(conn: SqlRunner, term: str, query: SearchQuery) -> int:
+    config, lexeme = tsquery_term(term, query)
+    key = f"{config} {lexeme}"
+    known = _capped_counts.get(key)
+    if known is None:
+        known = int(conn.rows(
+            "SELECT count(*) FROM (SELECT 1 FROM threadline_messages WHERE search_vector @@ "
+            "to_tsquery(CAST(:c AS regconfig), :q) LIMIT :cap) AS s",
+            {"c": config, "q": f"{lexeme}AB", "cap": LONG_COUNTED})[0][0])
+        _capped_counts.put(key, known)
+    return known
 
 
 def websearch_text(query: SearchQuery) -> str | None:
@@ -131,7 +179,7 @@ def tsquery_term(term: str, query: SearchQuery) -> tuple[str, str]:
 
 def _search_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
+    columns: str, weights: LongWeights | None = None,
 ) -> list[Sequence[Any]]:
     """BM25 (each word counted once a turn) over the turns matching any word, as on SQLite.
 
@@ -142,7 +190,7 @@ def _search_postgres(
     """
     rows: list[Sequence[Any]] = []
     if query.terms or query.phrases:
-        rows = _bm25_postgres(conn, conversation_id, query, limit, scope, columns)
+        rows = _bm25_postgres(conn, conversation_id, query, limit, scope, columns, weights)
     if query.trigrams and len(rows) < limit:
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                     for t in query.trigrams]
@@ -157,9 +205,20 @@ def _search_postgres(
     return rows[:limit]
 
 
+def _known_stats(weights: LongWeights, params: dict[str, Any]) -> str:
+    """The `s` row of `_bm25_postgres` from a long conversation's known statistics: reading
+    its newest WEIGHING_SAMPLE turns to weigh the words took longer than the ranking."""
+    params["turns"], params["average"] = weights.turns, float(weights.average)
+    idf = ""
+    for n, postings in enumerate(weights.postings):
+        params[f"idf{n}"] = math.log(1 + (weights.turns - postings + 0.5) / (postings + 0.5))
+        idf += f", CAST(:idf{n} AS float8) AS idf{n}"
+    return f"SELECT CAST(:turns AS bigint) AS turns, CAST(:average AS float8) AS average{idf}"
+
+
 def _bm25_postgres(
     conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
+    columns: str, weights: LongWeights | None,
 ) -> list[Sequence[Any]]:
     # Planned for its own values: the store's connections never use generic plans
     # (`PostgresBackend`).
@@ -184,8 +243,7 @@ def _bm25_postgres(
     counted = "".join(f", count(*) FILTER (WHERE m.search_vector @@ (w.text{n} || w.name{n})) "
                       f"AS df{n}" for n in terms)
     counts = ("SELECT count(*) AS matched, coalesce(nullif(avg(length(m.search_vector)), 0), 1) "
-              "AS average, coalesce((SELECT message_count FROM threadline_conversations "
-              f"WHERE conversation_id = :cid), 0) AS turns{counted} "
+              f"AS average, {CONVERSATION_SIZE} AS turns{counted} "
               "FROM (SELECT id, sequence, search_vector FROM threadline_messages "
               "WHERE conversation_id = :cid ORDER BY sequence DESC LIMIT :sample) AS m, "
               f"w WHERE {where}")
@@ -194,17 +252,25 @@ def _bm25_postgres(
     idf = "".join(f", CAST(ln(1 + ({size} - c.df{n} + 0.5) / (c.df{n} + 0.5)) AS float8) "
                   f"AS idf{n}" for n in terms)
     stats = f"SELECT c.turns, CAST(c.average AS float8) AS average{idf} FROM ({counts}) AS c"
+    if weights is not None:  # a long conversation's: known, bound as values
+        stats = _known_stats(weights, params)
     scores = [f"CASE WHEN m.search_vector @@ w.text{n} THEN s.idf{n} "
               f"WHEN m.search_vector @@ w.name{n} THEN s.idf{n} * 0.5 ELSE 0 END" for n in terms]
     # BM25's saturation and length normalization for a word counted once (k1 1.2, b 0.75).
     length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / s.average))"
     score = (f"(({' + '.join(scores) or '0'}) * {length} "
              "+ CASE WHEN m.search_vector @@ w.phrase THEN 2.0 ELSE 0 END)")
+    rows = conversation_rows(conversation_size(conn, conversation_id), read)
+    if weights is not None and weights.common:
+        params["ranked"] = LONG_RANKED
+        rows = (f"(SELECT {read} FROM threadline_messages WHERE conversation_id = :cid AND "
+                f"search_vector @@ (SELECT {any_word} FROM w) ORDER BY sequence DESC "
+                "LIMIT :ranked)")
     found = conn.rows(
-        f"WITH {words}, s AS ({stats}) SELECT {columns}, s.turns "
-        f"FROM {conversation_rows(_sizes.get(conversation_id), read)} AS m, w, s "
+        f"WITH {words}, s AS MATERIALIZED ({stats}) SELECT {columns}, s.turns "
+        f"FROM {rows} AS m, w, s "
         f"WHERE {where} ORDER BY {score}{_months(query, params)} DESC, m.sequence DESC "
         "LIMIT :limit", params)
     if found:
-        _sizes.remember(conversation_id, int(found[0][-1]))
+        conversation_sizes.remember(conversation_id, int(found[0][-1]))
     return [row[:-1] for row in found]

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import snowballstemmer
 
-from threadline.backends.sql.operations import Params, SqlRunner, month_factor, scoped
+from threadline.backends.sql.operations import (
+    CONVERSATION_SIZE,
+    LONG_CONVERSATION,
+    LONG_COUNTED,
+    LONG_RANKED,
+    Params,
+    SqlRunner,
+    WordCounts,
+    conversation_size,
+    conversation_sizes,
+    month_factor,
+    scoped,
+)
 from threadline.backends.sql.schema import SELECT_LIST_M
 from threadline.history.search import (
     MAX_POSTINGS,
@@ -34,42 +44,11 @@ _MONTH = "CAST(strftime('%m', m.ts_us / 1000000, 'unixepoch') AS INTEGER)"
 
 
 _WORDS = "threadline_messages_fts"
+_TRIGRAMS = "threadline_messages_trigram"
 
 
 def _months(query: SearchQuery, params: dict[str, Any]) -> str:
     return month_factor(query, params, year=_YEAR, month=_MONTH)
-
-
-class WordCounts:
-    """How many turns of the whole word index hold a word (see `search_hits`), shared by the
-    store's reader threads.
-
-    Counting walks the word's postings once, so a count is kept: a count that lags behind new
-    turns only makes the pruning milder, and none is older than `max_age` seconds (the index
-    of a busy bot grows by thousands of turns an hour).
-    """
-
-    def __init__(self, *, max_age: float = 600.0, size: int = 20_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_age = max_age
-        self.size = size
-        self.clock = clock
-        self._counts: OrderedDict[str, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, word: str) -> int | None:
-        with self._lock:
-            known = self._counts.get(word)
-        if known is None or self.clock() - known[1] > self.max_age:
-            return None
-        return known[0]
-
-    def put(self, word: str, count: int) -> None:
-        with self._lock:
-            self._counts[word] = (count, self.clock())
-            self._counts.move_to_end(word)
-            if len(self._counts) > self.size:
-                self._counts.popitem(last=False)
 
 
 class SqliteRunner:
@@ -77,9 +56,11 @@ class SqliteRunner:
 
     dialect = "sqlite"
 
-    def __init__(self, connection: sqlite3.Connection, word_counts: WordCounts) -> None:
+    def __init__(self, connection: sqlite3.Connection, word_counts: WordCounts,
+                 capped_counts: WordCounts) -> None:
         self.connection = connection
         self.word_counts = word_counts
+        self.capped_counts = capped_counts
 
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
         return self.connection.execute(sql, params).fetchall()
@@ -92,9 +73,12 @@ class SqliteRunner:
         """FTS5's bm25() over both indexes, the words most common in the whole index dropped
         first (see `prune_common`): bm25() walks every posting of every query word to weigh
         it."""
+        if conversation_size(self, conversation_id) > LONG_CONVERSATION:
+            return _search_sqlite(self, conversation_id, query, limit, scope, columns,
+                                  long=True)
         query = prune_common(query, lambda word: _index_count(self, word),
                              max_matches=MAX_POSTINGS)
-        return _search_sqlite(self, conversation_id, query, limit, scope, columns)
+        return _search_sqlite(self, conversation_id, query, limit, scope, columns, long=False)
 
     def speakers_ranked(self, keys: Sequence[str], query: SearchQuery, *,
                         exclude_conversation: str, before_us: int,
@@ -118,11 +102,20 @@ class SqliteRunner:
              "before": before_us, "limit": limit})
 
 
-@lru_cache(maxsize=1)
+_per_thread = threading.local()
+
+
 def _porter() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("porter")
+    """This thread's porter stemmer: a Snowball stemmer keeps the word it is working on in
+    itself, and the store's reader threads search at once (a knowledge search runs its
+    queries together; one shared stemmer raised IndexError)."""
+    stemmer: snowballstemmer.stemmer | None = getattr(_per_thread, "porter", None)
+    if stemmer is None:
+        stemmer = _per_thread.porter = snowballstemmer.stemmer("porter")
+    return stemmer
 
 
+@lru_cache(maxsize=200_000)
 def porter_stem(word: str) -> str:
     """The stem FTS5's porter tokenizer gives a word (Snowball's English stemmer differs)."""
     return str(_porter().stemWord(word))
@@ -145,12 +138,19 @@ def fts5_word_match(query: SearchQuery, conversation_key: str) -> str | None:
     The conversation key is an indexed FTS column, AND-ed with the OR-ed terms: measured at
     1,000,000 rows this is 4 ms p50 where filtering by conversation outside MATCH is 154 ms.
     """
+    words = fts5_words(query)
+    if words is None:
+        return None
+    return f"conv_key : {fts5_quoted(conversation_key)} AND {words}"
+
+
+def fts5_words(query: SearchQuery) -> str | None:
+    """The FTS5 MATCH expression for the query's words in the word index, any conversation."""
     alternatives = [fts5_quoted(" ".join(p)) for p in query.phrases]
     alternatives += [fts5_term(t, query) for t in query.terms]
     if not alternatives:
         return None
-    scope = f"conv_key : {fts5_quoted(conversation_key)}"
-    return f"{scope} AND {{content participant_name}} : ({' OR '.join(alternatives)})"
+    return f"{{content participant_name}} : ({' OR '.join(alternatives)})"
 
 
 def fts5_speaker_match(query: SearchQuery, keys: Sequence[str]) -> str | None:
@@ -174,35 +174,37 @@ def fts5_trigram_match(query: SearchQuery, conversation_key: str) -> str | None:
 
 
 def _search_sqlite(
-    conn: SqlRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
-    columns: str,
+    conn: SqliteRunner, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
+    columns: str, *, long: bool,
 ) -> list[Sequence[Any]]:
+    """Both indexes' best rows for one conversation, best first; a long conversation's words
+    are matched by `_long_words`, any other's by `_scoped_words`. The conversation's size is
+    read in the ranking statement and picks the plan of its next search."""
     key = conversation_key(conversation_id)
     ranked: list[tuple[float, Sequence[Any]]] = []
     # bm25() weights: conversation key 0, text 1, speaker name 0.5 (a name in the question
     # counts for that participant's turns, but less than the words of the turn itself).
-    for table, build, weights in (
-        ("threadline_messages_fts", fts5_word_match, "0.0, 1.0, 0.5"),
-        ("threadline_messages_trigram", fts5_trigram_match, "0.0, 1.0"),
-    ):
-        match = build(query, key)
+    for table, weights in ((_WORDS, "0.0, 1.0, 0.5"), (_TRIGRAMS, "0.0, 1.0")):
+        if table == _TRIGRAMS:
+            match = fts5_trigram_match(query, key)
+            floor = _ranking_floor(conn, table, match) if match is not None else None
+        elif long:
+            query, match, floor = _long_words(conn, query)
+        else:
+            query, match, floor = _scoped_words(conn, query, key)
         if match is None:
             continue
-        floor = _ranking_floor(conn, table, match)
-        if floor is not None and table == "threadline_messages_fts":
-            query = prune_common(query, lambda word: _count_matches(
-                conn, "threadline_messages_fts", fts5_word_match(single_word(word), key)))
-            match = build(query, key)
-            floor = _ranking_floor(conn, table, match)
         params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
         rows = conn.rows(
             f"SELECT bm25({table}, {weights}){_months(query, params)} AS rank, "
-            f"{columns} "
+            f"{columns}, {CONVERSATION_SIZE} AS turns "
             f"FROM {table} JOIN threadline_messages m ON m.row_id = {table}.rowid "
             f"WHERE {table} MATCH :match AND {table}.rowid >= :floor "
             f"AND m.conversation_id = :cid{scoped('m', scope, params)} "
             "ORDER BY rank LIMIT :limit", params)
-        ranked.extend((row[0], row[1:]) for row in rows)
+        if rows:
+            conversation_sizes.remember(conversation_id, int(rows[0][-1]))
+        ranked.extend((row[0], row[1:-1]) for row in rows)
     ranked.sort(key=lambda item: item[0])
     best: dict[str, Sequence[Any]] = {}
     for _, row in ranked:  # best rank first; a turn found by both indexes keeps its best
@@ -210,13 +212,72 @@ def _search_sqlite(
     return list(best.values())[:limit]
 
 
+def _scoped_words(conn: SqlRunner, query: SearchQuery, key: str
+                  ) -> tuple[SearchQuery, str | None, int | None]:
+    """(query, MATCH, ranking floor) for a conversation's words, the conversation's key inside
+    MATCH; when more than MAX_RANKED of its turns match, the words most common in it are
+    dropped first (`prune_common`, counted in the conversation)."""
+    match = fts5_word_match(query, key)
+    if match is None:
+        return query, None, None
+    floor = _ranking_floor(conn, _WORDS, match)
+    if floor is not None:
+        query = prune_common(query, lambda word: _count_matches(
+            conn, _WORDS, fts5_word_match(single_word(word), key)))
+        match = fts5_word_match(query, key)
+        floor = _ranking_floor(conn, _WORDS, match) if match is not None else None
+    return query, match, floor
+
+
+def _long_words(conn: SqliteRunner, query: SearchQuery
+                ) -> tuple[SearchQuery, str | None, int | None]:
+    """(query, MATCH, ranking floor) for a long conversation's words (a knowledge source's
+    100,000 sections), the conversation filtered outside MATCH.
+
+    Inside MATCH, its key is a term with one posting per turn, which bm25() walks whole to
+    weigh it (20 ms at 100,000 turns, against 1.7 ms for the words alone), and every count by
+    conversation walks it again. Here the words are kept rarest first while their postings in
+    the whole index fit LONG_RANKED, so what is ranked is bounded whatever the conversation's
+    share of the index: no statement walks the conversation. Postings are counted up to
+    LONG_COUNTED (`_capped_count`): a common word's exact count walked 37,000 postings in
+    23 ms, and words past the cap are dropped anyway unless every word is (then the first
+    in alphabetical order among them is kept)."""
+    query = prune_common(query, lambda word: _capped_count(conn, word),
+                         max_matches=LONG_RANKED)
+    match = fts5_words(query)
+    if match is None:
+        return query, None, None
+    # The counts just taken bound the matches: only past LONG_RANKED is a floor looked for.
+    bound = sum(_capped_count(conn, term) for term in query.terms) + sum(
+        min(_capped_count(conn, word) for word in phrase) for phrase in query.phrases)
+    if bound <= LONG_RANKED:
+        return query, match, None
+    return query, match, _ranking_floor(conn, _WORDS, match, ranked=LONG_RANKED)
+
+
 def _index_count(conn: SqliteRunner, word: str) -> int:
     """Turns of the whole word index holding `word`, remembered in `conn.word_counts`."""
     known = conn.word_counts.get(word)
     if known is None:
-        known = _count_matches(conn, "threadline_messages_fts",
+        known = _count_matches(conn, _WORDS,
                                "{content participant_name} : " + fts5_quoted(word))
         conn.word_counts.put(word, known)
+    return known
+
+
+def _capped_count(conn: SqliteRunner, word: str) -> int:
+    """Turns of the whole word index holding `word`, counted up to LONG_COUNTED, remembered
+    in `conn.capped_counts` (or taken from an exact count remembered)."""
+    exact = conn.word_counts.get(word)
+    if exact is not None:
+        return min(exact, LONG_COUNTED)
+    known = conn.capped_counts.get(word)
+    if known is None:
+        known = int(conn.rows(
+            f"SELECT count(*) FROM (SELECT rowid FROM {_WORDS} WHERE {_WORDS} MATCH :match "
+            "LIMIT :cap)", {"match": "{content participant_name} : " + fts5_quoted(word),
+                            "cap": LONG_COUNTED})[0][0])
+        conn.capped_counts.put(word, known)
     return known
 
 
@@ -227,8 +288,9 @@ def _count_matches(conn: SqlRunner, table: str, match: str | None) -> int:
                          {"match": match})[0][0])
 
 
-def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None:
-    """None when few turns match; else the row id above which the newest MAX_RANKED lie.
+def _ranking_floor(conn: SqlRunner, table: str, match: str, *, ranked: int = MAX_RANKED
+                   ) -> int | None:
+    """None when few turns match; else the row id above which the newest `ranked` lie.
 
     Matching is cheap and ranking is not, so a query matching more than MAX_RANKED turns
     ranks only the newest of them (after its common words were dropped, if that was not
@@ -236,5 +298,5 @@ def _ranking_floor(conn: SqlRunner, table: str, match: str | None) -> int | None
     """
     rows = conn.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH :match "
                      "ORDER BY rowid DESC LIMIT 1 OFFSET :offset",
-                     {"match": match, "offset": MAX_RANKED})
+                     {"match": match, "offset": ranked})
     return int(rows[0][0]) + 1 if rows else None

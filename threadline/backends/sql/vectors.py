@@ -195,17 +195,13 @@ class SqlVectorIndex:
         if vectors is None:
             rows = await self.store.run("read a conversation's vectors", _rows, _CONVERSATION,
                                         {"cid": conversation_id, "model": model})
-            vectors = ConversationVectors.of(rows)
+            vectors = ConversationVectors.read(rows)
             self.cache.keep(conversation_id, model, vectors)
-        sequences, matrix = vectors.sequences, vectors.matrix
-        if through_sequence is not None and len(sequences):
-            within = sequences <= through_sequence
-            sequences, matrix = sequences[within], matrix[within]
         excluded = frozenset(exclude_ids)
-        ranked = best(matrix, vector, limit=limit + len(excluded))
-        if not ranked:
+        places = vectors.nearest(vector, limit=limit + len(excluded),
+                                 through_sequence=through_sequence)
+        if not places:
             return []
-        places = [(int(sequences[row]), score) for row, score in ranked]
         ids: dict[int, str] = await self.store.run(
             "read the turns found by meaning", _ids_of, conversation_id,
             [sequence for sequence, _ in places])
