@@ -133,10 +133,10 @@ class SqliteBackend:
         runner.connection.execute("BEGIN IMMEDIATE")
         try:
             result = fn(runner, *args)
+            runner.connection.execute("COMMIT")
         except BaseException:
-            runner.connection.rollback()
+            runner.connection.rollback()  # a COMMIT that failed leaves the connection free too
             raise
-        runner.connection.execute("COMMIT")
         return result
 
     def _in_read(self, fn: Callable[..., T], *args: Any) -> T:
