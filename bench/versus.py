@@ -8,7 +8,11 @@ Prints four figures, each with its peer and the ratio:
   against the Agents SDK `Runner` with `SQLiteSession` on the same shape, 10 conversations x 40
   turns, alternated three times (target <= 1x; Threadline does more: a durable inbox, a reply
   ledger, recall, reply records);
-- the same per-turn overhead on PostgreSQL (when THREADLINE_TEST_PG_URL is set).
+- the same per-turn overhead on PostgreSQL (when THREADLINE_TEST_PG_URL is set) against the
+  Agents SDK `Runner` with `SQLAlchemySession` on an asyncpg engine, the same shape, alternated
+  the same way (target <= 1.5x). Each side gets a fresh schema per round, dropped afterwards.
+
+Without the Agents SDK installed the peers' figures are skipped, said so, and ours still print.
 
     .venv/bin/pip install -e '.[bench]'     # the Agents SDK
     .venv/bin/python bench/versus.py
@@ -17,6 +21,7 @@ Prints four figures, each with its peer and the ratio:
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import sqlite3
 import statistics
@@ -53,6 +58,14 @@ def ms(values: list[float], share: float = 0.5) -> float:
     return percentile(values, share) * 1000
 
 
+def peer_installed() -> bool:
+    """The Agents SDK comes with the `bench` extra; without it only our own figures print."""
+    return importlib.util.find_spec("agents") is not None
+
+
+NO_PEER = "peer skipped: the Agents SDK is not installed (pip install -e '.[bench]')"
+
+
 # -- get newest 50 --------------------------------------------------------------------------
 
 
@@ -83,15 +96,17 @@ async def get_newest(folder: Path) -> tuple[float, float]:
 # -- one-writer append ----------------------------------------------------------------------
 
 
-async def appends(folder: Path, count: int = 3000) -> tuple[float, float]:
-    from agents import SQLiteSession
-
+async def appends(folder: Path, count: int = 3000) -> tuple[float, float | None]:
     async with SqlConversationStore(f"sqlite:///{folder / 'append.db'}") as store:
         started = time.perf_counter()
         for i in range(count):
             await store.append(StoredMessage(conversation_id=f"c{i % 10}", participant=ANN,
                                              content=f"message {i}"))
         ours = count / (time.perf_counter() - started)
+    if not peer_installed():
+        return ours, None
+    from agents import SQLiteSession
+
     sessions = [SQLiteSession(f"c{c}", str(folder / "peer-append.db")) for c in range(10)]
     started = time.perf_counter()
     for i in range(count):
@@ -141,56 +156,103 @@ def instant_agents_model() -> Any:
     return InstantPeerModel()
 
 
-async def peer_turns(folder: Path) -> list[float]:
-    from agents import Agent, RunConfig, Runner, SQLiteSession
+async def peer_run(sessions: list[Any]) -> list[float]:
+    """The Agents SDK's turns over the given sessions, one per conversation, timed."""
+    from agents import Agent, RunConfig, Runner
 
     agent = Agent(name="support", instructions="You help.", model=instant_agents_model())
     config = RunConfig(tracing_disabled=True)
-    path = str(folder / f"peer-{time.monotonic_ns()}.db")
-    sessions = {c: SQLiteSession(f"r{c}", path) for c in range(CONVERSATIONS)}
     timings: list[float] = []
     for turn in range(TURNS):
-        for session in sessions.values():
+        for session in sessions:
             started = time.perf_counter()
             await Runner.run(agent, f"question {turn} about order {turn}", session=session,
                              run_config=config)
             timings.append(time.perf_counter() - started)
-    for session in sessions.values():
+    return timings
+
+
+async def peer_turns(folder: Path) -> list[float]:
+    from agents import SQLiteSession
+
+    path = str(folder / f"peer-{time.monotonic_ns()}.db")
+    sessions = [SQLiteSession(f"r{c}", path) for c in range(CONVERSATIONS)]
+    timings = await peer_run(sessions)
+    for session in sessions:
         session.close()
     return timings
 
 
+async def peer_turns_pg(url: str) -> list[float]:
+    """`SQLAlchemySession` on an asyncpg engine, its tables in the fresh schema `url` names."""
+    from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    base, _, options = url.partition("?")
+    schema = options.rsplit("search_path=", 1)[-1]
+    engine = create_async_engine(
+        base, connect_args={"server_settings": {"search_path": schema}})
+    try:
+        sessions = [SQLAlchemySession(f"r{c}", engine=engine, create_tables=True)
+                    for c in range(CONVERSATIONS)]
+        for session in sessions:  # the tables and the pool, before the clock starts
+            await session.get_items()
+        return await peer_run(sessions)
+    finally:
+        await engine.dispose()
+
+
+async def pg_turns(pg: str, turns: Any) -> list[float]:
+    """One side's turns on PostgreSQL in a schema of its own, dropped afterwards."""
+    from tests.conftest import drop_pg_schema, fresh_pg_schema
+
+    url = await fresh_pg_schema(pg)
+    try:
+        return list(await turns(url))
+    finally:
+        await drop_pg_schema(url)
+
+
+def overhead(label: str, mine: list[float], peer: str, theirs: list[float],
+             target: str) -> str:
+    line = f"{label}ours p50 {ms(mine):.2f} ms p99 {ms(mine, 0.99):.2f} ms   "
+    if not theirs:
+        return line + NO_PEER
+    return (line + f"{peer} p50 {ms(theirs):.2f} ms p99 {ms(theirs, 0.99):.2f} ms   "
+            f"{ms(mine) / ms(theirs):.2f}x (target <= {target})")
+
+
 async def main() -> None:
     configure_logging("warning")
+    peer = peer_installed()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         ours, raw = await get_newest(folder)
         print(f"get newest 50 turns   ours p50 {ours:.3f} ms   raw sqlite3 p50 {raw:.3f} ms   "
               f"{ours / raw:.2f}x (target <= 3x)")
         ours_rate, peer_rate = await appends(folder)
-        print(f"one-writer append     ours {ours_rate:,.0f}/s   SQLiteSession "
-              f"{peer_rate:,.0f}/s   {ours_rate / peer_rate:.2f}x (target >= 1x)")
+        print(f"one-writer append     ours {ours_rate:,.0f}/s   " + (
+            f"SQLiteSession {peer_rate:,.0f}/s   {ours_rate / peer_rate:.2f}x (target >= 1x)"
+            if peer_rate else NO_PEER))
         mine: list[float] = []
         theirs: list[float] = []
         for round_ in range(ROUNDS):
             mine += await threadline_turns(f"sqlite:///{folder / f'turns-{round_}.db'}")
-            theirs += await peer_turns(folder)
-        print(f"per-turn, SQLite      ours p50 {ms(mine):.2f} ms p99 {ms(mine, 0.99):.2f} ms   "
-              f"Runner+SQLiteSession p50 {ms(theirs):.2f} ms p99 {ms(theirs, 0.99):.2f} ms   "
-              f"{ms(mine) / ms(theirs):.2f}x (target <= 1x)")
+            if peer:
+                theirs += await peer_turns(folder)
+        print(overhead("per-turn, SQLite      ", mine, "Runner+SQLiteSession", theirs, "1x"))
         pg = os.environ.get("THREADLINE_TEST_PG_URL")
-        if pg:
-            from tests.conftest import drop_pg_schema, fresh_pg_schema
-
-            url = await fresh_pg_schema(pg)
-            try:
-                on_pg = await threadline_turns(url)
-            finally:
-                await drop_pg_schema(url)
-            print(f"per-turn, PostgreSQL  ours p50 {ms(on_pg):.2f} ms p99 "
-                  f"{ms(on_pg, 0.99):.2f} ms (mean {statistics.fmean(on_pg) * 1000:.2f} ms)")
-        else:
+        if not pg:
             print("per-turn, PostgreSQL  skipped (set THREADLINE_TEST_PG_URL)")
+            return
+        on_pg: list[float] = []
+        theirs_pg: list[float] = []
+        for _ in range(ROUNDS):
+            on_pg += await pg_turns(pg, threadline_turns)
+            if peer:
+                theirs_pg += await pg_turns(pg, peer_turns_pg)
+        print(overhead("per-turn, PostgreSQL  ", on_pg, "Runner+SQLAlchemySession", theirs_pg,
+                       "1.5x") + f"   (ours mean {statistics.fmean(on_pg) * 1000:.2f} ms)")
 
 
 if __name__ == "__main__":

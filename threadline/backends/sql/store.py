@@ -149,6 +149,9 @@ class SqlConversationStore:
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, action) from exc
         except (DBAPIError, sqlite3.Error) as exc:
+            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+                # The server or the network dropped the connection: the database is away.
+                raise self._unavailable(exc, action) from exc
             raise StoreError(
                 f"conversation store {self._describe()} could not {action}: "
                 f"{getattr(exc, 'orig', exc)}"
