@@ -8,7 +8,8 @@ import pytest
 
 from tests.history.helpers import ANN, BOB, turn
 from threadline.backends.sql import postgres, sqlite
-from threadline.backends.sql.operations import conversation_sizes
+from threadline.backends.sql.operations import WordCounts, conversation_sizes
+from threadline.history.search import SearchQuery
 from threadline.history.store import ConversationStore
 
 
@@ -31,3 +32,19 @@ async def test_a_long_conversation_finds_its_own_turns_only(
                               limit=3)
     assert hits[0].content == "our axolotl tank needs a heater"
     assert {h.conversation_id for h in hits} == {long}
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+async def test_a_words_postings_count_its_turns_and_its_speakers_names(
+        store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted without the weights A (text) and B (speaker's name) the GIN index would recheck.
+    monkeypatch.setattr(postgres, "_capped_counts", WordCounts())
+    await store.append_many([
+        turn("the axolotl tank", conversation_id="postings", who=BOB, minute=0),
+        turn("an axolotl heater", conversation_id="postings", who=ANN, minute=1),
+        turn("ann's lunch", conversation_id="postings", who=BOB, minute=2),
+    ])
+    query = SearchQuery.parse("axolotl ann")
+    counts = await store.run("count", lambda runner: [  # type: ignore[attr-defined]
+        postgres._capped_count(runner, term, query) for term in query.terms])
+    assert dict(zip(query.terms, counts, strict=True)) == {"axolotl": 2, "ann": 2}
