@@ -10,9 +10,22 @@ from __future__ import annotations
 import asyncio
 
 from tests.channels.http.conftest import Rig
+from threadline.history.changes import HistoryChange
 
 
 async def test_a_signed_message_is_answered_at_the_callback(rig: Rig) -> None:
+    # The reply is recorded in the history once the outbox holds it, which may be just after
+    # the callback has it: the second append to the conversation is waited for.
+    appends: list[HistoryChange] = []
+    second_append = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def heard(change: HistoryChange) -> None:
+        appends.append(change)
+        if len(appends) >= 2:
+            loop.call_soon_threadsafe(second_append.set)
+
+    rig.store.subscribe(heard, conversation_id="http:api:order-1234")
     status, answer = await rig.caller.send(rig.channel.url, conversation_id="order-1234",
                                            message_id="evt-1", text="where is my parcel?")
     assert (status, answer) == (202, {"accepted": True, "conversation_id": "order-1234",
@@ -22,13 +35,9 @@ async def test_a_signed_message_is_answered_at_the_callback(rig: Rig) -> None:
     assert (reply["conversation_id"], reply["in_reply_to"], reply["agent"]) == (
         "order-1234", "evt-1", "support")
     assert rig.caller.refused_signatures == 0
-    # The reply is recorded in the history once the outbox holds it, which may be just after
-    # the callback has it.
-    for _ in range(500):
-        turns = await rig.store.get("http:api:order-1234")
-        if len(turns) == 2:
-            break
-        await asyncio.sleep(0.02)
+    async with asyncio.timeout(10):
+        await second_append.wait()
+    turns = await rig.store.get("http:api:order-1234")
     assert [(t.participant.id, t.content) for t in turns] == [
         ("customer-42", "where is my parcel?"), ("support", "re: Customer-42: where is my parcel?")]
     assert turns[1].metadata.message_id == reply["reply_id"]
