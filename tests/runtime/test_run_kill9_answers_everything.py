@@ -71,6 +71,22 @@ def uncertain_questions(log: Path, database: Path) -> set[str]:
     return {_TAG.findall(content)[-1] for (content,) in rows}
 
 
+def recorded_tags(database: Path) -> set[str]:
+    """The tags of the questions recorded in `database`: in the history, or in the inbox as
+    received and not yet answered."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        rows = connection.execute(
+            "SELECT content FROM threadline_messages UNION ALL "
+            "SELECT message_json FROM threadline_inbox WHERE message_json IS NOT NULL").fetchall()
+    return {tag for (text,) in rows for tag in _TAG.findall(text)}
+
+
+def dispatched_tags(where: Platform) -> set[str]:
+    """The tags of the questions the fake Discord gateway has written to a connection."""
+    return {tag for sent in where.fake.dispatched
+            for tag in _TAG.findall(where.fake.messages[sent.message_id]["content"])}
+
+
 async def start(config: Path, where: Platform, log: Path) -> asyncio.subprocess.Process:
     """`threadline run CONFIG`, its JSON log lines in `log`, once it says it started."""
     sink = log.open("wb")
@@ -136,6 +152,16 @@ async def test_kill_9_mid_stream_then_restart_answers_every_question_once(
                 await first.wait()
         assert questions or unacknowledged or len(replies_sent(name, where)) < len(expected), (
             "the kill came too late to test anything")
+        if name == "discord":
+            # The gateway has no acknowledgement and a new session is never sent an event again:
+            # a question written to the socket of a process that died before recording it is
+            # lost on Discord itself (the channel's docstring says so). Only the one or two in
+            # flight at the kill may be; every question the process recorded stays expected.
+            lost = dispatched_tags(where) - recorded_tags(tmp_path / "threadline.db")
+            assert len(lost) <= 2, f"lost more than the kill had in flight: {sorted(lost)}"
+            expected -= lost
+        else:
+            lost = set()
 
         second = await start(config, where, tmp_path / "second.log")
         try:
@@ -179,6 +205,6 @@ async def test_kill_9_mid_stream_then_restart_answers_every_question_once(
         for info in conversations:
             turns = [t.content for t in await store.get(info.conversation_id)]
             person = _TAG.findall(turns[0])[0].split("-")[0]
-            assert [_TAG.findall(t)[-1] for t in turns] == [
-                f"{person}-{n}" for n in range(QUESTIONS) for _ in (0, 1)]
-            assert turns[1::2] == [f"answer {person}-{n}" for n in range(QUESTIONS)]
+            asked = [tag for n in range(QUESTIONS) if (tag := f"{person}-{n}") not in lost]
+            assert [_TAG.findall(t)[-1] for t in turns] == [tag for tag in asked for _ in (0, 1)]
+            assert turns[1::2] == [f"answer {tag}" for tag in asked]
