@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,9 @@ class CountedEvents:
 
     async def on_context(self, message: StoredMessage) -> None:
         await self.team.on_context(message)
+
+    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
+        return await self.team.last_heard(prefix, since)
 
 
 class Runtime:

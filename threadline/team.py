@@ -15,11 +15,13 @@ and stored, is the turn pipeline's job (`threadline.pipeline`), and who answers 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.backends.parts import parts_of
 from threadline.channels.base import Channel, ChannelEvents
+from threadline.channels.catch_up import last_heard
 from threadline.channels.files import FileIntake
 from threadline.commands import BUILTIN_COMMANDS, CommandRegistry
 from threadline.commands.stage import CommandStage
@@ -215,6 +217,10 @@ class Team:
         """Record a context turn in its conversation's history (durable: the outbox takes it
         when the store is away); nobody answers it, every agent sees it there."""
         await self.writer.record(message)
+
+    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
+        """Where a channel that was away picks up (`channels.catch_up`), read from the store."""
+        return await last_heard(self.store, prefix=prefix, since=since)
 
     async def handle(
         self, message: StoredMessage, channel: Channel | None = None

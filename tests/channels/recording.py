@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import datetime
 
 from threadline.channels.base import Channel
+from threadline.channels.catch_up import last_heard
 from threadline.errors import TurnNotRecordedError
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore
@@ -75,6 +77,9 @@ class RecordingEvents:
     async def on_context(self, message: StoredMessage) -> None:
         self.contexts.append(message)
         await self.store.append(message)
+
+    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
+        return await last_heard(self.store, prefix=prefix, since=since)
 
     async def next_inbound(self) -> StoredMessage:
         """The next stored inbound turn; fails after 5 s rather than hanging a test."""

@@ -478,13 +478,19 @@ class FakeDiscord:
         return message
 
     def _history(self, channel_id: str, query: Mapping[str, str]) -> web.Response:
-        """A channel's messages before `before`, newest first, at most `limit` (Discord's)."""
+        """A channel's messages, newest first, at most `limit`: those before `before`, or the
+        oldest ones after `after` (Discord's)."""
         if channel_id not in self.channels:
             return _json({"message": "Unknown Channel", "code": 10003}, 404)
-        before = int(query.get("before") or 2**63)
-        found = sorted((m for m in self.messages.values() if m["channel_id"] == channel_id
-                        and int(m["id"]) < before), key=lambda m: int(m["id"]), reverse=True)
-        return _json(found[:int(query.get("limit") or 50)])
+        limit = int(query.get("limit") or 50)
+        said = sorted((m for m in self.messages.values() if m["channel_id"] == channel_id),
+                      key=lambda m: int(m["id"]))
+        if "after" in query:
+            found = [m for m in said if int(m["id"]) > int(query["after"])][:limit]
+        else:
+            before = int(query.get("before") or 2**63)
+            found = [m for m in said if int(m["id"]) < before][-limit:]
+        return _json(found[::-1])
 
     async def deliver(self, event: str, data: Json) -> None:
         """Dispatch any event (again, for a duplicate delivery) to every identified session."""

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import structlog
@@ -108,6 +109,12 @@ class ChannelEvents(Protocol):
     async def on_context(self, message: StoredMessage) -> None:
         """What the platform says about a conversation, as a system turn (the channel a person
         looks at beside Slack's assistant thread): recorded in its history, never answered."""
+        ...
+
+    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
+        """The newest turn a person said in each conversation whose id starts with `prefix`
+        and that was active since `since`: where a channel whose platform never sends an
+        event again picks up after it was away (`channels.catch_up`)."""
         ...
 
 

@@ -12,6 +12,12 @@ Acknowledgement: the gateway has none, and Discord never delivers a message even
 arrives; a replayed copy reaches it again and the receiver drops it by turn id. When it raises
 `TurnNotRecordedError` the message is lost to the history: that is logged as an error naming
 the message, its conversation and what to do.
+Catching up: what was said while no process listened (a restart, a crash, a message that
+reached a process killed before it recorded it) is never sent to a new session. On each new
+session (READY) the channel reads, in every conversation heard within `catch_up` seconds, the
+platform history after the newest turn a person said there (`channels.catch_up`), and hands
+over what it finds as events; the receiver drops what it already has. Messages older than
+`catch_up` are left unanswered. With `shards` set there is no catch-up yet.
 Application commands (`/forget`, ...) are registered when the gateway is ready and answered
 through their interaction (see `discord_commands`). An invocation is deferred at once (Discord
 wants an answer within 3 s and never sends it again, so there is no redelivery to keep), then
@@ -37,6 +43,7 @@ import contextlib
 import io
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import discord
@@ -84,7 +91,7 @@ from threadline.errors import (
     TurnNotRecordedError,
 )
 from threadline.history.files import TurnFile
-from threadline.history.model import StoredMessage
+from threadline.history.model import StoredMessage, utc_now
 
 if TYPE_CHECKING:
     from threadline.commands import CommandChoice
@@ -92,6 +99,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("threadline.channels.discord")
 
 _ACCEPTED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# The most messages one conversation's catch-up reads (Discord pages them 100 at a time).
+CATCH_UP_MESSAGES = 200
 # Where attachments are served (the URLs an event carries are signed for these hosts).
 DISCORD_FILE_HOSTS = ("cdn.discordapp.com", "media.discordapp.net")
 # Invocations waiting for their answer (an interaction token lasts 15 minutes).
@@ -132,6 +141,7 @@ class DiscordChannel(Channel):
         streaming: bool = True,
         broadcasters: Iterable[str] = (),
         stream_interval: float = 1.0,
+        catch_up: float = 900.0,
     ) -> None:
         """`shards` splits the gateway into that many shards ("auto": as many as Discord
         recommends; Discord requires shards from 2,500 servers), this replica holding its
@@ -142,7 +152,8 @@ class DiscordChannel(Channel):
         `guild_ready_timeout` is how long start waits for more servers to arrive after the last;
         `start_timeout` how long it waits for the gateway in all. `streaming` shows replies as
         they are written, editing at most once per `stream_interval` seconds per channel
-        (see `discord.live`).
+        (see `discord.live`). `catch_up` is how far back, in seconds, a new session reads
+        what it was not sent (0: not at all; see the module docstring).
         """
         super().__init__(name=name, allow_bots=allow_bots, streaming=streaming,
                          broadcasters=broadcasters)
@@ -154,6 +165,10 @@ class DiscordChannel(Channel):
         if stream_interval <= 0:
             raise ConfigError(f"Discord channel '{name}': stream_interval must be > 0 seconds, "
                               f"got {stream_interval}")
+        if catch_up < 0:
+            raise ConfigError(f"Discord channel '{name}': catch_up must be 0 (off) or more "
+                              f"seconds, got {catch_up}")
+        self._catch_up = timedelta(seconds=catch_up)
         self._token = token.strip()
         self._gate = RateGate(stream_interval)
         self._api_base_url = api_base_url
@@ -183,6 +198,7 @@ class DiscordChannel(Channel):
         self._change_order = asyncio.Lock()
         self._closing = False
         self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
+        self._catch_up_task: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -339,6 +355,12 @@ class DiscordChannel(Channel):
     async def stop(self) -> None:
         """Stop taking events, let handlers in flight finish, then close the connection."""
         self._closing = True
+        # A catch-up stopped mid-way reads the rest at the next start (within `catch_up`).
+        catching_up, self._catch_up_task = self._catch_up_task, None
+        if catching_up is not None:
+            catching_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await catching_up
         current = asyncio.current_task()
         pending = [task for task in self._in_flight if task is not current]
         if pending:
@@ -461,6 +483,56 @@ class DiscordChannel(Channel):
                     outcome="not recorded and not answered; Discord does not deliver it again",
                     what_to_do="fix the store (see the error), then ask the author to send "
                                "the message again or answer it by hand")
+
+    def _catching_up(self) -> None:
+        """A new session began: read what it will not be sent, beside the live events."""
+        if self._catch_up and self._shards is None and self._taking_events():
+            if self._catch_up_task is not None:
+                self._catch_up_task.cancel()
+            self._catch_up_task = asyncio.create_task(self._catch_up_now())
+
+    async def _catch_up_now(self) -> None:
+        """Hand over what was said after the newest turn heard in each recent conversation."""
+        assert self._events is not None
+        since = utc_now() - self._catch_up
+        try:
+            heard = await self._events.last_heard(f"{CHANNEL_TYPE}:", since)
+        except Exception as error:  # the store is away: live events still flow
+            self._log.error("discord.catch_up_failed", error=str(error),
+                            outcome="messages said while the bot was away are not read",
+                            what_to_do="check the store; they are answered only if said again")
+            return
+        read = 0
+        for turn in heard:
+            read += await self._read_after(turn, since)
+        self._log.info("discord.caught_up", conversations=len(heard), messages_read=read,
+                       since=since.isoformat())
+
+    async def _read_after(self, turn: StoredMessage, since: datetime) -> int:
+        """Hand over the messages of `turn`'s channel (or thread) said after it and since
+        `since`; how many were read. A channel the bot cannot read any more is logged."""
+        meta = turn.metadata
+        where, after = meta.thread_id or meta.channel_id, meta.message_id
+        if self._closing or self._client is None or where is None or after is None:
+            return 0
+        read = 0
+        try:
+            channel = (self._client.get_channel(int(where))
+                       or await self._client.fetch_channel(int(where)))
+            if not isinstance(channel, discord.abc.Messageable):
+                return 0
+            async for message in channel.history(after=discord.Object(int(after)),
+                                                 limit=CATCH_UP_MESSAGES, oldest_first=True):
+                if self._closing:
+                    break
+                if message.created_at >= since:
+                    await self._handle_message(message)
+                    read += 1
+        except (discord.HTTPException, OSError, ValueError) as error:
+            self._log.warning("discord.catch_up_skipped", conversation_id=turn.conversation_id,
+                              error=str(error),
+                              outcome="messages said there while the bot was away are not read")
+        return read
 
     async def earlier_messages(self, message: StoredMessage, *, limit: int
                                ) -> list[StoredMessage]:

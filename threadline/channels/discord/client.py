@@ -73,6 +73,7 @@ class _Listener(ResumingGateway):
     async def on_ready(self) -> None:
         self.gateway_ready()
         self.channel._ready.set()
+        self.channel._catching_up()
 
     async def on_resumed(self) -> None:
         self.gateway_resumed()

@@ -31,6 +31,10 @@ class DiscordSettings(LiveReplySettings):
     """Split the gateway into shards shared by the replicas on one database (Discord requires
     shards from 2,500 servers): a number, or auto for as many as Discord recommends. Each
     replica then holds about shards / replicas of them (default: one connection, no shards)."""
+    catch_up: float = Field(default=900.0, ge=0.0)
+    """On each new gateway session, read what was said in the conversations heard within this
+    many seconds after the newest turn heard there, and answer it: Discord never sends what
+    was said while the bot was down or restarting (0: off; without shards only)."""
     shard_lease_seconds: float = Field(default=15.0, ge=1.0)
     """How long a replica's claim on a shard lasts unless renewed (every fifth of it): a dead
     replica's shards are taken over within about 1.2 x this plus one gateway connect."""
@@ -43,7 +47,7 @@ def build(name: str, settings: DiscordSettings, context: ChannelContext) -> Disc
         shard_leases=context.shard_leases, shard_lease_seconds=settings.shard_lease_seconds,
         allow_bots=settings.allow_bots,
         streaming=settings.streaming, stream_interval=settings.stream_interval,
-        broadcasters=context.broadcasters)
+        catch_up=settings.catch_up, broadcasters=context.broadcasters)
 
 
 STARTER = """\
