@@ -67,7 +67,9 @@ async def test_the_same_person_finds_it_and_another_does_not(tmp_path: Path) -> 
         alice = fake.message_event("@support what was my order number again?")
         [alice_request] = await _ask(fake, model, db, [alice], replies_before=2)
         assert ORDER in alice_request
-        assert "Alice said earlier, in other conversations" in alice_request
+        # The request is shown when this fails (it failed once in a loaded full run, the
+        # number present without this header: a display name looked up as another?).
+        assert "Alice said earlier, in other conversations" in alice_request, alice_request
 
         bob = fake.message_event("@support what was my order number again?", user="U0BOB")
         [bob_request] = await _ask(fake, model, db, [bob], replies_before=3)
