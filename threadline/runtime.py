@@ -229,8 +229,9 @@ class CountedEvents:
     async def on_context(self, message: StoredMessage) -> None:
         await self.team.on_context(message)
 
-    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
-        return await self.team.last_heard(prefix, since)
+    async def last_heard(self, prefix: str, since: datetime, before: datetime | None
+                         ) -> list[StoredMessage]:
+        return await self.team.last_heard(prefix, since, before)
 
 
 class Runtime:

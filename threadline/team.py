@@ -218,9 +218,10 @@ class Team:
         when the store is away); nobody answers it, every agent sees it there."""
         await self.writer.record(message)
 
-    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
+    async def last_heard(self, prefix: str, since: datetime, before: datetime | None
+                         ) -> list[StoredMessage]:
         """Where a channel that was away picks up (`channels.catch_up`), read from the store."""
-        return await last_heard(self.store, prefix=prefix, since=since)
+        return await last_heard(self.store, prefix=prefix, since=since, before=before)
 
     async def handle(
         self, message: StoredMessage, channel: Channel | None = None

@@ -78,8 +78,9 @@ class RecordingEvents:
         self.contexts.append(message)
         await self.store.append(message)
 
-    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
-        return await last_heard(self.store, prefix=prefix, since=since)
+    async def last_heard(self, prefix: str, since: datetime, before: datetime | None
+                         ) -> list[StoredMessage]:
+        return await last_heard(self.store, prefix=prefix, since=since, before=before)
 
     async def next_inbound(self) -> StoredMessage:
         """The next stored inbound turn; fails after 5 s rather than hanging a test."""

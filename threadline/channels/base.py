@@ -111,10 +111,12 @@ class ChannelEvents(Protocol):
         looks at beside Slack's assistant thread): recorded in its history, never answered."""
         ...
 
-    async def last_heard(self, prefix: str, since: datetime) -> list[StoredMessage]:
-        """The newest turn a person said in each conversation whose id starts with `prefix`
-        and that was active since `since`: where a channel whose platform never sends an
-        event again picks up after it was away (`channels.catch_up`)."""
+    async def last_heard(self, prefix: str, since: datetime, before: datetime | None
+                         ) -> list[StoredMessage]:
+        """The newest turn a person said (before `before`, when given) in each conversation
+        whose id starts with `prefix` and that was active since `since`: where a channel
+        whose platform never sends an event again picks up after it was away
+        (`channels.catch_up`)."""
         ...
 
 

@@ -21,15 +21,18 @@ SCANNED_CONVERSATIONS = 500
 SCANNED_TURNS = 20
 
 
-async def last_heard(store: ConversationStore, *, prefix: str, since: datetime
-                     ) -> list[StoredMessage]:
-    """The newest turn a person said, with its platform id, in each conversation whose id
-    starts with `prefix` and that was active since `since`; most recently active first."""
+async def last_heard(store: ConversationStore, *, prefix: str, since: datetime,
+                     before: datetime | None) -> list[StoredMessage]:
+    """The newest turn a person said (before `before`, when given), with its platform id, in
+    each conversation whose id starts with `prefix` and that was active since `since`; most
+    recently active first. `before` is when the first message the new session was sent
+    live was said: what that session is sent is stored meanwhile, and must not move the
+    place to read from past what it missed."""
     heard = []
     for info in await store.list_conversations(limit=SCANNED_CONVERSATIONS):
         if info.last_activity < since or not info.conversation_id.startswith(prefix):
             continue
-        turns = await store.get(info.conversation_id, limit=SCANNED_TURNS)
+        turns = await store.get(info.conversation_id, before=before, limit=SCANNED_TURNS)
         newest = next((turn for turn in reversed(turns) if turn.participant.kind == "user"
                        and turn.metadata.message_id is not None), None)
         if newest is not None:

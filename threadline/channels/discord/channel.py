@@ -17,7 +17,9 @@ reached a process killed before it recorded it) is never sent to a new session. 
 session (READY) the channel reads, in every conversation heard within `catch_up` seconds, the
 platform history after the newest turn a person said there (`channels.catch_up`), and hands
 over what it finds as events; the receiver drops what it already has. Messages older than
-`catch_up` are left unanswered. With `shards` set there is no catch-up yet.
+`catch_up` are left unanswered. With `shards` set, each shard's session catches up its own
+servers' conversations: a shard taken over from a dead replica answers what was said while
+nobody held it.
 Application commands (`/forget`, ...) are registered when the gateway is ready and answered
 through their interaction (see `discord_commands`). An invocation is deferred at once (Discord
 wants an answer within 3 s and never sends it again, so there is no redelivery to keep), then
@@ -56,6 +58,7 @@ from threadline.channels.discord.client import (
     build_client,
     guard_parsers,
     invite_url,
+    shard_of,
 )
 from threadline.channels.discord.commands import (
     choice_view,
@@ -66,6 +69,7 @@ from threadline.channels.discord.commands import (
 from threadline.channels.discord.live import DiscordLiveReply
 from threadline.channels.discord.normalize import (
     CHANNEL_TYPE,
+    DM_GUILD,
     DiscordLocation,
     dm_location,
     incoming_files,
@@ -198,7 +202,9 @@ class DiscordChannel(Channel):
         self._change_order = asyncio.Lock()
         self._closing = False
         self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
-        self._catch_up_task: asyncio.Task[None] | None = None
+        self._catching_up_on: dict[int | None, asyncio.Task[None]] = {}  # by shard
+        # When the first message each shard's newest connection was sent live was said.
+        self._first_live: dict[int | None, datetime] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -356,11 +362,10 @@ class DiscordChannel(Channel):
         """Stop taking events, let handlers in flight finish, then close the connection."""
         self._closing = True
         # A catch-up stopped mid-way reads the rest at the next start (within `catch_up`).
-        catching_up, self._catch_up_task = self._catch_up_task, None
-        if catching_up is not None:
-            catching_up.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await catching_up
+        catching_up, self._catching_up_on = list(self._catching_up_on.values()), {}
+        for task in catching_up:
+            task.cancel()
+        await asyncio.gather(*catching_up, return_exceptions=True)
         current = asyncio.current_task()
         pending = [task for task in self._in_flight if task is not current]
         if pending:
@@ -484,29 +489,55 @@ class DiscordChannel(Channel):
                     what_to_do="fix the store (see the error), then ask the author to send "
                                "the message again or answer it by hand")
 
-    def _catching_up(self) -> None:
-        """A new session began: read what it will not be sent, beside the live events."""
-        if self._catch_up and self._shards is None and self._taking_events():
-            if self._catch_up_task is not None:
-                self._catch_up_task.cancel()
-            self._catch_up_task = asyncio.create_task(self._catch_up_now())
+    def _connecting(self, shard: int | None) -> None:
+        """A connection of `shard` opens (a new session or a resumed one): its events follow."""
+        self._first_live.pop(shard, None)
 
-    async def _catch_up_now(self) -> None:
-        """Hand over what was said after the newest turn heard in each recent conversation."""
+    def _heard_live(self, shard: int | None, message: discord.Message) -> None:
+        """A message the gateway sent: those said before the first are what catch-up reads."""
+        self._first_live.setdefault(shard, message.created_at)
+
+    def _catching_up(self, shard: int | None) -> None:
+        """A new session began (of `shard`, None unsharded): read what it will not be sent,
+        beside the live events."""
+        if self._catch_up and self._taking_events():
+            earlier = self._catching_up_on.pop(shard, None)
+            if earlier is not None:
+                earlier.cancel()
+            self._catching_up_on[shard] = asyncio.create_task(self._catch_up_now(shard))
+
+    def _on_shard(self, conversation_id: str, shard: int | None) -> bool:
+        """Whether a conversation's events arrive on `shard` (any, unsharded)."""
+        if shard is None or self._shards is None:
+            return True
+        guild = conversation_id.split(":")[1]
+        return shard_of(None if guild == DM_GUILD else int(guild),
+                        self._shards.shard_count) == shard
+
+    async def _catch_up_now(self, shard: int | None) -> None:
+        """Hand over what was said after the newest turn heard in each recent conversation
+        (of `shard`)."""
         assert self._events is not None
         since = utc_now() - self._catch_up
         try:
-            heard = await self._events.last_heard(f"{CHANNEL_TYPE}:", since)
+            # Read from the newest turn said before the first message this session was sent
+            # (Discord's clock dates both); when none had come, read again if one came and
+            # may have been stored meanwhile.
+            before = self._first_live.get(shard)
+            heard = await self._events.last_heard(f"{CHANNEL_TYPE}:", since, before)
+            if before is None and (before := self._first_live.get(shard)) is not None:
+                heard = await self._events.last_heard(f"{CHANNEL_TYPE}:", since, before)
         except Exception as error:  # the store is away: live events still flow
             self._log.error("discord.catch_up_failed", error=str(error),
                             outcome="messages said while the bot was away are not read",
                             what_to_do="check the store; they are answered only if said again")
             return
+        heard = [turn for turn in heard if self._on_shard(turn.conversation_id, shard)]
         read = 0
         for turn in heard:
             read += await self._read_after(turn, since)
-        self._log.info("discord.caught_up", conversations=len(heard), messages_read=read,
-                       since=since.isoformat())
+        self._log.info("discord.caught_up", shard=shard, conversations=len(heard),
+                       messages_read=read, since=since.isoformat())
 
     async def _read_after(self, turn: StoredMessage, since: datetime) -> int:
         """Hand over the messages of `turn`'s channel (or thread) said after it and since

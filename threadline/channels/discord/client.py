@@ -66,19 +66,22 @@ class _Listener(ResumingGateway):
     """discord.py calls `on_<event>` methods on the client; these forward them to the channel."""
 
     channel: DiscordChannel
+    shard_id: int | None  # discord.Client's: the shard this client is, None unsharded
 
     async def on_connect(self) -> None:
         self.channel._connected()
+        self.channel._connecting(self.shard_id)
 
     async def on_ready(self) -> None:
         self.gateway_ready()
         self.channel._ready.set()
-        self.channel._catching_up()
+        self.channel._catching_up(self.shard_id)
 
     async def on_resumed(self) -> None:
         self.gateway_resumed()
 
     async def on_message(self, message: discord.Message) -> None:
+        self.channel._heard_live(self.shard_id, message)
         await self.channel._handle_message(message)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:

@@ -34,7 +34,7 @@ class DiscordSettings(LiveReplySettings):
     catch_up: float = Field(default=900.0, ge=0.0)
     """On each new gateway session, read what was said in the conversations heard within this
     many seconds after the newest turn heard there, and answer it: Discord never sends what
-    was said while the bot was down or restarting (0: off; without shards only)."""
+    was said while the bot was down or restarting, or a shard had no holder (0: off)."""
     shard_lease_seconds: float = Field(default=15.0, ge=1.0)
     """How long a replica's claim on a shard lasts unless renewed (every fifth of it): a dead
     replica's shards are taken over within about 1.2 x this plus one gateway connect."""
