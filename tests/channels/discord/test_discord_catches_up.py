@@ -9,16 +9,25 @@ from __future__ import annotations
 from tests.channels.recording import RecordingEvents
 from tests.fakes.discord_gateway import DiscordWorld, FakeDiscord, started_channel
 from threadline.backends.sql import SqlConversationStore
+from threadline.history.model import StoredMessage
+from threadline.history.store import ConversationStore
+
+
+async def heard_then_stopped(fake: FakeDiscord, store: ConversationStore, world: DiscordWorld,
+                             content: str) -> StoredMessage:
+    """Ada says `content` in #general to a running bot, which answers it; then it stops."""
+    events = RecordingEvents(store)
+    async with started_channel(fake, events):
+        await fake.deliver_message(world.general, author=world.ada, content=content)
+        heard = await events.next_inbound()
+        await fake.wait_for_posts(len(fake.posts) + 1)
+    return heard
 
 
 async def test_messages_said_while_away_are_answered_after_the_restart(sqlite_url: str) -> None:
     async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
         world = DiscordWorld.build(fake)
-        events = RecordingEvents(store)
-        async with started_channel(fake, events):
-            await fake.deliver_message(world.general, author=world.ada, content="before")
-            first = await events.next_inbound()
-            await fake.wait_for_posts(1)
+        first = await heard_then_stopped(fake, store, world, "before")
         # The bot is down: Discord dispatches these to nobody; a bot's message is not heard.
         fake.said_earlier(world.general, author=world.bob, content="while away")
         fake.said_earlier(world.general, author=world.other_bot, content="a bot's status")
@@ -41,11 +50,7 @@ async def test_messages_said_while_away_are_answered_after_the_restart(sqlite_ur
 async def test_a_second_restart_reads_nothing_twice(sqlite_url: str) -> None:
     async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
         world = DiscordWorld.build(fake)
-        events = RecordingEvents(store)
-        async with started_channel(fake, events):
-            await fake.deliver_message(world.general, author=world.ada, content="one")
-            first = await events.next_inbound()
-            await fake.wait_for_posts(1)
+        first = await heard_then_stopped(fake, store, world, "one")
         fake.said_earlier(world.general, author=world.bob, content="two")
         async with started_channel(fake, RecordingEvents(store)):
             await fake.wait_for_posts(2)
@@ -63,10 +68,7 @@ async def test_a_second_restart_reads_nothing_twice(sqlite_url: str) -> None:
 async def test_catch_up_zero_reads_nothing(sqlite_url: str) -> None:
     async with FakeDiscord() as fake, SqlConversationStore(sqlite_url) as store:
         world = DiscordWorld.build(fake)
-        events = RecordingEvents(store)
-        async with started_channel(fake, events):
-            await fake.deliver_message(world.general, author=world.ada, content="before")
-            first = await events.next_inbound()
+        first = await heard_then_stopped(fake, store, world, "before")
         fake.said_earlier(world.general, author=world.bob, content="while away")
         restarted = RecordingEvents(store)
         async with started_channel(fake, restarted, catch_up=0):
