@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from threadline.backends.sql.schema import (
     SELECT_LIST,
@@ -50,6 +50,29 @@ LONG_COUNTED = 4 * LONG_RANKED
 WEIGHING_SAMPLE = 2_000
 # Speaker keys one person memory search takes at most (one person's linked identities).
 MAX_SPEAKER_KEYS = 64
+
+
+Operation = TypeVar("Operation", bound=Callable[..., Any])
+_ONE_WRITE = "threadline_one_write"
+
+
+def one_write(operation: Operation) -> Operation:
+    """Mark a write operation whose changes are made by one statement: any other statement it
+    sends only reads, or changes nothing (an INSERT that met its conflict, an UPDATE that
+    matched no row).
+
+    PostgreSQL runs such an operation without BEGIN and COMMIT (autocommit): the statement is
+    atomic and durable by itself when it returns, and under READ COMMITTED each statement of a
+    transaction sees its own snapshot anyway, so only those two round trips go (each waits for
+    the server; a plain turn's inbox and ledger writes are six). SQLite ignores the mark.
+    """
+    setattr(operation, _ONE_WRITE, True)
+    return operation
+
+
+def writes_once(operation: Callable[..., Any]) -> bool:
+    """Whether `operation` (or the function a `functools.partial` wraps) is `one_write`."""
+    return bool(getattr(getattr(operation, "func", operation), _ONE_WRITE, False))
 
 
 class SqlRunner(Protocol):
