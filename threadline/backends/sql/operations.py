@@ -28,6 +28,7 @@ from threadline.backends.sql.schema import (
     row_to_message,
     to_micros,
 )
+from threadline.history.fusion import FoundByMeaning
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
     MONTH_BOOST,
@@ -458,6 +459,27 @@ def select_spans(
     rows = conn.rows(" UNION ALL ".join(reads), params)
     turns = sorted(_messages(rows), key=lambda m: m.sequence or 0)
     return [m for m in turns if scope.allows(m)]
+
+
+def ids_at(conn: SqlRunner, conversation_id: str, sequences: Sequence[int]) -> dict[int, str]:
+    """The stored turns' ids at these sequences (a turn deleted since is missing)."""
+    params: dict[str, Any] = {"cid": conversation_id}
+    for n, sequence in enumerate(sequences):
+        params[f"s{n}"] = sequence
+    listed = ", ".join(f":s{n}" for n in range(len(sequences)))
+    rows = conn.rows("SELECT sequence, id FROM threadline_messages WHERE conversation_id = :cid "
+                     f"AND sequence IN ({listed})", params)
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
+def shown_by_meaning(conn: SqlRunner, conversation_id: str, similar: FoundByMeaning,
+                     scope: SearchScope) -> FoundByMeaning:
+    """The turns found by meaning that a search in `scope` may show (`FoundByMeaning`), their
+    ids read in the search's own read."""
+    if not similar.sequences:
+        return similar
+    ids = ids_at(conn, conversation_id, similar.sequences)
+    return similar.shown(lambda s: s in ids and scope.allows_turn(ids[s], s))
 
 
 def select_latest_summary(
