@@ -15,6 +15,7 @@ import pytest
 from tests.history.embedding import embedded, index_everything, real_embedder, vectors_of
 from tests.history.helpers import turn
 from threadline.backends.sql import SqlConversationStore
+from threadline.history.meaning import search_windows
 
 COACHING = "I train the under-12 football team on Saturdays"
 
@@ -92,3 +93,37 @@ async def test_new_vectors_join_the_cache_and_an_edit_drops_it(
         actions.clear()
         assert "rugby" in (await _found(bot, "Which sport does she coach?"))[0]
         assert "read a conversation's vectors" in actions
+
+
+async def test_recall_by_meaning_shows_neither_a_deleted_nor_an_excluded_turn(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's search checks the turns found by meaning inside its own read (one read): one
+    deleted elsewhere since its vector was cached is not shown, nor one the prompt already
+    holds, and neither takes the place of a turn that may be shown."""
+    async with SqlConversationStore(url) as bot, SqlConversationStore(url) as elsewhere:
+        said = ["I train the under-12 football team on Saturdays",
+                "my daughter plays in the under-12 football team",
+                "the van is parked behind the shop"]
+        await bot.append_many([turn(text, conversation_id="c1", minute=n)
+                               for n, text in enumerate(said)])
+        await index_everything(bot)
+        question = "Which sport does she coach?"
+        # Nearest first; the conversation's vectors are now cached.
+        deleted, excluded, shown = await _found(bot, question)
+        ids = {t.content: t.id for t in await bot.get("c1")}
+        assert await elsewhere.delete_messages("c1", [ids[deleted]]) == 1
+
+        reads: list[str] = []
+        read = bot._backend.read
+
+        async def counted(fn: Any, *args: Any) -> Any:
+            reads.append(getattr(fn, "__name__", repr(fn)))
+            return await read(fn, *args)
+
+        monkeypatch.setattr(bot._backend, "read", counted)
+        windows = await search_windows(bot, "c1", question, limit=2, context=0,
+                                       token_cap=2000, exclude_ids={ids[excluded]})
+        assert [m.content for w in windows for m in w.messages] == [shown]
+        # Nothing read besides the search but, where the deletion was heard (PostgreSQL's
+        # notifications), the conversation's vectors once more.
+        assert reads in (["_search_windows"], ["_rows", "_search_windows"])

@@ -84,6 +84,19 @@ class MemoryVectorIndex:
         return [VectorHit(found[row][0].id, found[row][0].sequence or 0, score)
                 for row, score in ranked]
 
+    async def nearest_places(
+        self,
+        conversation_id: str,
+        vector: bytes,
+        model: str,
+        *,
+        limit: int,
+        through_sequence: int | None = None,
+    ) -> list[tuple[int, float]]:
+        hits = await self.nearest(conversation_id, vector, model, limit=limit,
+                                  through_sequence=through_sequence)
+        return [(hit.sequence, hit.score) for hit in hits]
+
     async def nearest_for_speakers(
         self,
         keys: Collection[str],

@@ -10,7 +10,7 @@ common. Without turns found by meaning the result is the lexical ranking, unchan
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from threadline.history.model import StoredMessage
@@ -31,10 +31,22 @@ class Fusion:
 @dataclass(frozen=True, slots=True)
 class FoundByMeaning:
     """Sequences of a conversation's turns nearest in meaning to a question, best first, and
-    how their ranking joins the lexical one."""
+    how their ranking joins the lexical one.
+
+    The search they are given to keeps, in order, those whose turns it may show (held in the
+    history and inside its scope), the first `keep` of them (None: all): they are fetched
+    `keep` plus the excluded turns' number, so an excluded or deleted turn never takes a place,
+    and checked inside the search's own read.
+    """
 
     sequences: tuple[int, ...]
     fusion: Fusion = Fusion()
+    keep: int | None = None
+
+    def shown(self, may_show: Callable[[int], bool]) -> FoundByMeaning:
+        """These, only the first `keep` of those `may_show` accepts."""
+        kept = tuple(s for s in self.sequences if may_show(s))[:self.keep]
+        return replace(self, sequences=kept, keep=None)
 
 
 def fuse_ranks(lexical: Sequence[int], similar: FoundByMeaning | None, *, limit: int

@@ -35,12 +35,14 @@ class MeaningSearch:
         self, conversation_id: str, text: str, *, limit: int, exclude_ids: Collection[str],
         through_sequence: int | None,
     ) -> FoundByMeaning:
-        """This conversation's turns nearest in meaning to `text`, best first."""
+        """This conversation's turns nearest in meaning to `text`, best first: the first
+        `limit` the search shows of those (see `FoundByMeaning`)."""
         vector = await self.embedder_vector(text)
-        hits = await self.index.nearest(conversation_id, vector, self.embedder.name, limit=limit,
-                                        exclude_ids=exclude_ids,
-                                        through_sequence=through_sequence)
-        return FoundByMeaning(tuple(hit.sequence for hit in hits), self.fusion)
+        places = await self.index.nearest_places(
+            conversation_id, vector, self.embedder.name, limit=limit + len(set(exclude_ids)),
+            through_sequence=through_sequence)
+        return FoundByMeaning(tuple(sequence for sequence, _ in places), self.fusion,
+                              keep=limit)
 
     async def similar_for_speakers(
         self, keys: Collection[str], text: str, *, exclude_conversation: str, before: datetime,

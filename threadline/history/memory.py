@@ -207,8 +207,7 @@ class InMemoryConversationStore:
         by_sequence = {t.message.sequence or 0: t.message for t in turns}
         lexical = [m.sequence or 0 for m in bm25_rank(parsed, turns, limit=limit)]
         if similar is not None:  # turns the index knows but this search may not show
-            similar = replace(similar, sequences=tuple(
-                s for s in similar.sequences if s in by_sequence))
+            similar = similar.shown(by_sequence.__contains__)
         ranked = fuse_ranks(lexical, similar, limit=limit)
         return merge_windows([by_sequence[s] for s in ranked], list(by_sequence.values()),
                              context=context, token_cap=token_cap)

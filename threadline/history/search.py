@@ -143,8 +143,11 @@ class SearchScope:
     through_sequence: int | None = None
 
     def allows(self, message: StoredMessage) -> bool:
-        return message.id not in self.exclude_ids and (
-            self.through_sequence is None or (message.sequence or 0) <= self.through_sequence)
+        return self.allows_turn(message.id, message.sequence or 0)
+
+    def allows_turn(self, message_id: str, sequence: int) -> bool:
+        return message_id not in self.exclude_ids and (
+            self.through_sequence is None or sequence <= self.through_sequence)
 
 
 def prune_common(query: SearchQuery, matches: Callable[[str], int], *,

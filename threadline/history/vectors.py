@@ -95,6 +95,20 @@ class VectorIndex(Protocol):
         """The turns of one conversation closest in meaning to `vector`, best first."""
         ...
 
+    async def nearest_places(
+        self,
+        conversation_id: str,
+        vector: bytes,
+        model: str,
+        *,
+        limit: int,
+        through_sequence: int | None = None,
+    ) -> list[tuple[int, float]]:
+        """(sequence, score) of the conversation's turns closest to `vector`, best first, not
+        checked against the history: a turn deleted a moment ago may be among them. For a
+        search that reads the turns anyway (`FoundByMeaning`), which drops it there."""
+        ...
+
     async def nearest_for_speakers(
         self,
         keys: Collection[str],

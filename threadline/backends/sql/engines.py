@@ -30,7 +30,7 @@ from sqlalchemy.pool import NullPool
 from threadline.backends.sql.database_url import sqlite_file
 from threadline.backends.sql.idle_ping import ping_when_idle
 from threadline.backends.sql.locks import advisory_key
-from threadline.backends.sql.operations import WordCounts
+from threadline.backends.sql.operations import WordCounts, writes_once
 from threadline.backends.sql.postgres import AlchemyRunner
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
@@ -271,12 +271,17 @@ class PostgresBackend:
         ping_when_idle(self._engine)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        if writes_once(fn):  # its one statement is its own transaction (`ops.one_write`)
+            return await self._unwrapped(fn, *args)
         async with self._engine.begin() as connection:
             return await connection.run_sync(_on_alchemy, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """A read outside a transaction: under READ COMMITTED each statement sees its own
         snapshot either way, and BEGIN and ROLLBACK would cost two round trips of their own."""
+        return await self._unwrapped(fn, *args)
+
+    async def _unwrapped(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.connect() as connection:
             unwrapped = await connection.execution_options(isolation_level="AUTOCOMMIT")
             return await unwrapped.run_sync(_on_alchemy, fn, *args)

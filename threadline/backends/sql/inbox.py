@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.operations import SqlRunner, one_write
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TimedTurn, TurnState
 from threadline.history.model import StoredMessage
@@ -30,6 +30,7 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
+@one_write
 def _insert_turn(conn: SqlRunner, message: StoredMessage, channel: str | None) -> bool:
     # One statement: a turn the history already holds (its inbox row pruned) is not new either.
     now = _now_us()
@@ -97,6 +98,7 @@ def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+@one_write
 def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
     # One statement picks the oldest open turn and takes it. On PostgreSQL an edit or deletion
     # may change that row between the pick and the take (the take re-checks it is open); then
@@ -118,6 +120,7 @@ def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
             return None
 
 
+@one_write
 def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
     rows = conn.rows(
         "UPDATE threadline_inbox SET state = 'answering', updated_us = :now "
@@ -126,6 +129,7 @@ def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
     return message_from_dict(json.loads(rows[0][0])) if rows else None
 
 
+@one_write
 def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> bool:
     # An answered turn's text lives on in the history; the inbox keeps only its outcome. The
     # same statement says whether other turns of the conversation are open (its owner would
@@ -174,6 +178,7 @@ def _cancel_open(conn: SqlRunner, turn_id: str) -> str | None:
             return str(rows[0][0])
 
 
+@one_write
 def _answer_again(conn: SqlRunner, message: StoredMessage) -> bool:
     return conn.rowcount(
         "UPDATE threadline_inbox SET state = 'received', attempts = 0, error = NULL, "
@@ -199,6 +204,7 @@ def _select_delivery(conn: SqlRunner, key: str) -> Delivery | None:
     return _delivery_from(rows[0]) if rows else None
 
 
+@one_write
 def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     inserted = conn.rowcount(
         "INSERT INTO threadline_deliveries (delivery_key, conversation_id, state, message_json, "
@@ -208,6 +214,7 @@ def _start_delivery(conn: SqlRunner, reply: StoredMessage) -> Delivery | None:
     return None if inserted == 1 else _select_delivery(conn, reply.id)
 
 
+@one_write
 def _update_delivery(conn: SqlRunner, reply: StoredMessage) -> None:
     conn.rowcount(
         "UPDATE threadline_deliveries SET message_json = :message, updated_us = :now "
@@ -215,6 +222,7 @@ def _update_delivery(conn: SqlRunner, reply: StoredMessage) -> None:
         {"key": reply.id, "message": _encode(reply), "now": _now_us()})
 
 
+@one_write
 def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
     conn.rowcount(
         "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from threadline.backends.sql.schema import (
     SELECT_LIST,
@@ -28,6 +28,7 @@ from threadline.backends.sql.schema import (
     row_to_message,
     to_micros,
 )
+from threadline.history.fusion import FoundByMeaning
 from threadline.history.model import Participant, Scope, StoredMessage
 from threadline.history.search import (
     MONTH_BOOST,
@@ -50,6 +51,29 @@ LONG_COUNTED = 4 * LONG_RANKED
 WEIGHING_SAMPLE = 2_000
 # Speaker keys one person memory search takes at most (one person's linked identities).
 MAX_SPEAKER_KEYS = 64
+
+
+Operation = TypeVar("Operation", bound=Callable[..., Any])
+_ONE_WRITE = "threadline_one_write"
+
+
+def one_write(operation: Operation) -> Operation:
+    """Mark a write operation whose changes are made by one statement: any other statement it
+    sends only reads, or changes nothing (an INSERT that met its conflict, an UPDATE that
+    matched no row).
+
+    PostgreSQL runs such an operation without BEGIN and COMMIT (autocommit): the statement is
+    atomic and durable by itself when it returns, and under READ COMMITTED each statement of a
+    transaction sees its own snapshot anyway, so only those two round trips go (each waits for
+    the server; a plain turn's inbox and ledger writes are six). SQLite ignores the mark.
+    """
+    setattr(operation, _ONE_WRITE, True)
+    return operation
+
+
+def writes_once(operation: Callable[..., Any]) -> bool:
+    """Whether `operation` (or the function a `functools.partial` wraps) is `one_write`."""
+    return bool(getattr(getattr(operation, "func", operation), _ONE_WRITE, False))
 
 
 class SqlRunner(Protocol):
@@ -435,6 +459,27 @@ def select_spans(
     rows = conn.rows(" UNION ALL ".join(reads), params)
     turns = sorted(_messages(rows), key=lambda m: m.sequence or 0)
     return [m for m in turns if scope.allows(m)]
+
+
+def ids_at(conn: SqlRunner, conversation_id: str, sequences: Sequence[int]) -> dict[int, str]:
+    """The stored turns' ids at these sequences (a turn deleted since is missing)."""
+    params: dict[str, Any] = {"cid": conversation_id}
+    for n, sequence in enumerate(sequences):
+        params[f"s{n}"] = sequence
+    listed = ", ".join(f":s{n}" for n in range(len(sequences)))
+    rows = conn.rows("SELECT sequence, id FROM threadline_messages WHERE conversation_id = :cid "
+                     f"AND sequence IN ({listed})", params)
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
+def shown_by_meaning(conn: SqlRunner, conversation_id: str, similar: FoundByMeaning,
+                     scope: SearchScope) -> FoundByMeaning:
+    """The turns found by meaning that a search in `scope` may show (`FoundByMeaning`), their
+    ids read in the search's own read."""
+    if not similar.sequences:
+        return similar
+    ids = ids_at(conn, conversation_id, similar.sequences)
+    return similar.shown(lambda s: s in ids and scope.allows_turn(ids[s], s))
 
 
 def select_latest_summary(

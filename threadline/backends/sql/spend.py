@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.operations import SqlRunner, one_write
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.spend.ledger import Charge, Refusal, Scope, Spend, SpendTotals
 
@@ -89,6 +89,7 @@ def _reserve(runner: SqlRunner, day: str, charges: Sequence[Charge], tokens: int
             raise _Refused(Refusal(charge, row.spent.tokens, row.reserved_tokens))
 
 
+@one_write
 def _settle(runner: SqlRunner, day: str, charges: Sequence[Charge], reserved: int,
             spend: Spend) -> list[SpendTotals]:
     ordered = _ordered(charges)

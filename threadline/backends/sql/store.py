@@ -380,6 +380,8 @@ class SqlConversationStore:
     ) -> list[SearchWindow]:
         lexical = ops.search_hit_sequences(connection, conversation_id, query, limit=limit,
                                            scope=scope)
+        if similar is not None:
+            similar = ops.shown_by_meaning(connection, conversation_id, similar, scope)
         ranked = fuse_ranks(lexical, similar, limit=limit)
         turns = ops.select_spans(connection, conversation_id, hit_spans(ranked, context), scope)
         by_sequence = {m.sequence: m for m in turns}

@@ -43,7 +43,7 @@ from threadline.backends.sql.conversation_vectors import (
     stored_form,
     stored_matrix,
 )
-from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner
+from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner, ids_at
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
 from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
 from threadline.history.model import Participant, StoredMessage
@@ -89,8 +89,6 @@ _DONE = "SELECT count(*) FROM threadline_vectors WHERE model = :model"
 _WANTED = f"SELECT count(*) FROM threadline_messages m WHERE {EMBEDDABLE}"
 _CONVERSATION = ("SELECT sequence, vector FROM threadline_vectors "
                  "WHERE conversation_id = :cid AND model = :model")
-_IDS_OF = ("SELECT sequence, id FROM threadline_messages WHERE conversation_id = :cid "
-           "AND sequence IN ({sequences})")
 _PERSON = (
     f"SELECT v.vector, {SELECT_LIST_M} FROM (SELECT * FROM threadline_messages "
     "WHERE (speaker_key IN ({keys}) OR speaker_space IN ({keys})) AND conversation_id <> :cid "
@@ -186,9 +184,34 @@ class SqlVectorIndex:
         exclude_ids: Collection[str] = (),
         through_sequence: int | None = None,
     ) -> list[VectorHit]:
+        """The nearest places (`nearest_places`), enough more that the excluded turns never
+        take a place, with their turns' ids read (a turn deleted since is left out)."""
+        if limit <= 0:
+            return []
+        excluded = frozenset(exclude_ids)
+        places = await self.nearest_places(conversation_id, vector, model,
+                                           limit=limit + len(excluded),
+                                           through_sequence=through_sequence)
+        if not places:
+            return []
+        ids: dict[int, str] = await self.store.run(
+            "read the turns found by meaning", ids_at, conversation_id,
+            [sequence for sequence, _ in places])
+        hits = [VectorHit(ids[sequence], sequence, score) for sequence, score in places
+                if sequence in ids and ids[sequence] not in excluded]
+        return hits[:limit]
+
+    async def nearest_places(
+        self,
+        conversation_id: str,
+        vector: bytes,
+        model: str,
+        *,
+        limit: int,
+        through_sequence: int | None = None,
+    ) -> list[tuple[int, float]]:
         """Scores the conversation's vectors (cached, or read once); the turns after
-        `through_sequence` are left out before ranking, and enough more are ranked that the
-        excluded turns never take a place."""
+        `through_sequence` are left out before ranking."""
         if limit <= 0:
             return []
         vectors = self.cache.get(conversation_id, model)
@@ -197,17 +220,7 @@ class SqlVectorIndex:
                                         {"cid": conversation_id, "model": model})
             vectors = ConversationVectors.read(rows)
             self.cache.keep(conversation_id, model, vectors)
-        excluded = frozenset(exclude_ids)
-        places = vectors.nearest(vector, limit=limit + len(excluded),
-                                 through_sequence=through_sequence)
-        if not places:
-            return []
-        ids: dict[int, str] = await self.store.run(
-            "read the turns found by meaning", _ids_of, conversation_id,
-            [sequence for sequence, _ in places])
-        hits = [VectorHit(ids[sequence], sequence, score) for sequence, score in places
-                if sequence in ids and ids[sequence] not in excluded]
-        return hits[:limit]
+        return vectors.nearest(vector, limit=limit, through_sequence=through_sequence)
 
     async def nearest_for_speakers(
         self,
@@ -278,15 +291,6 @@ def _progress(runner: SqlRunner, model: str) -> tuple[int, int]:
     done = runner.rows(_DONE, {"model": model})[0][0]
     wanted = runner.rows(_WANTED, {})[0][0]
     return int(done), int(wanted)
-
-
-def _ids_of(runner: SqlRunner, conversation_id: str, sequences: Sequence[int]
-            ) -> dict[int, str]:
-    """The stored turns' ids at these sequences (a turn deleted since is missing)."""
-    params: dict[str, Any] = {"cid": conversation_id}
-    listed = _listed("s", sequences, params)
-    return {int(row[0]): str(row[1])
-            for row in runner.rows(_IDS_OF.format(sequences=listed), params)}
 
 
 def _nearest_for_speakers(runner: SqlRunner, keys: Sequence[str], vector: bytes, model: str,
