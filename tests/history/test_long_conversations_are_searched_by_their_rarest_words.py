@@ -48,3 +48,43 @@ async def test_a_words_postings_count_its_turns_and_its_speakers_names(
     counts = await store.run("count", lambda runner: [  # type: ignore[attr-defined]
         postgres._capped_count(runner, term, query) for term in query.terms])
     assert dict(zip(query.terms, counts, strict=True)) == {"axolotl": 2, "ann": 2}
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+async def test_a_long_conversation_under_others_best_matches_still_finds_its_own(
+        store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The index's best matches are read first (HEAD_SHARE times the limit); here they are all
+    # another conversation's, so the search must look past them.
+    monkeypatch.setattr(sqlite, "LONG_CONVERSATION", 3)
+    monkeypatch.setattr(sqlite, "HEAD_SHARE", 1)
+    long, other = "long-under-others", "long-others-above"
+    await store.append_many([
+        *(turn("axolotl heater axolotl heater", conversation_id=other, who=ANN, minute=n)
+          for n in range(4)),
+        turn("the quarterly report is due friday", conversation_id=long, who=BOB, minute=5),
+        turn("our axolotl tank needs a heater and a long lid", conversation_id=long, who=ANN,
+             minute=6),
+        turn("lunch at noon?", conversation_id=long, who=ANN, minute=7),
+        turn("the report again", conversation_id=long, who=BOB, minute=8),
+    ])
+    conversation_sizes.remember(long, 4)
+    hits = await store.search(long, "axolotl heater", limit=2)
+    assert [h.content for h in hits] == ["our axolotl tank needs a heater and a long lid"]
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+async def test_a_loose_words_postings_are_counted_as_it_is_matched(
+        store: ConversationStore) -> None:
+    # "considerations" (porter: "consider") matches by its stem's prefix, "consid"*, which
+    # holds "considered" and "considering" (porter: "consid") too: its postings are the
+    # prefix's, three, not the exact word's one.
+    await store.append_many([
+        turn("the considerations", conversation_id="loose-postings", who=BOB, minute=0),
+        turn("we considered it", conversation_id="loose-postings", who=ANN, minute=1),
+        turn("considering lunch", conversation_id="loose-postings", who=BOB, minute=2),
+        turn("lunch at noon", conversation_id="loose-postings", who=ANN, minute=3),
+    ])
+    query = SearchQuery.parse("considerations")
+    counts = await store.run("count", lambda runner: [  # type: ignore[attr-defined]
+        sqlite._capped_count(runner, sqlite.fts5_term(term, query)) for term in query.terms])
+    assert counts == [3]
