@@ -8,7 +8,8 @@ import pytest
 
 from tests.history.helpers import ANN, BOB, turn
 from threadline.backends.sql import postgres, sqlite
-from threadline.backends.sql.operations import WordCounts, conversation_sizes
+from threadline.backends.sql.lexeme_counts import english_stems, lexeme_counts
+from threadline.backends.sql.operations import SqlRunner, conversation_sizes
 from threadline.history.search import SearchQuery
 from threadline.history.store import ConversationStore
 
@@ -36,18 +37,27 @@ async def test_a_long_conversation_finds_its_own_turns_only(
 
 @pytest.mark.parametrize("store", ["postgresql"], indirect=True)
 async def test_a_words_postings_count_its_turns_and_its_speakers_names(
-        store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Counted without the weights A (text) and B (speaker's name) the GIN index would recheck.
-    monkeypatch.setattr(postgres, "_capped_counts", WordCounts())
+        store: ConversationStore) -> None:
+    # Counted once for the whole conversation (ts_stat), by lexeme: "axolotl" in two turns'
+    # text, "ann" in two turns' speaker's name, "heater" and "heat" under the prefix "heat".
     await store.append_many([
         turn("the axolotl tank", conversation_id="postings", who=BOB, minute=0),
         turn("an axolotl heater", conversation_id="postings", who=ANN, minute=1),
-        turn("ann's lunch", conversation_id="postings", who=BOB, minute=2),
+        turn("ann's lunch is heating", conversation_id="postings", who=BOB, minute=2),
+        turn("somewhere else", conversation_id="postings-elsewhere", who=ANN, minute=3),
     ])
     query = SearchQuery.parse("axolotl ann")
-    counts = await store.run("count", lambda runner: [  # type: ignore[attr-defined]
-        postgres._capped_count(runner, term, query) for term in query.terms])
-    assert dict(zip(query.terms, counts, strict=True)) == {"axolotl": 2, "ann": 2}
+
+    def counted(runner: SqlRunner) -> tuple[dict[str, int], int, dict[str, str]]:
+        counts = lexeme_counts(runner, "postings", 3)
+        stems = english_stems(runner, query.terms)
+        return ({term: counts.postings(stems[term]) for term in query.terms},
+                counts.postings("heat", prefix=True), english_stems(runner, ["is"]))
+
+    words, heat, stop = await store.run("count", counted)  # type: ignore[attr-defined]
+    assert words == {"axolotl": 2, "ann": 2}
+    assert heat == 2
+    assert stop == {"is": ""}  # a stop word has no lexeme
 
 
 @pytest.mark.parametrize("store", ["sqlite"], indirect=True)
