@@ -98,3 +98,21 @@ async def test_a_loose_words_postings_are_counted_as_it_is_matched(
     counts = await store.run("count", lambda runner: [  # type: ignore[attr-defined]
         sqlite._capped_count(runner, sqlite.fts5_term(term, query)) for term in query.terms])
     assert counts == [3]
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+async def test_a_long_conversations_common_words_rank_their_newest_matches(
+        store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Three turns hold "report", more than LONG_RANKED: only the newest two are ranked.
+    monkeypatch.setattr(postgres, "LONG_CONVERSATION", 3)
+    monkeypatch.setattr(postgres, "LONG_RANKED", 2)
+    long = "long-common-words"
+    await store.append_many([
+        turn("report report report", conversation_id=long, who=BOB, minute=0),
+        turn("the report is late", conversation_id=long, who=ANN, minute=1),
+        turn("lunch at noon?", conversation_id=long, who=ANN, minute=2),
+        turn("a report", conversation_id=long, who=BOB, minute=3),
+    ])
+    conversation_sizes.remember(long, 4)
+    hits = await store.search(long, "report", limit=3)
+    assert [h.content for h in hits] == ["a report", "the report is late"]
