@@ -18,6 +18,7 @@ sources' names... see `--scale`), on SQLite and, with THREADLINE_TEST_PG_URL set
 
     .venv/bin/python bench/knowledge.py                 # figures on kb-dev, SQLite
     .venv/bin/python bench/knowledge.py --scale         # and search latency at 100,000 sections
+    .venv/bin/python bench/knowledge.py --scale-only    # the latency alone (no kb-dev figures)
     THREADLINE_EMBEDDING_MODEL=minilm .venv/bin/python bench/knowledge.py   # the other model
 """
 
@@ -270,9 +271,14 @@ async def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--scale", action="store_true", help="search latency at 100,000 "
                                                              "sections too")
+    parser.add_argument("--scale-only", action="store_true",
+                        help="only the search latency at 100,000 sections")
     args = parser.parse_args()
     configure_logging(level="WARNING")
     questions = load_questions(args.data)
+    if args.scale_only:
+        await print_scale(args.data, questions)
+        return
     with tempfile.TemporaryDirectory() as folder:
         store = SqlConversationStore(f"sqlite:///{folder}/kb.db")
         async with store:

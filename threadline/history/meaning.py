@@ -11,7 +11,7 @@ vector index is asked about this conversation only, or about one person's own tu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -56,8 +56,12 @@ class MeaningSearch:
         return [message for message, _ in found]
 
     async def embedder_vector(self, text: str) -> bytes:
-        [vector] = await asyncio.to_thread(self.embedder.embed, [text])
+        [vector] = await self.embedder_vectors([text])
         return vector
+
+    async def embedder_vectors(self, texts: Sequence[str]) -> list[bytes]:
+        """The texts' vectors, made in one call off the event loop."""
+        return await asyncio.to_thread(self.embedder.embed, list(texts))
 
 
 async def meaning_search(store: ConversationStore) -> MeaningSearch | None:

@@ -72,8 +72,7 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     rankings: list[tuple[float, list[str]]] = []
     sections: dict[str, FoundSection] = {}
     queries = ask_queries(ask)
-    found = await asyncio.gather(*(_ranked_turns(store, meaning, conversation, text)
-                                   for _, text in queries))
+    found = await _ranked_turns(store, meaning, conversation, [text for _, text in queries])
     for (weight, _), turns in zip(queries, found, strict=True):
         ranked: list[str] = []
         for turn in turns:
@@ -86,28 +85,36 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
 
 
 async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
-                        conversation: str, text: str) -> list[StoredMessage]:
-    """One search of a source's sections, best first: BM25 (the store's `search`) and, when
-    the model and vectors are there, the nearest by meaning, fused as person memory fuses
-    them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits, and
-    a document's sections are neighbours. The two searches run at once (the store's and the
-    model's threads)."""
-    searched = store.search(conversation, text, limit=CANDIDATES, token_cap=UNCAPPED_TOKENS)
-    if meaning is None:
-        return await searched
-    lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, text))
-    known = {turn.id for turn in lexical}
-    similar = {t.id: t for t in await store.get_by_ids(
-        conversation, [h.message_id for h in nearest if h.message_id not in known])}
-    similar.update({t.id: t for t in lexical})
-    ranked_similar = [similar[h.message_id] for h in nearest if h.message_id in similar]
-    return fuse_messages(lexical, ranked_similar, fusion=meaning.fusion, limit=CANDIDATES)
+                        conversation: str, texts: Sequence[str]) -> list[list[StoredMessage]]:
+    """Each text's search of a source's sections, best first: BM25 (the store's `search`)
+    and, when the model and vectors are there, the nearest by meaning, fused as person memory
+    fuses them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits,
+    and a document's sections are neighbours. Every search runs at once (the store's threads
+    and the model's), the texts are embedded in one call and the sections found by meaning
+    alone read in one statement: each step was a thread hop per text, and on a loaded machine
+    the hops, not the work, were most of a search's time."""
+    searched = asyncio.gather(*(
+        store.search(conversation, text, limit=CANDIDATES, token_cap=UNCAPPED_TOKENS)
+        for text in texts))
+    if meaning is None or not texts:
+        return list(await searched)
+    lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, texts))
+    known = {turn.id: turn for turns in lexical for turn in turns}
+    unread = [i for i in dict.fromkeys(h.message_id for hits in nearest for h in hits)
+              if i not in known]
+    if unread:
+        known.update((t.id, t) for t in await store.get_by_ids(conversation, unread))
+    return [fuse_messages(turns, [known[h.message_id] for h in hits if h.message_id in known],
+                          fusion=meaning.fusion, limit=CANDIDATES)
+            for turns, hits in zip(lexical, nearest, strict=True)]
 
 
-async def _nearest(meaning: MeaningSearch, conversation: str, text: str) -> list[VectorHit]:
-    vector = await meaning.embedder_vector(text)
-    return await meaning.index.nearest(conversation, vector, meaning.embedder.name,
-                                       limit=CANDIDATES)
+async def _nearest(meaning: MeaningSearch, conversation: str, texts: Sequence[str]
+                   ) -> list[list[VectorHit]]:
+    vectors = await meaning.embedder_vectors(texts)
+    return list(await asyncio.gather(*(
+        meaning.index.nearest(conversation, vector, meaning.embedder.name, limit=CANDIDATES)
+        for vector in vectors)))
 
 
 def fuse_sources(found: Sequence[Sequence[FoundSection]], *, limit: int) -> list[FoundSection]:

@@ -14,16 +14,15 @@ from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
+from threadline.backends.sql.lexeme_counts import english_stems, lexeme_counts
 from threadline.backends.sql.operations import (
     CONVERSATION_SIZE,
     HIT_KEYS,
     LONG_CONVERSATION,
-    LONG_COUNTED,
     LONG_RANKED,
     WEIGHING_SAMPLE,
     Params,
     SqlRunner,
-    WordCounts,
     conversation_rows,
     conversation_size,
     conversation_sizes,
@@ -75,15 +74,23 @@ class AlchemyRunner:
         it saves here (measured: search p50 12 ms -> 30 ms at a million turns), so every word
         is kept, except in a long conversation (a knowledge source's 100,000 sections), where
         ranking every turn matching any of 20 words took seconds: there the words are kept
-        rarest first while their postings in the whole table, counted up to LONG_COUNTED and
-        remembered (`_capped_count`), fit LONG_RANKED."""
+        rarest first while their postings in the conversation, capped at LONG_COUNTED and
+        counted once for all its words (`lexeme_counts`), fit LONG_RANKED."""
         size = conversation_size(self, conversation_id)
         if size <= LONG_CONVERSATION:
             return _search_postgres(self, conversation_id, query, limit, scope, columns)
-        query = prune_common(query, lambda word: _capped_count(self, word, query),
-                             max_matches=LONG_RANKED)
-        weights = LongWeights(size, _average_length(self, conversation_id), tuple(
-            _capped_count(self, term, query) for term in query.terms))
+        counts = lexeme_counts(self, conversation_id, size)
+        stems = english_stems(self, [*query.terms, *(w for p in query.phrases for w in p)])
+
+        def postings(word: str) -> int:
+            prefix = loose_prefix(word, query, stem)
+            if prefix is not None:
+                return counts.postings(prefix, prefix=True)
+            return counts.postings(stems[word]) if stems.get(word) else 0
+
+        query = prune_common(query, postings, max_matches=LONG_RANKED)
+        weights = LongWeights(size, counts.average_length,
+                              tuple(postings(term) for term in query.terms))
         return _search_postgres(self, conversation_id, query, limit, scope, columns, weights)
 
     def speakers_ranked(self, keys: Sequence[str], query: SearchQuery, *,
@@ -109,13 +116,6 @@ class AlchemyRunner:
             "ORDER BY ts_rank(m.search_vector, q) DESC, m.ts_us DESC LIMIT :limit", params)
 
 
-# Words' postings counted up to LONG_COUNTED, by (text search configuration, tsquery text),
-# and long conversations' average turn length in words, by conversation (the same bounded,
-# timed memory).
-_capped_counts = WordCounts()
-_average_lengths = WordCounts()
-
-
 @dataclass(frozen=True, slots=True)
 class LongWeights:
     """A long conversation's BM25 statistics, known before its search: its turns, their
@@ -130,66 +130,6 @@ class LongWeights:
         """Whether the words may match more than LONG_RANKED turns (then only the newest
         LONG_RANKED matches are ranked, as on SQLite: ranking 30,000 took a second)."""
         return sum(self.postings) > LONG_RANKED
-
-
-def _average_length(conn: SqlRunner, conversation_id: str) -> int:
-    known = _average_lengths.get(conversation_id)
-    if known is None:
-        known = max(1, round(float(conn.rows(
-            "SELECT coalesce(avg(length(search_vector)), 1) FROM (SELECT search_vector FROM "
-            "threadline_messages WHERE conversation_id = :cid ORDER BY sequence DESC "
-            "LIMIT :sample) AS m", {"cid": conversation_id, "sample": WEIGHING_SAMPLE})[0][0])))
-        _average_lengths.put(conversation_id, known)
-    return known
-
-
-def _capped_count(conn: SqlRunner, term: str, query: SearchQuery) -> int:
-    config, lexeme = tsquery_term(term, query)
-    key = f"{config} {lexeme}"
-    known = _capped_counts.get(key)
-    if known is None:
-        known = _common_count(conn, lexeme) if config == "english" else None
-        if known is None:  # unweighted (the column holds weights A and B only): GIN
-            # then needs no recheck, which read every matched row's tsvector (5x the time)
-            known = int(conn.rows(
-                "SELECT count(*) FROM (SELECT 1 FROM threadline_messages WHERE search_vector "
-                "@@ to_tsquery(CAST(:c AS regconfig), :q) LIMIT :cap) AS s",
-                {"c": config, "q": lexeme.removesuffix(":"),
-                 "cap": LONG_COUNTED})[0][0])
-        _capped_counts.put(key, known)
-    return known
-
-
-# The word index's most common lexemes and their rows (capped at LONG_COUNTED), from
-# ANALYZE's statistics of the tsvector column (`pg_stats.most_common_elems`), read again
-# after `WordCounts.max_age` (the slot "" of `_common_read` says when it was read).
-_common_lexemes: dict[str, int] = {}
-_common_read = WordCounts(size=1)
-
-
-def _common_count(conn: SqlRunner, lexeme: str) -> int | None:
-    """A common word's postings estimated from ANALYZE's statistics, None for a word they do
-    not list (rarer than every listed one: counted, a walk of a few hundred rows at most).
-    Counting a listed word walked up to LONG_COUNTED rows of the heap (GIN cannot check the
-    weights): 175 ms of a cold knowledge search's 246 ms at 100,000 sections."""
-    global _common_lexemes
-    if _common_read.get("") is None:
-        listed: dict[str, int] = {}
-        for elems, freqs, rows in conn.rows(
-                "SELECT CAST(CAST(s.most_common_elems AS text) AS text[]), "
-                "s.most_common_elem_freqs, c.reltuples FROM pg_class c "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_stats s "
-                "ON s.schemaname = n.nspname AND s.tablename = c.relname "
-                "AND s.attname = 'search_vector' "
-                "WHERE c.oid = to_regclass('threadline_messages')", {}):
-            if elems and freqs and rows > 0:
-                listed.update((elem, min(LONG_COUNTED, round(freq * rows)))
-                              for elem, freq in zip(elems, freqs, strict=False))
-        _common_lexemes = listed
-        _common_read.put("", len(listed))
-    stemmed = str(conn.rows("SELECT CAST(to_tsquery('english', :q) AS text)",
-                            {"q": f"{lexeme}AB"})[0][0])
-    return _common_lexemes.get(stemmed.split("'")[1]) if stemmed.count("'") == 2 else None
 
 
 def websearch_text(query: SearchQuery) -> str | None:
@@ -296,17 +236,48 @@ def _bm25_postgres(
     length = "2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.search_vector) / s.average))"
     score = (f"(({' + '.join(scores) or '0'}) * {length} "
              "+ CASE WHEN m.search_vector @@ w.phrase THEN 2.0 ELSE 0 END)")
-    rows = conversation_rows(conversation_size(conn, conversation_id), read)
-    if weights is not None and weights.common:
-        params["ranked"] = LONG_RANKED
-        rows = (f"(SELECT {read} FROM threadline_messages WHERE conversation_id = :cid AND "
-                f"search_vector @@ (SELECT {any_word} FROM w) ORDER BY sequence DESC "
-                "LIMIT :ranked)")
-    found = conn.rows(
-        f"WITH {words}, s AS MATERIALIZED ({stats}) SELECT {columns}, s.turns "
-        f"FROM {rows} AS m, w, s "
-        f"WHERE {where} ORDER BY {score}{_months(query, params)} DESC, m.sequence DESC "
-        "LIMIT :limit", params)
+    if weights is not None:
+        found = conn.rows(_long_ranking(query, params, scope, columns, weights, words=words,
+                                        stats=stats, score=score), params)
+    else:
+        rows = conversation_rows(conversation_size(conn, conversation_id), read)
+        found = conn.rows(
+            f"WITH {words}, s AS MATERIALIZED ({stats}) SELECT {columns}, s.turns "
+            f"FROM {rows} AS m, w, s "
+            f"WHERE {where} ORDER BY {score}{_months(query, params)} DESC, m.sequence DESC "
+            "LIMIT :limit", params)
     if found:
         conversation_sizes.remember(conversation_id, int(found[0][-1]))
     return [row[:-1] for row in found]
+
+
+def _long_ranking(query: SearchQuery, params: dict[str, Any], scope: SearchScope, columns: str,
+                  weights: LongWeights, *, words: str, stats: str, score: str) -> str:
+    """The ranking statement of a long conversation (`_bm25_postgres`'s `words`, `stats` and
+    `score`), which reads each matched turn's tsvector once.
+
+    A turn's tsvector is stored out of line (TOAST), and each of the score's tests read it
+    again: ranking 857 matches of five words took 24 ms beside 14 ms to find them. Here the
+    matches are found by the words without their weights (the column holds weights A and B
+    only, so it is the same test, and GIN answers it without reading the rows), each matched
+    tsvector is read once into a copy (`|| ''`) behind an `OFFSET 0` fence (else PostgreSQL
+    would fold the copy back into every test), ranked, and only the best `:limit` turns are
+    then read whole. When the words may match more than LONG_RANKED turns, only the newest
+    LONG_RANKED matches are ranked."""
+    plain = ["websearch_to_tsquery('english', :phrases)"]
+    for n, (_, lexeme) in enumerate(tsquery_term(t, query) for t in query.terms):
+        params[f"p{n}"] = lexeme.removesuffix(":")
+        plain.append(f"to_tsquery(CAST(:c{n} AS regconfig), :p{n})")
+    matched = ("SELECT m.row_id, m.sequence, m.ts_us, m.search_vector FROM threadline_messages "
+               f"AS m WHERE m.conversation_id = :cid AND m.search_vector @@ ({' || '.join(plain)})"
+               f"{scoped('m', scope, params)}")
+    if weights.common:  # the newest picked before any tsvector is read (1,994 read for 1,000)
+        params["ranked"] = LONG_RANKED
+        matched = f"SELECT * FROM ({matched} ORDER BY m.sequence DESC LIMIT :ranked) AS m"
+    matched = (f"SELECT m.row_id, m.sequence, m.ts_us, m.search_vector || CAST('' AS tsvector) "
+               f"AS search_vector FROM ({matched}) AS m OFFSET 0")
+    best = (f"SELECT m.row_id, {score}{_months(query, params)} AS score FROM ({matched}) AS m, "
+            "w, s ORDER BY score DESC, m.sequence DESC LIMIT :limit")
+    return (f"WITH {words}, s AS MATERIALIZED ({stats}) SELECT {columns}, s.turns "
+            f"FROM s, ({best}) AS b JOIN threadline_messages AS m ON m.row_id = b.row_id "
+            "ORDER BY b.score DESC, m.sequence DESC")
