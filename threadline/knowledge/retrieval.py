@@ -40,10 +40,6 @@ FOLLOW_UP_WEIGHT = 1.0
 CONVERSATION_WEIGHT = 1.0
 QUESTION_WEIGHT = 0.5
 FUSION_K = 30
-# The documents are counted after the first question only: a first question's one search
-# ranks by its words, and counting its documents too moved its first questions' reach from
-# 82.9% to 80.7% (at 0.3 of the weight) and 79.5% (at the whole).
-FIRST_DOCUMENT_WEIGHT = 0.0
 # Sections each search ranks (more than a block shows: fusion reorders them).
 CANDIDATES = 30
 # A search's token cap: sections are chosen by the block's own room, not by the search.
@@ -94,15 +90,27 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
                 turns.setdefault(turn.id, turn)
                 ranked.append(turn.id)
         rankings.append((weight, ranked))
+    # The documents count after the first question only: a first question's one search ranks
+    # by its words, and counting its documents too took kb-dev's first questions from 82.9% to
+    # 80.7% (at 0.3 of the weight) and 79.5% (at the whole), in the first 1,000 tokens.
     best = rank_sections(rankings, document=lambda i: sections[i].document, k=FUSION_K,
-                         document_weight=DOCUMENT_WEIGHT if ask.earlier else FIRST_DOCUMENT_WEIGHT)
-    lead = lead_id(turns[best[0]]) if best else None
+                         document_weight=DOCUMENT_WEIGHT if ask.earlier else 0.0)
+    if not best:
+        return []
+    lead = await _opening(store, conversation, lead_id(turns[best[0]]), sections)
+    return [sections[i] for i in with_lead(best, lead)[:limit]]
+
+
+async def _opening(store: ConversationStore, conversation: str, lead: str | None,
+                   sections: dict[str, FoundSection]) -> str | None:
+    """`lead` (a document's opening section), read into `sections` when no search found it;
+    None when it is not stored (a sync in between replaced the document)."""
     if lead is not None and lead not in sections:
         for turn in await store.get_by_ids(conversation, [lead]):
             section = found_section(turn)
             if section is not None:
                 sections[turn.id] = section
-    return [sections[i] for i in with_lead(best, lead if lead in sections else None)[:limit]]
+    return lead if lead in sections else None
 
 
 async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
