@@ -4,6 +4,8 @@ each section's offsets point at its text in the document."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from threadline.history.tokens import default_counter
 from threadline.knowledge.documents import html_text
 from threadline.knowledge.sections import split_sections
@@ -48,3 +50,22 @@ def test_a_long_section_is_cut_into_parts_under_one_heading() -> None:
     assert len(sections) >= 3
     assert {s.headings for s in sections} == {("Terms",)}
     assert all(COUNTER.count(s.text) <= 250 for s in sections)
+
+
+def test_a_sections_range_opens_at_the_headings_it_shows() -> None:
+    text = ("# Renewals\n\nHow renewals work.\n\n## Step 1: Fill in the form\n### Online\n"
+            "Use the website.\n\nNo heading above this line? It still belongs to Online.\n")
+    sections = split_sections(text, title="Renewals", counter=COUNTER, max_tokens=200)
+    assert [s.headings for s in sections] == [(), ("Step 1: Fill in the form", "Online")]
+    assert text[sections[0].start:].startswith("How renewals work.")
+    assert text[sections[1].start:sections[1].end].startswith("## Step 1: Fill in the form\n")
+    assert text[sections[1].start:sections[1].end].endswith("belongs to Online.")
+
+
+def test_only_the_first_part_of_a_cut_section_holds_its_heading() -> None:
+    paragraph = "Every sentence here says something about the warranty terms. " * 12
+    text = "# Warranty\n\n## Terms\n" + "\n\n".join([paragraph] * 6)
+    sections = split_sections(text, title="Warranty", counter=COUNTER, max_tokens=250)
+    assert text[sections[0].start:].startswith("## Terms\n")
+    assert all(text[s.start:].startswith("Every sentence") for s in sections[1:])
+    assert all(a.end <= b.start for a, b in pairwise(sections))

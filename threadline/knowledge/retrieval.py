@@ -1,14 +1,15 @@
 """Finding the sections that answer a turn, with the conversation around it, by recall's engine.
 
-A follow-up ("and for a child?", "yes") names nothing; the question before it does. So a turn
-is searched with the question and the turns just before it (what it follows up), and with the
+A follow-up ("and for a child?", "yes") names little; the question before it does. So a turn
+is searched with the question and the turns just before it (what it follows up), with the
 whole conversation so far, newest first (what the conversation is about; a lexical query keeps
-its first `MAX_TERMS` words, so the newest count most), and the rankings are fused
-(reciprocal-rank fusion, `threadline.history.fusion.fuse_rankings`); the first question of a
-conversation is searched alone. Each search is recall's own
-(the store's BM25 and the embedding model's nearest, fused as recall fuses them:
-`threadline.history.fusion`) scoped to one source's conversation of sections; no second
-ranker lives here.
+its first `MAX_TERMS` words, so the newest count most), and with the question alone (what is
+asked now, when it has words to search with); the first question of a conversation is
+searched alone. The rankings become one with the documents they come from counted, so the
+conversation's page is where a follow-up is answered from, and the best section's page opens
+with its first lines (`threadline.knowledge.ranking`). Each search is recall's own (the
+store's BM25 and the embedding model's nearest, fused as recall fuses them:
+`threadline.history.fusion`) scoped to one source's conversation of sections.
 """
 
 from __future__ import annotations
@@ -23,19 +24,21 @@ from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import VectorHit
-from threadline.knowledge.shelf import found_section, source_conversation
+from threadline.knowledge.ranking import DOCUMENT_WEIGHT, rank_sections, with_lead
+from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
 
 # Turns before the question searched with it as its follow-up query.
 FOLLOW_UP_TURNS = 2
 # How much each query's ranking counts, and the fusion constant (ranks, not scores, fuse).
-# On the development half of doc2dial (bench/knowledge.py, a quarter of the questions, SQLite,
-# 1,000 tokens), weights (question alone, follow-up, conversation) of (1, 1, 0.5) reached 70.4%
-# of the evidence, (1.5, 1, 0.5) 67.6%, (0.5, 1, 1), (0.5, 1, 2) and (0.5, 0.5, 1.5) 73.9%,
-# (0.25, 1, 1) 74.1%: after the first question, what the conversation is about counts far more
-# than the newest line alone, which is therefore searched alone only when nothing came before.
+# On the development half of doc2dial (bench/knowledge.py, all 1,976 questions, SQLite, the
+# ranking's first 1,000 tokens), with the documents counted, the question alone beside the
+# follow-up and conversation queries (weights 1, 1) reached 84.0% of all questions without it,
+# 85.7% at 0.25, 86.4% at 0.5 and 0.75, 85.7% at 1; one turn or three in the follow-up query
+# instead of two, 83.7% and 83.8%; the conversation at 0.5, 81.9%, at 2, 84.5%.
 FOLLOW_UP_WEIGHT = 1.0
 CONVERSATION_WEIGHT = 1.0
+QUESTION_WEIGHT = 0.5
 FUSION_K = 30
 # Sections each search ranks (more than a block shows: fusion reorders them).
 CANDIDATES = 30
@@ -57,6 +60,7 @@ def ask_queries(ask: KnowledgeAsk) -> list[tuple[float, str]]:
         if len(ask.earlier) > FOLLOW_UP_TURNS:
             queries.append((CONVERSATION_WEIGHT,
                             _newest_first([question, *reversed(ask.earlier)])))
+        queries.append((QUESTION_WEIGHT, question[:QUERY_CHARS]))
     return [(weight, text) for weight, text in queries if worth_recalling(text)]
 
 
@@ -66,22 +70,46 @@ def _newest_first(texts: Sequence[str]) -> str:
 
 async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk, *,
                         limit: int, by_meaning: bool = True) -> list[FoundSection]:
-    """Up to `limit` of `source`'s sections for `ask`, best first."""
+    """Up to `limit` of `source`'s sections for `ask`, best first: the searches' rankings
+    as one, their documents counted, the best one's document's opening section second
+    (`threadline.knowledge.ranking`)."""
     conversation = source_conversation(source)
     meaning = await meaning_search(store) if by_meaning else None
     rankings: list[tuple[float, list[str]]] = []
+    turns: dict[str, StoredMessage] = {}
     sections: dict[str, FoundSection] = {}
     queries = ask_queries(ask)
     found = await _ranked_turns(store, meaning, conversation, [text for _, text in queries])
-    for (weight, _), turns in zip(queries, found, strict=True):
+    for (weight, _), ranked_turns in zip(queries, found, strict=True):
         ranked: list[str] = []
-        for turn in turns:
+        for turn in ranked_turns:
             section = found_section(turn)
             if section is not None:
                 sections.setdefault(turn.id, section)
+                turns.setdefault(turn.id, turn)
                 ranked.append(turn.id)
         rankings.append((weight, ranked))
-    return [sections[i] for i in fuse_rankings(rankings, k=FUSION_K, limit=limit)]
+    # The documents count after the first question only: a first question's one search ranks
+    # by its words, and counting its documents too took kb-dev's first questions from 82.9% to
+    # 80.7% (at 0.3 of the weight) and 79.5% (at the whole), in the first 1,000 tokens.
+    best = rank_sections(rankings, document=lambda i: sections[i].document, k=FUSION_K,
+                         document_weight=DOCUMENT_WEIGHT if ask.earlier else 0.0)
+    if not best:
+        return []
+    lead = await _opening(store, conversation, lead_id(turns[best[0]]), sections)
+    return [sections[i] for i in with_lead(best, lead)[:limit]]
+
+
+async def _opening(store: ConversationStore, conversation: str, lead: str | None,
+                   sections: dict[str, FoundSection]) -> str | None:
+    """`lead` (a document's opening section), read into `sections` when no search found it;
+    None when it is not stored (a sync in between replaced the document)."""
+    if lead is not None and lead not in sections:
+        for turn in await store.get_by_ids(conversation, [lead]):
+            section = found_section(turn)
+            if section is not None:
+                sections[turn.id] = section
+    return lead if lead in sections else None
 
 
 async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,

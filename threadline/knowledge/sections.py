@@ -12,14 +12,17 @@ say where it read it. A section longer than `max_tokens` is cut at paragraph, th
 sentence boundaries into parts that keep the same heading path.
 
 Character offsets (`start`, `end`) point into the document's text as read, so a reader (the
-benchmark, a citation) can find exactly what a section holds.
+benchmark, a citation) can find exactly what a section holds. A section's range opens at the
+heading lines just above its text (the first part's, for a section cut into parts): they are
+in its heading path, which is shown with it, so a question answered by a heading ("Step 1:
+Complete the form") is answered by the section under it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from threadline.history.tokens import TokenCounter
 
@@ -68,15 +71,22 @@ def split_sections(text: str, *, title: str, counter: TokenCounter, max_tokens: 
     lines = list(_lines(text))
     # A title line alone does not make the rest Markdown-structured.
     markdown = any(_MARKDOWN_HEADING.match(line.text) for line in lines[1:])
-    path: list[tuple[int, str]] = []  # (level, heading)
+    path: list[tuple[int, str, int]] = []  # (level, heading, where its line starts)
     body: list[_Line] = []
     sections: list[Section] = []
+    after = 0  # where the last section's text ended: headings below it open the next one
 
     def close() -> None:
+        nonlocal after
         if any(line.text.strip() for line in body):
-            headings = tuple(h for _, h in path)
-            sections.extend(_sized(body, title=title, headings=headings, counter=counter,
-                                   max_tokens=max_tokens))
+            headings = tuple(h for _, h, _ in path)
+            opened = min((at for _, _, at in path if at >= after), default=None)
+            parts = list(_sized(body, title=title, headings=headings, counter=counter,
+                                max_tokens=max_tokens))
+            if opened is not None:
+                parts[0] = replace(parts[0], start=opened)
+            sections.extend(parts)
+            after = parts[-1].end
         body.clear()
 
     for index, line in enumerate(lines):
@@ -90,7 +100,7 @@ def split_sections(text: str, *, title: str, counter: TokenCounter, max_tokens: 
             continue  # the document's own title line
         while path and path[-1][0] >= level:
             path.pop()
-        path.append((level, words))
+        path.append((level, words, line.start))
     close()
     return sections
 

@@ -45,8 +45,7 @@ def source_conversation(source: str) -> str:
 def section_turn(source: str, document: Document, section: Section, *, part: int,
                  timestamp: datetime) -> StoredMessage:
     """One section of `document` as the turn that keeps it."""
-    key = f"{source}\x1f{document.key}\x1f{document.digest}\x1f{part}"
-    turn_id = "kn-" + hashlib.sha256(key.encode()).hexdigest()[:40]
+    turn_id = section_id(source, document.key, document.digest, part=part)
     conversation = source_conversation(source)
     return StoredMessage(
         id=turn_id, conversation_id=conversation,
@@ -58,6 +57,22 @@ def section_turn(source: str, document: Document, section: Section, *, part: int
                         "link": document.link, "title": document.title,
                         "headings": list(section.headings), "start": section.start,
                         "end": section.end, "part": part}}))
+
+
+def section_id(source: str, document: str, digest: str, *, part: int) -> str:
+    """The id of the turn keeping part `part` of a document (`document`: its key)."""
+    key = f"{source}\x1f{document}\x1f{digest}\x1f{part}"
+    return "kn-" + hashlib.sha256(key.encode()).hexdigest()[:40]
+
+
+def lead_id(turn: StoredMessage) -> str | None:
+    """The id of the opening section of the document whose section `turn` keeps (None: the
+    turn is not a section)."""
+    kept = turn.metadata.extra.get(EXTRA_KEY)
+    if not isinstance(kept, dict) or not turn.conversation_id.startswith(PREFIX):
+        return None
+    return section_id(turn.conversation_id[len(PREFIX):], str(kept["document"]),
+                      str(kept["digest"]), part=0)
 
 
 def found_section(turn: StoredMessage) -> FoundSection | None:
