@@ -51,7 +51,7 @@ async def test_a_registered_source_type_grounds_the_turn(
     assert "ada: my kettle broke" in context
     [body] = fake.bodies
     shown = sent(body)
-    assert "[1] Warranty > Claims <https://kb.example/7>" in shown
+    assert "# Warranty <https://kb.example/7>\n[1] Claims\n" in shown
     assert "Opened boxes" not in shown
 
 

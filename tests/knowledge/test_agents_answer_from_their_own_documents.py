@@ -83,7 +83,7 @@ async def test_a_question_sharing_no_word_is_answered_from_its_section_and_cited
         await team.stop()
         await recorder.close()
     [body] = fake.bodies
-    assert "[1] Cards > Lost bank cards\nIf your debit card goes missing" in sent(body)
+    assert "# Cards\n[1] Lost bank cards\nIf your debit card goes missing" in sent(body)
     assert "knowledge_search" in {tool["name"] for tool in body["tools"]}
     records = records_for(store)
     assert records is not None
@@ -128,7 +128,8 @@ async def test_a_follow_up_finds_the_section_the_turn_before_points_at(
         await room.say("@support and for a child?", user="ada")
     finally:
         await team.stop()
-    assert "Passports > Child passports\nFor those under sixteen" in sent(fake.bodies[1])
+    shown = sent(fake.bodies[1])
+    assert "# Passports\n" in shown and "] Child passports\nFor those under sixteen" in shown
     # The two best sections with the turns before it; the question alone finds others.
     with_context = await search(
         library, "support", "and for a child?",
@@ -162,7 +163,7 @@ async def test_one_agents_sources_never_reach_another_agent(
     assert "MAGENTA" not in json.dumps(support_prompt["messages"])
     assert "MAGENTA" not in json.dumps(support_with_result["messages"][-1])  # the tool result
     assert any(tool["name"] == "knowledge_search" for tool in support_with_result["tools"])
-    assert "[1] Ledger > Month end\nThe ledger code for month end is MAGENTA-42" in sent(
+    assert "# Ledger\n[1] Month end\nThe ledger code for month end is MAGENTA-42" in sent(
         finance_prompt)  # the same search does find it for its own agent
     assert not any("MAGENTA" in s.text for s in await search(
         library, "support", "ledger code month end MAGENTA"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from threadline.history.prompt import PromptMessage
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
+from threadline.knowledge.sections import HEADING_SEPARATOR
 from threadline.knowledge.source import FoundSection
 
 KNOWLEDGE_HEADER = ("From the team's documents (found for this message; when you use one, "
@@ -41,32 +42,69 @@ NOTHING = Grounded(None, (), 0)
 
 
 def cite(section: FoundSection) -> str:
-    """How a section is named to the model and in the console: "Title > Heading <link>"."""
+    """How a section is named in the console: "Title > Heading <link>"."""
     return f"{section.path} <{section.link}>" if section.link else section.path
 
 
+def document_line(section: FoundSection) -> str:
+    """The line a document's sections are shown under: "# Title <link>" (once per document,
+    so its sections cost only their own headings)."""
+    return f"# {section.title} <{section.link}>" if section.link else f"# {section.title}"
+
+
+def section_entry(number: int, section: FoundSection) -> str:
+    """A numbered section under its document's line: "[n] Heading > Subheading" (a heading
+    that only repeats the document's title is left out) then its text."""
+    headings = [h for h in section.headings if h.casefold() != section.title.casefold()]
+    label = HEADING_SEPARATOR.join(headings)
+    return f"[{number}] {label}\n{section.text}" if label else f"[{number}]\n{section.text}"
+
+
+def by_document(sections: Sequence[FoundSection]) -> list[FoundSection]:
+    """`sections` with each document's sections together, documents in the order of their
+    best section, each document's sections in their own rank order."""
+    groups: dict[tuple[str, str], list[FoundSection]] = {}
+    for section in sections:
+        groups.setdefault((section.source, section.document), []).append(section)
+    return [s for group in groups.values() for s in group]
+
+
 def render_sections(sections: Sequence[FoundSection], *, header: str) -> str:
-    """Numbered sections under `header`, each with its citation line then its text."""
-    parts = [f"[{n}] {cite(s)}\n{s.text}" for n, s in enumerate(sections, start=1)]
+    """Numbered sections under `header`, in the order given, each document's line before the
+    first of its sections (give them `by_document`, so each document's line comes once)."""
+    parts: list[str] = []
+    document: tuple[str, str] | None = None
+    for number, section in enumerate(sections, start=1):
+        entry = section_entry(number, section)
+        if (section.source, section.document) != document:
+            document = (section.source, section.document)
+            entry = f"{document_line(section)}\n{entry}"
+        parts.append(entry)
     return f"{header}\n{SEPARATOR.join(parts)}"
 
 
 def fit_sections(found: Sequence[FoundSection], *, room: int, counter: TokenCounter,
                  header: str = KNOWLEDGE_HEADER) -> Grounded:
     """The best of `found` whose rendered block fits `room` tokens, taken best first (one
-    that does not fit is passed over for a shorter one after it)."""
+    that does not fit is passed over for a shorter one after it), shown `by_document`."""
     chosen: list[FoundSection] = []
+    documents: set[tuple[str, str]] = set()
     used = PER_MESSAGE_OVERHEAD + counter.count(header) + 1
     for section in found:
-        cost = counter.count(f"[{len(chosen) + 1}] {cite(section)}\n{section.text}") + 3
+        cost = counter.count(section_entry(len(chosen) + 1, section)) + 3
+        document = (section.source, section.document)
+        if document not in documents:
+            cost += counter.count(document_line(section)) + 1
         if used + cost <= room:
             chosen.append(section)
+            documents.add(document)
             used += cost
     while chosen:
-        text = render_sections(chosen, header=header)
+        shown = by_document(chosen)
+        text = render_sections(shown, header=header)
         tokens = PER_MESSAGE_OVERHEAD + counter.count(text)
         if tokens <= room:
-            return Grounded(PromptMessage("system", text, part="knowledge"), tuple(chosen),
+            return Grounded(PromptMessage("system", text, part="knowledge"), tuple(shown),
                             tokens)
         chosen.pop()  # the estimate was short: the worst-ranked section goes
     return NOTHING
