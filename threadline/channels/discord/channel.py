@@ -72,6 +72,7 @@ from threadline.channels.discord.normalize import (
     DM_GUILD,
     DiscordLocation,
     dm_location,
+    guild_part,
     incoming_files,
     locate,
     render_text,
@@ -510,7 +511,7 @@ class DiscordChannel(Channel):
         """Whether a conversation's events arrive on `shard` (any, unsharded)."""
         if shard is None or self._shards is None:
             return True
-        guild = conversation_id.split(":")[1]
+        guild = guild_part(conversation_id)
         return shard_of(None if guild == DM_GUILD else int(guild),
                         self._shards.shard_count) == shard
 
@@ -697,7 +698,7 @@ class DiscordChannel(Channel):
     def link_to(self, message: StoredMessage) -> str | None:
         """The message's jump link (`@me` for a DM)."""
         meta = message.metadata
-        guild = message.conversation_id.split(":")[1] if ":" in message.conversation_id else ""
+        guild = guild_part(message.conversation_id)
         where = meta.thread_id or meta.channel_id
         if not guild or not where or not meta.message_id:
             return None

@@ -75,6 +75,11 @@ def locate(channel: object, *, guild_id: int | None, channel_id: int) -> Discord
     return None
 
 
+def guild_part(conversation_id: str) -> str:
+    """The server of a conversation id (`@me` for a DM), "" when it is not one of ours."""
+    return conversation_id.split(":")[1] if ":" in conversation_id else ""
+
+
 def stored_id(message_id: int) -> str:
     """The stored turn id for a Discord message id."""
     return f"discord:{message_id}"
