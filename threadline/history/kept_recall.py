@@ -15,12 +15,13 @@ agents in turn: consecutive blocks of an agent share a median 4% of their hits).
 subject needs comes in the fresh block. So a new kept block takes all the room recall has but a
 fresh share (`1 - KEPT_SHARE` of recall's steady share of the budget), and the fresh block takes
 what the kept block leaves: the bytes new on every turn stay few, and recall as a whole shows as
-much as before (bench/prompt_cache.py, steady chat with recall on: 71.2% of the input from the
-cache, 52.2% when the block was replaced as the subject moved and the fresh block filled the
-room; bench/recall.py, an agent keeping its block: 84.2% of LoCoMo's evidence, 84.4% before).
+much as before (bench/prompt_cache.py, steady chat with recall on: 70.5% of the input from the
+cache, 71.2% with a 3/4 share before recall searched summarized turns, 52.2% when the block was
+replaced as the subject moved and the fresh block filled the room; bench/recall.py, an agent
+keeping its block: 84.3% of LoCoMo's evidence, 84.4% with a fresh block alone).
 
 A kept block never shows stale or hidden text: every turn in it must still pass the
-assembler's filters (not forgotten, not in the prompt already, not summarized for the agent),
+assembler's filters (not forgotten, not in the prompt already),
 one found again by this turn's search must carry the same speaker and text, and an edit or a
 deletion of one of its turns heard from the store (`ConversationStore.subscribe`: this process
 on SQLite, every process on PostgreSQL) drops it. Kept in this process only, for the
@@ -42,7 +43,7 @@ from threadline.history.store import ConversationStore, SearchWindow
 from threadline.history.tokens import PER_MESSAGE_OVERHEAD, TokenCounter
 
 # The share of recall's steady room a new kept block leaves to the fresh block is 1 - this.
-KEPT_SHARE = 0.75
+KEPT_SHARE = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class KeptBlock:
 class RecallAsk:
     """What one assembly gives recall: what its search `found`, the `room` recall has now and
     on every turn (`steady_room`, its share of the budget), whether a turn may be shown
-    (`usable`: not in the prompt, not summarized), the answered turn (`made_for`) and the
+    (`usable`: not in the prompt, not forgotten), the answered turn (`made_for`) and the
     earlier turns of the prompt (`earlier_ids`, oldest first), before one of which a kept
     block stands."""
 
@@ -78,7 +79,7 @@ class RecallAsk:
               ) -> tuple[PromptMessage | None, list[SearchWindow]]:
         """The best of what was found within `room` tokens, less the turns `leaving` out."""
         return recall_block(list(self.found), room=room, in_prompt=leaving,
-                            summarized=lambda m: not self.usable(m), counter=self.counter,
+                            usable=self.usable, counter=self.counter,
                             labels=self.labels)
 
 

@@ -82,13 +82,13 @@ def recall_block(
     *,
     room: int,
     in_prompt: Collection[str],
-    summarized: Callable[[StoredMessage], bool],
+    usable: Callable[[StoredMessage], bool],
     counter: TokenCounter,
     labels: SpeakerLabels | None = None,
 ) -> tuple[PromptMessage | None, list[SearchWindow]]:
     """The recall system block within `room` tokens, and the windows it shows.
 
-    Turns the prompt already has (or that are summarized for this agent) are left out. Windows
+    Turns the prompt already has, and those `usable` refuses, are left out. Windows
     are taken best first while their formatted size fits (estimated from the stored counts,
     then the block is counted exactly and the worst window dropped until it fits); the first
     that does not fit whole is trimmed around its best hit. The block shows them in
@@ -97,7 +97,7 @@ def recall_block(
     chosen: list[SearchWindow] = []
     days: set[date] = set()  # a day is dated once in the block
     used = PER_MESSAGE_OVERHEAD + counter.count(RECALL_HEADER) + 1
-    for window in only(windows, lambda m: m.id not in in_prompt and not summarized(m)):
+    for window in only(windows, lambda m: m.id not in in_prompt and usable(m)):
         cost = formatted_size(window, days)
         if used + cost > room:
             trimmed = trim_window(window, room - used - (cost - window.token_count))
