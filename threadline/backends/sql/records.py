@@ -13,7 +13,7 @@ from typing import Any
 
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.schema import from_micros, to_micros
-from threadline.backends.sql.store import SqlConversationStore
+from threadline.backends.sql.store import FEW_TURNS_WRITTEN, SqlConversationStore
 from threadline.channels.delivery_status import PartStatus, advanced
 from threadline.inspector.record import ReplyRecord
 from threadline.inspector.records import MIN_PREFIX, Recordable, RecordedConversation
@@ -138,7 +138,8 @@ class SqlReplyRecords:
         # Built (rendered, counted, redacted, encoded) in a worker thread, not on the event
         # loop where the next turns run, nor inside the write transaction.
         rows = await asyncio.to_thread(_rows, list(pending))
-        return await self.store.run("record replies", _insert, rows, write=True)
+        return await self.store.run("record replies", _insert, rows, write=True,
+                                    few=len(rows) <= FEW_TURNS_WRITTEN)
 
     async def recent(self, conversation_id: str | None = None, *, agent: str | None = None,
                      since: datetime | None = None, limit: int = 50) -> list[ReplyRecord]:
