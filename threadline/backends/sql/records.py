@@ -11,9 +11,9 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.operations import FEW_TURNS_WRITTEN, SqlRunner
 from threadline.backends.sql.schema import from_micros, to_micros
-from threadline.backends.sql.store import FEW_TURNS_WRITTEN, SqlConversationStore
+from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.delivery_status import PartStatus, advanced
 from threadline.inspector.record import ReplyRecord
 from threadline.inspector.records import MIN_PREFIX, Recordable, RecordedConversation

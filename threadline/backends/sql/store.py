@@ -40,6 +40,7 @@ from threadline.backends.sql.database_url import database_url
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.inbox import SqlTurnInbox
 from threadline.backends.sql.notify import Listener, announce, channel_for, encode
+from threadline.backends.sql.operations import FEW_ROWS_READ, FEW_TURNS_WRITTEN
 from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history.changes import (
@@ -68,13 +69,6 @@ log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
 
 MAX_BATCH = 500
-# Operations of a few rows run on the event loop on SQLite, without a hop to a thread
-# (`SqliteBackend.read_few`, `write_few`): a read of at most FEW_ROWS_READ turns (the
-# assembler's newest turns, `max_turns_to_load` and half again, fit), an append of at most
-# FEW_TURNS_WRITTEN (a turn's question or answer; a batch that indexes hundreds of turns
-# would hold the loop for milliseconds).
-FEW_ROWS_READ = 200
-FEW_TURNS_WRITTEN = 10
 # Failures that mean "the database is not there right now", as opposed to a bug in a query.
 _UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError, sqlite3.OperationalError)
 # Turns waiting for the next group commit, their token counts, and who awaits the result.
