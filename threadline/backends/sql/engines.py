@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache, partial
@@ -42,6 +43,9 @@ T = TypeVar("T")
 
 # Write transactions between background WAL checkpoints on SQLite.
 CHECKPOINT_EVERY = 500
+# The writer thread's pauses while another connection holds the write lock (seconds).
+LOCK_POLL_FIRST = 0.001
+LOCK_POLL_MAX = 0.05
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -78,15 +82,16 @@ class SqliteBackend:
 
     An operation of a few rows runs on the event loop instead, without the hop (a turn made
     about fifteen, each costing more than the statements it carried):
-    - a read (`read_few`) on the loop's own connection: in WAL mode a reader takes no lock a
-      writer holds, so it never waits;
+    - a read of one statement (`read_few`) on the loop's own connection: in WAL mode a
+      reader takes no lock a writer holds, so it never waits;
     - a write (`write_few`) on the writer thread's own connection, when that thread has
       nothing to do (no job queued or running: writes still commit in the order they were
       asked for, and the connection is never used by two threads at once).
-    Neither waits on the loop: their busy timeout is 0 there. When the database is locked (the
-    other worker on the same file is writing, a file left in rollback-journal mode, a
+    Neither waits on the loop: both connections' busy timeout is 0. When the database is locked
+    (the other worker on the same file is writing, a file left in rollback-journal mode, a
     recovery), BEGIN IMMEDIATE or the read fails at once and the operation goes to its thread,
-    which waits up to the busy timeout as before. A write begun on the loop holds the write
+    which waits up to the busy timeout as before (the writer thread polls for the lock itself,
+    `_begin_waiting`). A write begun on the loop holds the write
     lock: in WAL mode nothing it does after that waits on another connection.
     """
 
@@ -158,9 +163,12 @@ class SqliteBackend:
 
     def _writer_connection(self) -> SqliteRunner:
         """The writer's connection: the writer thread's, and the loop's while that thread is
-        idle."""
+        idle. Its busy timeout is 0 (the loop must not wait); the writer thread waits for the
+        write lock itself (`_begin_waiting`)."""
         if self._writer_runner is None:
-            self._writer_runner = SqliteRunner(self._connect(), self._word_counts,
+            connection = self._connect()
+            connection.execute("PRAGMA busy_timeout = 0")
+            self._writer_runner = SqliteRunner(connection, self._word_counts,
                                                self._capped_counts)
         return self._writer_runner
 
@@ -168,8 +176,20 @@ class SqliteBackend:
         runner = self._writer_connection()
         # Writers take the write lock up front so a busy database fails at BEGIN, inside
         # busy_timeout, instead of deadlocking on a lock upgrade half-way through.
-        runner.connection.execute("BEGIN IMMEDIATE")
+        self._begin_waiting(runner.connection)
         return self._commit_after(runner, fn, *args)
+
+    def _begin_waiting(self, connection: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE, waiting up to the busy timeout for the write lock as SQLite's own
+        busy handler would (short sleeps, growing to LOCK_POLL_MAX)."""
+        deadline = time.monotonic() + self.busy_timeout
+        pause = LOCK_POLL_FIRST
+        while not self._began_without_waiting(connection):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise sqlite3.OperationalError("database is locked")
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, LOCK_POLL_MAX)
 
     @staticmethod
     def _commit_after(runner: SqliteRunner, fn: Callable[..., T], *args: Any) -> T:
@@ -222,24 +242,28 @@ class SqliteBackend:
         return await self.write(fn, *args)
 
     def _wal_mode(self) -> bool:
-        """Whether the file is in WAL mode (where a write begun holds every lock it needs)."""
+        """Whether the file is in WAL mode (where a write begun holds every lock it needs);
+        False while that cannot be read without waiting."""
         if self._wal is None:
-            mode = self._writer_connection().connection.execute("PRAGMA journal_mode")
+            try:
+                mode = self._writer_connection().connection.execute("PRAGMA journal_mode")
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc):
+                    raise
+                return False
             self._wal = str(mode.fetchone()[0]).lower() == "wal"
         return self._wal
 
-    def _began_without_waiting(self, connection: sqlite3.Connection) -> bool:
+    @staticmethod
+    def _began_without_waiting(connection: sqlite3.Connection) -> bool:
         """BEGIN IMMEDIATE if the write lock is free now; False if another connection holds
         it (the other worker on the file, a library's own engine)."""
-        connection.execute("PRAGMA busy_timeout = 0")
         try:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise
             return False
-        finally:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         return True
 
     def _wrote(self) -> None:
@@ -268,10 +292,12 @@ class SqliteBackend:
         return await loop.run_in_executor(self._readers, partial(self._in_read, fn, *args))
 
     async def read_few(self, fn: Callable[..., T], *args: Any) -> T:
-        """`read`, for an operation that reads a few rows (a bounded LIMIT, a few ids): on the
-        event loop's own connection, or in a reader thread when the database is locked."""
+        """`read`, for an operation that reads a few rows with one statement (a bounded LIMIT,
+        a few ids): on the event loop's own connection, or in a reader thread when the
+        database is locked. One statement is its own snapshot: no BEGIN and ROLLBACK (each
+        call into sqlite3 lets another thread take the GIL from the loop)."""
         try:
-            return self._read_on(self._loop_runner(), fn, *args)
+            return fn(self._loop_runner(), *args)
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise
@@ -287,8 +313,7 @@ class SqliteBackend:
 
     def _schema_is_current(self) -> bool:
         try:
-            rows = self._writer_connection().rows(
-                "SELECT version_num FROM threadline_alembic_version", {})
+            rows = self._runner().rows("SELECT version_num FROM threadline_alembic_version", {})
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return False
@@ -308,7 +333,7 @@ class SqliteBackend:
         lock_path = Path(f"{self.path}.migrate-lock")
         lock = lock_file(lock_path)
         try:
-            self._writer_connection().connection.execute("PRAGMA journal_mode = WAL")
+            self._runner().connection.execute("PRAGMA journal_mode = WAL")
             engine = create_engine("sqlite://", creator=self._connect, poolclass=NullPool)
 
             @event.listens_for(engine, "begin")

@@ -144,7 +144,8 @@ class SqlConversationStore:
     async def _call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
                     few: bool = False) -> T:
         """`fn(runner, *args)` in one transaction, its failures in the store's terms; `few`
-        says it reads or writes a few rows (see FEW_ROWS_READ)."""
+        says it reads a few rows with one statement, or writes a few rows (see
+        `operations.FEW_ROWS_READ`)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         await self._ensure_ready()
@@ -182,7 +183,8 @@ class SqlConversationStore:
 
         For tables that live beside the history (the reply records): they share the
         connection pool, the writer thread and the error translation of the store. `few`:
-        it reads or writes a few rows (one row by its key), run without a hop on SQLite.
+        it reads a few rows with one statement (a row by its key), or writes a few rows; run
+        without a hop on SQLite.
         """
         return await self._call(action, write, fn, *args, few=few)
 
