@@ -91,8 +91,10 @@ class SqliteBackend:
     (the other worker on the same file is writing, a file left in rollback-journal mode, a
     recovery), BEGIN IMMEDIATE or the read fails at once and the operation goes to its thread,
     which waits up to the busy timeout as before (the writer thread polls for the lock itself,
-    `_begin_waiting`). A write begun on the loop holds the write
-    lock: in WAL mode nothing it does after that waits on another connection.
+    `_begin_waiting`). A write begun on the loop holds the write lock: in WAL mode nothing it
+    does after that waits on another connection. (A busy wait on the loop could also wait on
+    a lock whose holder the loop itself must drive: stalled for the whole busy timeout, then
+    "database is locked".)
     """
 
     def __init__(self, url: URL, *, busy_timeout: float, readers: int) -> None:
