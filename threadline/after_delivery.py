@@ -16,8 +16,9 @@ does not repost (`TurnPipeline._earlier_reply`), as before.
 A backend whose parts share one database commits them together (`WritesTogether`: the SQL
 backend's `SqlWritesTogether`); a write whose part lives elsewhere (a custom inbox, a spend
 ledger of its own) is made on its own. The reply goes through capture's writer's rule: while
-the outbox holds turns it queues behind them, never ahead, and only the other writes go
-together. When the joint write fails (the store is away), each write is made on its own, in
+the outbox holds turns it queues behind them, never ahead; the ledger and the spend still go
+together, and the turn is marked answered on its own after the reply is on disk. When the
+joint write fails (the store is away), each write is made on its own, in
 the order above, as it always was: the reply reaches the outbox, the ledger and the spend log
 their failure, and the inbox's failure is raised (the turn stays open and is taken again).
 The memory backend keeps everything in the process: its writes are made on their own, none of
@@ -116,16 +117,16 @@ class AfterDelivery:
                              settlement=self._settlement)
         self._delivered = self._settlement = None  # written once, whatever happens next
         joint = self._joint(writes)
+        if joint.count < 2:  # one write alone costs no more than in a transaction
+            joint = ReplyWrites()
         committed = Committed()
-        if joint.count > 1 and self._together is not None:
+        if joint.count and self._together is not None:
             try:
                 committed = await self._together.commit(joint)
             except Exception as exc:  # each write on its own, as it handles its failure
                 log.warning("after_delivery.apart", conversation_id=(
                     reply.conversation_id if reply is not None else None), error=str(exc))
                 joint = ReplyWrites()
-        else:
-            joint = ReplyWrites()
         if writes.delivered is not None and joint.delivered is None:
             await self._finish_delivery(writes.delivered)
         if reply is not None and joint.reply is None:
@@ -148,11 +149,14 @@ class AfterDelivery:
             return ReplyWrites()
         inbox = together.holds(self._inbox)
         settlement = writes.settlement
+        reply = (writes.reply if together.holds(self._writer.store)
+                 and self._writer.takes_now() else None)
         return ReplyWrites(
             delivered=writes.delivered if inbox else None,
-            reply=(writes.reply if together.holds(self._writer.store)
-                   and self._writer.takes_now() else None),
-            answered=writes.answered if inbox else None,
+            reply=reply,
+            # A reply written apart (behind the outbox's turns) is written before its turn
+            # is marked answered, which then follows on its own.
+            answered=writes.answered if inbox and reply is writes.reply else None,
             settlement=(settlement if settlement is not None
                         and together.holds(settlement.ledger) else None))
 
