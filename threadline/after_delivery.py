@@ -5,8 +5,8 @@ Once the platform took a reply, four writes follow it:
 
     delivered     the reply ledger's claim becomes `delivered`, with the platform ids
     the reply     the history's copy, carrying the platform ids
-    answered      the inbound turn, when nothing follows this reply (`TurnPipeline`)
     spend         the agent turn's spend, settled (`threadline.spend`)
+    answered      the inbound turn, when nothing follows this reply (`TurnPipeline`)
 
 Apart they cost a commit each (on PostgreSQL each commit waits for the disk). Together they
 cost one, and a crash leaves all of them or none: with none, the ledger's claim still says
@@ -17,12 +17,13 @@ A backend whose parts share one database commits them together (`WritesTogether`
 backend's `SqlWritesTogether`); a write whose part lives elsewhere (a custom inbox, a spend
 ledger of its own) is made on its own. The reply goes through capture's writer's rule: while
 the outbox holds turns it queues behind them, never ahead; the ledger and the spend still go
-together, and the turn is marked answered on its own after the reply is on disk. When the
-joint write fails (the store is away), each write is made on its own, in
-the order above, as it always was: the reply reaches the outbox, the ledger and the spend log
-their failure, and the inbox's failure is raised (the turn stays open and is taken again).
-The memory backend keeps everything in the process: its writes are made on their own, none of
-them waits on anything, and a crash loses them all alike.
+together, and the turn is marked answered on its own once the reply is on disk. When the joint
+write fails (the store is away), each write is made on its own, in the order above, as before:
+the reply reaches the outbox, the ledger and the spend log their failure, and the inbox's
+failure is raised (the turn stays open and is taken again). The memory backend keeps
+everything in the process: its writes are made one after the other without yielding to
+another task (none waits on anything), which is all a transaction means there; a crash loses
+them all alike.
 """
 
 from __future__ import annotations
