@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "threadline.schedules.clock",
      "threadline.schedules.timing", "threadline.schedules.schedule",
      "threadline.schedules.turns"),
-    ("threadline.interceptors",),
+    ("threadline.interceptors", "threadline.after_delivery"),
     ("threadline.commands",),
     ("threadline.channels",),
     ("threadline.people",),

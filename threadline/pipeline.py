@@ -19,13 +19,15 @@
     answer           each addressed agent runs its turn inside the pipeline's reply step
                      (the status shown while its own interceptors and the model run)
     deliver, record  every reply, a model's or a command's, takes one path
-                     (`_deliver_and_record`): claimed in the reply ledger, posted, recorded
-                     as delivered with its platform ids, then stored through capture's
-                     durable writer, the one place turns are written
+                     (`_deliver_and_record`): claimed in the reply ledger, posted, then
+                     recorded as delivered with its platform ids and stored through
+                     capture's durable writer (the one place turns are written), with the
+                     agent turn's spend, in one write (`threadline.after_delivery`)
     hand off         a reply that names other agents is answered by them, within the budget of
                      `max_agent_turns` per inbound turn and `max_hops` in depth
     finish           the inbound turn is marked answered (or given up after `max_attempts`);
-                     one deleted meanwhile stays cancelled, one edited to be answered again
+                     with its last reply's write when nothing follows that reply; one
+                     deleted meanwhile stays cancelled, one edited to be answered again
                      waits once more
 
 With tracing on (`threadline.tracing`), each attempt at a turn is one trace: its span holds
@@ -45,19 +47,35 @@ What a plain turn writes (one person, one agent), each write where it must be:
     4 inbox: read back    after 3, in its own statement, so an edit or a deletion racing the
                           worker lands in the row (read here) or in the history (from 3 on)
     5 ledger: claimed     before the reply is posted: a retried turn never posts it twice
-    6 ledger: delivered   after the platform took it, with its platform ids: a retry reuses
-                          the reply instead of asking the model again
-    7 history: the reply  after 6, carrying the platform ids (a reply to it reaches its agent)
-    8 inbox: answered     last, after every reply and hand-off of the turn: a crash before it
-                          takes the turn again, and 5/6 keep that from posting twice. The same
-                          statement says whether the conversation has other turns open, so
-                          its owner does not read them once more to find none
+    6 after delivery, one transaction (`threadline.after_delivery`):
+      ledger: delivered   with its platform ids: a retry reuses the reply instead of asking
+                          the model again
+      history: the reply  carrying the platform ids (a reply to it reaches its agent)
+      inbox: answered     only with the turn's last reply, when nothing follows it: the reply
+                          hands the turn to nobody and no stage acts after the answer
+                          (`stages.answer_ends_walk`); otherwise a write of its own once the
+                          turn's every reply and hand-off is done (8). The same statement
+                          says whether the conversation has other turns open, so its owner
+                          does not read them once more to find none
+      spend: settled      the agent turn's tokens (with a spend ledger), last: its agent row
+                          is shared by every conversation and is held only until the commit
+                          (with daily caps, a reservation made before the model is asked
+                          is a write of its own: it must refuse before the model runs)
+    7 reply record        the inspector's, written in the background, many turns a
+                          transaction: it is built (rendered, redacted) off the turn's path
+                          and is diagnostics, which a crash may lose, never a turn
+    8 inbox: answered     when 6 could not take it (a hand-off, a stage acting after)
+
+6 is all or nothing: a crash before its commit leaves the claim of 5 as it was, which says the
+process died between posting and recording the reply, as a crash right after posting always
+did. 5 cannot join 6 (it must be durable before the platform is asked), nor 1 to 4 (each
+must be durable before what follows it may happen). While the store is away, 6 is written
+apart, each write as it handles its failure: the reply waits in capture's outbox, the ledger
+and the spend log theirs, and the inbox's keeps the turn open to be taken again.
 
 Reads: the prompt (history and summary at once, recall in one statement), and on
 PostgreSQL `pg_try_advisory_lock` when the conversation is not still held from its last turns
-(`threadline.backends.sql.locks`: held a moment past them). 5 to 8 could share transactions
-only by making the store and the inbox one writer (the reply is written through capture's
-writer, which falls back to the outbox when the store is away); they stay apart.
+(`threadline.backends.sql.locks`: held a moment past them).
 
 A turn answered again after a crash does not post twice: the reply ledger says what was already
 delivered (its stored reply is reused) or that the process died between posting and recording
@@ -76,6 +94,7 @@ from typing import Any
 
 import structlog
 
+from threadline.after_delivery import AfterDelivery, WritesTogether
 from threadline.agents.agent import Agent
 from threadline.agents.approvals import ApprovalGate
 from threadline.channels.base import Channel, Post, thread_opening
@@ -99,7 +118,7 @@ from threadline.reply_delivery import (
 )
 from threadline.routing import Routing
 from threadline.schedules.turns import ScheduledTurn
-from threadline.stages import Attachment, Stage, Turn, walk
+from threadline.stages import Attachment, Stage, Turn, answer_ends_walk, walk
 from threadline.tracing import spans as tracing
 from threadline.turn import AgentResult, Deliver, TurnContext, reply_turn_id
 from threadline.turn_edits import TurnEdits
@@ -127,6 +146,7 @@ class TurnPipeline:
         answer_edits: bool = False,
         stages: Sequence[Stage] = (),
         approvals: ApprovalGate | None = None,
+        together: WritesTogether | None = None,
     ) -> None:
         self.agents: Mapping[str, Agent] = agents
         self.commands = commands or CommandRegistry()
@@ -140,6 +160,11 @@ class TurnPipeline:
                                answer_bots=answer_bots)
         self.attachments = self.routing.attachments  # each channel's, by its name
         self.stages = tuple(stages)  # in their declared order (`threadline.stages`)
+        # Whether a turn is done with its last reply (no stage acts after the answer).
+        self._done_with_last_reply = answer_ends_walk(self.stages)
+        self._together = together  # the backend's joint write (`threadline.after_delivery`)
+        # Turns marked answered with their last reply: whether others are open, by turn id.
+        self._finished: dict[str, bool] = {}
         # Decides tool approvals as their button presses arrive (see `agents.approvals`).
         self.approvals = approvals
         self.owners = ConversationOwners(inbox=inbox, lock=lock, answer=self._answer,
@@ -233,9 +258,12 @@ class TurnPipeline:
     # -- one turn --------------------------------------------------------------------------
 
     async def _answer(self, turn: InboxTurn) -> bool:  # True: others may be open
-        with tracing.turn_span(turn, turn.attempts) as span:
-            state, others = await self._attempt(turn, turn.attempts)
-            span.set({"threadline.outcome": state.value})
+        try:
+            with tracing.turn_span(turn, turn.attempts) as span:
+                state, others = await self._attempt(turn, turn.attempts)
+                span.set({"threadline.outcome": state.value})
+        finally:
+            self._finished.pop(turn.turn_id, None)  # an attempt that did not end as answered
         return others
 
     async def _attempt(self, turn: InboxTurn, attempt: int) -> tuple[TurnState, bool]:
@@ -263,7 +291,10 @@ class TurnPipeline:
                 raise  # leave the conversation; the scan takes the turn again
             self._resolve(turn.turn_id, [])
             return state, others
-        others = await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
+        if turn.turn_id in self._finished:  # marked with its last reply
+            others = self._finished.pop(turn.turn_id)
+        else:
+            others = await self.inbox.finish(turn.turn_id, TurnState.ANSWERED)
         self._resolve(turn.turn_id, results)
         return TurnState.ANSWERED, others
 
@@ -301,12 +332,14 @@ class TurnPipeline:
         pending = deque([(message, 0, list(routes))])
         while pending:
             inbound, hops, onward_routes = pending.popleft()
-            for name, reason in onward_routes:
+            for index, (name, reason) in enumerate(onward_routes):
                 if len(results) >= self.max_agent_turns:
                     turn.log.warning("pipeline.turn_budget_spent", agent=name,
                                      max_agent_turns=self.max_agent_turns)
                     return results
-                result = await self.run_agent(self.agents[name], inbound, turn, reason=reason)
+                last = not pending and index == len(onward_routes) - 1
+                result = await self.run_agent(self.agents[name], inbound, turn, reason=reason,
+                                              last=last)
                 if result is None:
                     continue
                 results.append(result)
@@ -351,10 +384,12 @@ class TurnPipeline:
             bound.info("pipeline.taken_turn_stored_as_edited")
 
     async def run_agent(self, agent: Agent, inbound: StoredMessage, turn: Turn, *,
-                        reason: str, whole: bool = False) -> AgentResult | None:
+                        reason: str, whole: bool = False, last: bool = False
+                        ) -> AgentResult | None:
         """The agent's answer to `inbound`: run now, or the one an earlier attempt delivered
         (only a turn taken again after a crash can have one). `whole`: posted once finished,
-        never shown while written."""
+        never shown while written. `last`: nothing of the turn follows this answer but whom
+        its reply hands the turn to (see `_deliver_and_record`)."""
         bound, attachment = turn.log, turn.attachment
         reply_id = reply_turn_id(inbound, agent.name)
         earlier = None
@@ -370,17 +405,20 @@ class TurnPipeline:
         elif earlier is not None:
             return await self._earlier_reply(agent, earlier, bound)
         channel = attachment.channel
+        after = self._after_delivery()
         deliver = (LedgeredReply(inbox=self.inbox, channel=channel, inbound=inbound,
                                  agent_name=agent.name,
-                                 post=channel.send_reply if whole else None)
+                                 post=channel.send_reply if whole else None,
+                                 after_delivery=after)
                    if channel is not None else None)
         aliases = (channel.identity.aliases if channel is not None and channel.identity
                    and attachment.agents[0] is agent else ())
         try:
             self.routing.answering(inbound, agent.name)
             return await agent.invoke(inbound, aliases=aliases, deliver=deliver, reason=reason,
-                                      recording=self._reply_step(deliver),
-                                      channel=channel.name if channel is not None else None)
+                                      recording=self._reply_step(deliver, after, turn, last),
+                                      channel=channel.name if channel is not None else None,
+                                      after_delivery=after)
         except StoreError:
             raise
         except Exception:
@@ -435,14 +473,16 @@ class TurnPipeline:
             reply.metadata, extra={**answer.detail, **({"command": command} if command else {})}))
         channel = turn.attachment.channel
         deliver = None
+        after = self._after_delivery()
         if channel is not None:
             post: Post = (partial(channel.send_choices, choices=answer.choices)
                           if answer.choices else channel.send_reply)
             if answer.private_text is not None:
                 post = _posting(post, answer.private_text)
             deliver = LedgeredReply(inbox=self.inbox, channel=channel, inbound=inbound,
-                                    agent_name=responder.name, post=post)
-        return await self._deliver_and_record(deliver, AgentResult(
+                                    agent_name=responder.name, post=post,
+                                    after_delivery=after)
+        return await self._deliver_and_record(deliver, after, AgentResult(
             agent_name=responder.name, conversation_id=inbound.conversation_id,
             output=reply.content, outbound=reply, stop_reason=stop_reason))
 
@@ -452,33 +492,57 @@ class TurnPipeline:
             await self.inbox.finish(turn_id, TurnState.ANSWERED)
             self._resolve(turn_id, results)
 
-    def _reply_step(self, deliver: Deliver | None) -> Interceptor:
+    def _after_delivery(self) -> AfterDelivery:
+        """Where one reply's writes gather until it is delivered (`threadline.after_delivery`)."""
+        return AfterDelivery(inbox=self.inbox, writer=self.writer, together=self._together)
+
+    def _reply_step(self, deliver: Deliver | None, after: AfterDelivery, turn: Turn,
+                    last: bool) -> Interceptor:
         """An agent turn's outermost step: the status shown while the agent runs, then its
-        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails."""
+        reply delivered and recorded (`_deliver_and_record`), or abandoned when it fails (what
+        the turn owes, its spend, is written all the same)."""
 
         async def step(context: TurnContext, call_next: CallNext) -> AgentResult:
-            if deliver is None:
-                return await self._deliver_and_record(None, await call_next())
-            await deliver.working()
             try:
-                result = await call_next()
-            except BaseException as exc:
-                await deliver.abandon(exc)
+                if deliver is not None:
+                    await deliver.working()
+                try:
+                    result = await call_next()
+                except BaseException as exc:
+                    if deliver is not None:
+                        await deliver.abandon(exc)
+                    raise
+                return await self._deliver_and_record(deliver, after, result,
+                                                      turn=turn if last else None)
+            except BaseException:
+                # What is gathered and not yet written (the spend) is written all the same.
+                await asyncio.shield(after.commit(None))
                 raise
-            return await self._deliver_and_record(deliver, result)
 
         return step
 
-    async def _deliver_and_record(self, deliver: Deliver | None, result: AgentResult
+    async def _deliver_and_record(self, deliver: Deliver | None, after: AfterDelivery,
+                                  result: AgentResult, *, turn: Turn | None = None
                                   ) -> AgentResult:
         """Every reply's one path, a model's or a command's: posted once through the reply
-        ledger (when there is a channel), then stored by capture's writer (durable even while
-        the store is away, never fatal to the reply)."""
+        ledger (when there is a channel), then written with what it leaves (`after`): its
+        ledger entry, its copy in the history through capture's writer (durable even while
+        the store is away, never fatal to the reply), the turn's spend.
+
+        `turn`, given for the turn's last answer: when the reply hands the turn to nobody,
+        nothing follows it, and the turn is marked answered in the same write."""
         with tracing.deliver_span(result.agent_name) as span:
             if deliver is not None:
                 result = await post_result(deliver, result)
-            if result.outbound is not None:
-                await self.writer.record(result.outbound)
+            answered = None
+            if turn is not None and self._done_with_last_reply and (
+                    result.outbound is None
+                    or not route(result.outbound, turn.attachment.listeners, handoff=True)):
+                answered = turn.message.id
+            # Shielded: a posted reply is recorded whole even when its turn is cancelled.
+            others = await asyncio.shield(after.commit(result.outbound, answered=answered))
+            if answered is not None and others is not None:
+                self._finished[answered] = others
             span.set({"threadline.delivered_ids": list(result.delivered_ids)})
         return result
 

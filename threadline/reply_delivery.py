@@ -1,7 +1,8 @@
 """Posting one agent's reply once, while it is written: the reply ledger around a live reply.
 
 The ledger rule (see `history.inbox`): a reply is claimed (`delivering`) before anything of it
-reaches the platform and recorded `delivered`, with every platform id it occupies, after. A
+reaches the platform and recorded `delivered`, with every platform id it occupies, after (in
+the pipeline, in the one write that also stores the reply: `threadline.after_delivery`). A
 streamed reply is claimed at its first visible text, marked as streaming, and the claim takes
 the final text just before the platform is asked to show it whole. So a turn taken again after
 a crash tells the two apart: a claim still marked as streaming means the process died while
@@ -23,6 +24,7 @@ from dataclasses import replace
 
 import structlog
 
+from threadline.after_delivery import AfterDelivery, Delivered
 from threadline.channels.base import Channel, LiveReply, Post, PostedOnce
 from threadline.errors import ChannelError, InvalidMessageError, StoreError
 from threadline.history.files import files_of
@@ -73,12 +75,16 @@ def interrupted_stream(earlier: Delivery) -> bool:
 class LedgeredReply:
     """The pipeline's `Deliver` for one agent's reply to one inbound turn on one channel.
 
-    `post`, when given, posts the reply whole instead of the channel's live reply.
+    `post`, when given, posts the reply whole instead of the channel's live reply. With
+    `after_delivery`, the posted reply's `delivered` is left to it, to be written with the
+    reply's other writes (`threadline.after_delivery`); an apology is recorded at once.
     """
 
     def __init__(self, *, inbox: TurnInbox, channel: Channel, inbound: StoredMessage,
-                 agent_name: str, post: Post | None = None) -> None:
+                 agent_name: str, post: Post | None = None,
+                 after_delivery: AfterDelivery | None = None) -> None:
         self._inbox = inbox
+        self._after_delivery = after_delivery
         self._channel = channel
         self._post = post
         self._inbound = inbound
@@ -122,7 +128,7 @@ class LedgeredReply:
         if not await self._claimed(outbound):
             await self._close()
             return list(self._earlier_ids or ())
-        return await self._finish(outbound)
+        return await self._finish(outbound, self._after_delivery)
 
     async def abandon(self, error: BaseException | None) -> None:
         if self._shown is None:
@@ -136,7 +142,7 @@ class LedgeredReply:
                           metadata=replace(self._shown.metadata, mentions=()))
         self._log.warning("delivery.reply_abandoned", reply_id=apology.id, error=repr(error),
                           outcome="what was shown is replaced by the apology")
-        await self._finish(apology)
+        await self._finish(apology, None)
 
     async def _claimed(self, outbound: StoredMessage) -> bool:
         """Whether this attempt may post the reply (it claimed it now or earlier)."""
@@ -166,7 +172,7 @@ class LedgeredReply:
         self._claim = outbound
         return True
 
-    async def _finish(self, outbound: StoredMessage) -> list[str]:
+    async def _finish(self, outbound: StoredMessage, after: AfterDelivery | None) -> list[str]:
         bound = self._log.bind(reply_id=outbound.id)
         if self._claim != outbound and self._ledger:
             try:  # the claim takes the final text before the platform shows it whole
@@ -183,7 +189,9 @@ class LedgeredReply:
             bound.error("pipeline.delivery_failed", error=str(exc), error_type=type(exc).__name__)
         finally:
             await self._close()
-        if self._ledger:
+        if self._ledger and after is not None:
+            after.deliver(Delivered(outbound.id, tuple(ids)))
+        elif self._ledger:
             try:
                 await self._inbox.finish_delivery(outbound.id, ids)
             except StoreError as exc:

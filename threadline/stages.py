@@ -122,9 +122,21 @@ Next = Callable[[Turn], Awaitable[list[AgentResult]]]
 
 
 class Stage(Protocol):
-    """One step every turn walks; see the module docstring."""
+    """One step every turn walks; see the module docstring.
+
+    A stage that does nothing once `call_next` returned says so with a class attribute
+    `acts_after_answer = False` (see `answer_ends_walk`)."""
 
     async def __call__(self, turn: Turn, call_next: Next) -> list[AgentResult]: ...
+
+
+def answer_ends_walk(stages: Sequence[Stage]) -> bool:
+    """Whether a turn is done once its answer step is: no stage acts after it (speaks,
+    posts, marks turns answered), so the pipeline marks the turn answered with its last
+    reply, in the same write (`threadline.after_delivery`). A stage that does not say
+    `acts_after_answer = False` is taken to act after: its turns are marked answered once
+    the walk is done, as every turn's promise asks ("answered" after every reply)."""
+    return not any(getattr(stage, "acts_after_answer", True) for stage in stages)
 
 
 class TurnActions(Protocol):

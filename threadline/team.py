@@ -126,7 +126,8 @@ class Team:
         self.writer = writer or agents[0].writer
         for agent in agents:
             agent.writer = self.writer
-        chosen = inbox or parts_of(self.store).inbox or MemoryInbox()
+        parts = parts_of(self.store)
+        chosen = inbox or parts.inbox or MemoryInbox()
         self.lock: ConversationLock = lock or SingleProcessLock()
         self.pipeline = TurnPipeline(
             agents={a.name: a for a in agents}, inbox=chosen, writer=self.writer,
@@ -136,7 +137,7 @@ class Team:
             commands=default_commands() if commands is None else commands,
             stages=in_order({"commands": CommandStage(), "schedules": ScheduleStage(),
                              **(stages or {})}),
-            approvals=approvals)
+            approvals=approvals, together=parts.together)
         self._channels: list[Channel] = []
         self._starting: list[Channel] = []  # started (or starting) and not stopped yet
         self.files = files

@@ -6,7 +6,7 @@ them, so none of them imports another just to name a turn.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -162,6 +162,32 @@ class TurnAgent(Protocol):
                      latency: float = 0.0) -> AgentResult: ...
 
 
+class Settling(Protocol):
+    """A write an agent turn owes once it is done: its spend
+    (`threadline.spend.ledger.Settlement`)."""
+
+    @property
+    def ledger(self) -> object:
+        """The part it is written to (a backend writes together only what it holds)."""
+        ...
+
+    @property
+    def heard(self) -> Callable[[Any], None]:
+        """Told what writing it returned, or the `StoreError` that kept it from being written."""
+        ...
+
+    async def settle(self) -> None:
+        """Write it on its own."""
+        ...
+
+
+class Owing(Protocol):
+    """Where an agent turn leaves what it owes, to be written with its delivered reply in one
+    transaction (the pipeline's: `threadline.after_delivery.AfterDelivery`)."""
+
+    def owe(self, settlement: Settling) -> None: ...
+
+
 @dataclass(slots=True)
 class TurnContext:
     """One turn of one agent: who is answering, what, where, and a logger that says so.
@@ -173,6 +199,9 @@ class TurnContext:
     the agent answers (`mention`, `alias`, `dm`, `reply`, `thread`, `respond_to_all`,
     `agent_mention`, `schedule`), or is None when no team routed the turn. `channel` names the
     channel the turn came in on (None without one): a tool made per turn posts there later.
+    `after_delivery`, given by the turn pipeline, gathers what the turn leaves to write (its
+    spend) so the pipeline writes it with the delivered reply, in one transaction; without it
+    each part writes its own at once.
     """
 
     agent: TurnAgent
@@ -184,3 +213,4 @@ class TurnContext:
     deliver: Deliver | None = None
     reason: str | None = None
     channel: str | None = None
+    after_delivery: Owing | None = None

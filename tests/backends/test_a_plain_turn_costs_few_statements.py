@@ -5,12 +5,14 @@ The counts are this file's own constants: a change that adds a statement to ever
 here, and whoever means it changes the constant with the reason beside it. Run with `-s` to see
 the statements of the turn.
 
-Counted: every statement the store (and on PostgreSQL, the conversation lock) sends, and every
-transaction it opens (on PostgreSQL each costs a BEGIN and a COMMIT round trip of its own, and
-the COMMIT waits for the disk; reads there run outside transactions), and on SQLite how many
-of them were sent to the store's threads rather than run on the event loop. The turn counted is a
-conversation's second, so the history and the recall index hold something; the team is stopped
-inside the count, so nothing the turn left running escapes it.
+Counted: every statement the store (and on PostgreSQL, the conversation lock) sends, every
+transaction it opens (on PostgreSQL each costs a BEGIN and a COMMIT round trip of its own;
+reads there run outside transactions), on PostgreSQL every commit: a transaction's, or a
+write sent alone (autocommit). Each commit waits for the disk (about 1 to 4 ms here), which
+makes commits, not statements, most of what a turn costs there. On SQLite, how many of the
+transactions were sent to the store's threads rather than run on the event loop. The turn
+counted is a conversation's second, so the history and the recall index hold something; the
+team is stopped inside the count, so nothing the turn left running escapes it.
 """
 
 from __future__ import annotations
@@ -30,26 +32,39 @@ from threadline.agents.agent import Agent
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.locks import ConversationLock
+from threadline.spend import DailyBudgets
+from threadline.spend.limit import SpendLimitInterceptor
 from threadline.team import Team
 
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
 SQLITE_STATEMENTS = 16
-# The reads of one statement on the event loop (the newest turns, the summary, the handoff)
-# are their own snapshot, without BEGIN and ROLLBACK (`SqliteBackend.read_few`): not counted.
-SQLITE_TRANSACTIONS = 9
+# 11 before: the reads of one statement on the event loop (the newest turns, the summary, the
+# handoff) are their own snapshot, without BEGIN and ROLLBACK (`SqliteBackend.read_few`); and
+# the delivered reply's ledger entry, its copy in the history and the turn marked answered are
+# written in one transaction (`threadline.after_delivery`).
+SQLITE_TRANSACTIONS = 7
 # Of those, sent to the store's threads (each a hop costing more than a small statement): the
 # recall search only; the other reads and writes touch a few rows and run on the event loop
 # (`SqliteBackend.read_few`, `write_few`).
 SQLITE_HOPS = 1
 POSTGRES_STATEMENTS = 12
-# The inbox's and the ledger's six writes are one statement each, sent without BEGIN and
-# COMMIT (`operations.one_write`); the two history writes stay in transactions.
+# Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
+# the inbox's three before the answer and the ledger's claim. The turn's copy in the history
+# is one transaction; the delivered reply's writes (ledger, history, inbox) another.
 POSTGRES_TRANSACTIONS = 2
+# 8 before the delivered reply's writes shared one commit: the ledger's delivered and the
+# inbox's answered were commits of their own.
+POSTGRES_COMMITS = 6
+# With a spend ledger (no caps: nothing is reserved), a turn's spend is one statement more, in
+# the delivered reply's transaction: no transaction or commit more.
+WITH_SPEND = 1
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
+_WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
 @dataclass
@@ -60,8 +75,9 @@ class Tally:
     statements: list[str] = field(default_factory=list)
     transactions: int = 0
     hops: int = 0
+    commits: int = 0  # PostgreSQL: transactions, and writes sent alone
 
-    def statement(self, sql: str) -> None:
+    def statement(self, sql: str, *, alone: bool = False) -> None:
         if not self.counting:
             return
         words = sql.strip().upper()
@@ -69,10 +85,12 @@ class Tally:
             self.transactions += words.startswith("BEGIN")
         else:
             self.statements.append(" ".join(sql.split())[:160])
+            self.commits += alone and words.startswith(_WRITES)
 
     def begun(self) -> None:
         if self.counting:
             self.transactions += 1
+            self.commits += 1
 
     def hopped(self) -> None:
         if self.counting:
@@ -80,7 +98,7 @@ class Tally:
 
     def show(self, label: str) -> None:
         print(f"\n{label}: {len(self.statements)} statements in {self.transactions} "
-              f"transactions, {self.hops} of them sent to a thread")
+              f"transactions, {self.commits} commits, {self.hops} sent to a thread")
         for number, sql in enumerate(self.statements, 1):
             print(f"  {number:2d}. {sql}")
 
@@ -123,7 +141,8 @@ def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
     for engine in (backend.alchemy_engine().sync_engine, lock._engine.sync_engine):
         @event.listens_for(engine, "before_cursor_execute")
         def before(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
-            tally.statement(sql)
+            tally.statement(sql, alone=conn.get_execution_options().get(
+                "isolation_level") == "AUTOCOMMIT")
 
         @event.listens_for(engine, "begin")
         def begin(conn: Any) -> None:
@@ -132,9 +151,11 @@ def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
-                         lock: ConversationLock | None = None) -> None:
+                         lock: ConversationLock | None = None, *, spend: bool = False) -> None:
     model = ScriptedModel()
-    team = Team([Agent(name="support", conversation_history=store, provider=model)],
+    limits = [SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets())] if spend else []
+    team = Team([Agent(name="support", conversation_history=store, provider=model,
+                       interceptors=limits)],
                 lock=lock, scan_interval=3600)
     channel = RecordingChannel()
     team.attach(channel)
@@ -151,28 +172,30 @@ async def one_plain_turn(store: SqlConversationStore, tally: Tally,
     assert [text for _, text, _ in channel.sent][-1] == "re: Ann: @support and order 4402?"
 
 
+@pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
 async def test_a_plain_turn_on_sqlite_costs_few_statements(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spend: bool) -> None:
     tally = Tally()
     with sqlite_traced(monkeypatch, tally):
         async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
-            await one_plain_turn(store, tally)
+            await one_plain_turn(store, tally, spend=spend)
     tally.show("SQLite")
-    assert (len(tally.statements), tally.transactions) == (SQLITE_STATEMENTS,
-                                                           SQLITE_TRANSACTIONS)
+    assert (len(tally.statements), tally.transactions) == (
+        SQLITE_STATEMENTS + spend * WITH_SPEND, SQLITE_TRANSACTIONS)
     assert tally.hops == SQLITE_HOPS
 
 
 @pytest.mark.postgres
-async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str) -> None:
+@pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
+async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend: bool) -> None:
     tally = Tally()
     # A lively chat: the conversation is still held from its last turn (a turn after a pause
     # longer than the lock's linger also takes and gives back the lock: two more).
     lock = PostgresConversationLock(pg_url, linger=3600)
     async with SqlConversationStore(pg_url) as store:
         postgres_traced(store, lock, tally)
-        await one_plain_turn(store, tally, lock)
+        await one_plain_turn(store, tally, lock, spend=spend)
     await lock.close()
     tally.show("PostgreSQL")
-    assert (len(tally.statements), tally.transactions) == (POSTGRES_STATEMENTS,
-                                                           POSTGRES_TRANSACTIONS)
+    assert (len(tally.statements), tally.transactions, tally.commits) == (
+        POSTGRES_STATEMENTS + spend * WITH_SPEND, POSTGRES_TRANSACTIONS, POSTGRES_COMMITS)

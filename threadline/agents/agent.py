@@ -91,6 +91,7 @@ from threadline.turn import (
     AgentResult,
     Deliver,
     Grounding,
+    Owing,
     PromptFigures,
     TurnContext,
     reply_turn_id,
@@ -320,6 +321,7 @@ class Agent:
         reason: str | None = None,
         recording: Interceptor | None = None,
         channel: str | None = None,
+        after_delivery: Owing | None = None,
     ) -> AgentResult:
         """Answer one inbound turn; see the module docstring for the path it takes.
 
@@ -327,12 +329,15 @@ class Agent:
         default, the turn pipeline's when it drives the agent. `deliver` is where the reply is
         shown while it is written (the status, streamed text). `reason` says why this agent
         answers (the team's routing decision); `channel` is the channel the turn came in on.
+        `after_delivery` (the pipeline's) gathers what the turn leaves to write, to be written
+        with its delivered reply.
         """
         context = TurnContext(
             agent=self, inbound=message, conversation_id=message.conversation_id,
             store=self.store,
             log=log.bind(conversation_id=message.conversation_id, agent=self.name),
             aliases=tuple(aliases), deliver=deliver, reason=reason, channel=channel,
+            after_delivery=after_delivery,
         )
         chain = (recording or CaptureInterceptor(self.writer), *self.interceptors)
         with tracing.agent_span(self.name, message.conversation_id, reason=reason,

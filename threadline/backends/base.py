@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from threadline.after_delivery import WritesTogether
 from threadline.agents.approvals import ApprovalBook
 from threadline.channels.shard_leases import ShardLeases
 from threadline.feedback.votes import FeedbackBook
@@ -86,6 +87,9 @@ class Backend:
     # Which replica holds which gateway shard (Discord); None: shards cannot be shared.
     shard_leases: ShardLeases | None = None
     lock: ConversationLock | None = None
+    # Commits a delivered reply's writes (ledger, history, inbox, spend) in one transaction;
+    # None: each is written on its own (`threadline.after_delivery`).
+    together: WritesTogether | None = None
     # How to make what the backend keeps for one platform, by its name: a Slack app's
     # installations in many workspaces under "slack" (`threadline.channels.slack.
     # installations`). Made when a channel of that platform is built, so a backend never

@@ -43,6 +43,8 @@ async def backfill(store: ConversationStore, message: StoredMessage,
 class BackfillStage:
     """See the module docstring."""
 
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
+
     def __init__(self, *, limit: int) -> None:
         self.limit = limit
         self._seen: OrderedDict[str, None] = OrderedDict()

@@ -29,6 +29,8 @@ log = structlog.get_logger("threadline.pipeline")
 class CommandStage:
     """Claims command turns; see the module docstring."""
 
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
+
     async def __call__(self, turn: Turn, call_next: Next) -> list[AgentResult]:
         command = turn.command
         if command is None:

@@ -15,6 +15,8 @@ from threadline.turn import AgentResult
 class HandoffStage:
     """Keeps the bot quiet in handed-off conversations; see the module docstring."""
 
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
+
     def __init__(self, desk: HandoffDesk) -> None:
         self.desk = desk
 

@@ -76,11 +76,17 @@ class DurableWriter:
             log.info("capture.outbox_found", path=str(self.outbox.path))
             self._kick()
 
+    def takes_now(self) -> bool:
+        """Whether a turn recorded now would go to the store at once: no outbox, or one with
+        nothing waiting (a new turn never goes ahead of those). A write made with the store's
+        other writes (`threadline.after_delivery`) asks first."""
+        return self.outbox is None or not self.outbox.has_pending()
+
     async def record(self, message: StoredMessage) -> Recorded:
         """Store one turn now if possible, otherwise durably in the outbox; never loses it.
 
         "duplicate" when the store already had it (a turn answered again after a crash)."""
-        if self.outbox is None or not self.outbox.has_pending():
+        if self.outbox is None or not self.outbox.has_pending():  # `takes_now`
             try:
                 return "stored" if await self.store.append(message) else "duplicate"
             except InvalidMessageError:

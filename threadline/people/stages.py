@@ -16,6 +16,8 @@ class AccessStage:
     keeps its author from; it is still stored, and the log says which list refused it. A
     command that acts on others is refused, in words, to anyone not an admin."""
 
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
+
     def __init__(self, access: Access) -> None:
         self.access = access
 
@@ -58,6 +60,8 @@ class RateLimitStage:
     """The `rate_limit` stage (`threadline.stages`): every kind of turn a person causes (a
     message, a command, a schedule they set) counts against the same limits; over them, the
     turn is stored, the person told once, and nobody answers."""
+
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
 
     def __init__(self, limiter: RateLimitInterceptor) -> None:
         self.limiter = limiter

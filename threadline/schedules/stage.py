@@ -20,6 +20,8 @@ from threadline.turn import AgentResult
 class ScheduleStage:
     """Claims schedules' turns; see the module docstring."""
 
+    acts_after_answer = False  # its turns pass on to the answer and come back as they are
+
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or SystemClock()
 

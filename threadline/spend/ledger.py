@@ -15,9 +15,11 @@ same order (scope, subject), so concurrent turns cannot deadlock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from threadline.errors import StoreError
 
 Scope = str  # "agent", "conversation" or "person"
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,33 @@ class Refusal:
     charge: Charge
     spent_tokens: int
     reserved_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """A finished turn's spend owed to `ledger` (the arguments of `SpendLedger.settle`), and
+    `heard`, told the rows' new totals or the error that kept them from being written.
+
+    Settled at once (`settle`) by an agent used on its own; the turn pipeline settles it in
+    the transaction that records the delivered reply (`threadline.after_delivery`).
+    """
+
+    ledger: SpendLedger
+    day: str
+    charges: tuple[Charge, ...]
+    reserved: int
+    spend: Spend
+    heard: Callable[[list[SpendTotals] | StoreError], None]
+
+    async def settle(self) -> None:
+        """Write it on its own (its own transaction)."""
+        try:
+            totals = await self.ledger.settle(day=self.day, charges=self.charges,
+                                              reserved=self.reserved, spend=self.spend)
+        except StoreError as exc:
+            self.heard(exc)
+            return
+        self.heard(totals)
 
 
 class SpendLedger(Protocol):

@@ -9,7 +9,8 @@ in the shared ledger on each capped row; when any row has reached its cap the tu
 with a friendly reply saying when the budget resets, and the model is not called. After the
 turn, the reservation is settled with what the provider reported (input, cache and output
 tokens) and an estimated cost, together with what other model calls made for the turn cost
-(a rolling summary written while the prompt was assembled: see `MeteredProvider`). A ledger
+(a rolling summary written while the prompt was assembled: see `MeteredProvider`); in a team,
+in the transaction that records the delivered reply (`threadline.after_delivery`). A ledger
 that cannot be reached does not silence the bot: the turn is answered and the failure logged.
 """
 
@@ -19,12 +20,20 @@ import asyncio
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import datetime
+from functools import partial
 
 from threadline.agents.llm import ModelProvider, ModelRequest, ModelResponse, ModelUsage
 from threadline.errors import StoreError
 from threadline.interceptors.base import CallNext
 from threadline.spend.budget import DailyBudgets, Price, SpendDay
-from threadline.spend.ledger import Charge, Refusal, Spend, SpendLedger, SpendTotals
+from threadline.spend.ledger import (
+    Charge,
+    Refusal,
+    Settlement,
+    Spend,
+    SpendLedger,
+    SpendTotals,
+)
 from threadline.turn import AgentResult, TurnAgent, TurnContext
 
 STOP_REASON = "budget_exhausted"
@@ -138,8 +147,15 @@ class SpendLimitInterceptor:
         finally:
             _SIDE_SPEND.reset(token)
             spend = sum(side, spend)
-            # Shielded: a cancelled turn still gives its reservation back.
-            await asyncio.shield(self._settle(context, day, charges, reserved, spend))
+            settlement = Settlement(self.ledger, day, tuple(charges), reserved, spend,
+                                    partial(self._heard, context, spend))
+            if context.after_delivery is not None:
+                # The pipeline writes it with the delivered reply, in one transaction; it
+                # settles it on every path, a failed or cancelled turn's too.
+                context.after_delivery.owe(settlement)
+            else:
+                # Shielded: a cancelled turn still gives its reservation back.
+                await asyncio.shield(settlement.settle())
 
     def _spent(self, agent: str, result: AgentResult) -> Spend:
         """The turn's spend, each model's tokens at that model's price."""
@@ -149,16 +165,13 @@ class SpendLimitInterceptor:
         return sum((spend_of(usage, self.model_prices.get((agent, model), default))
                     for model, usage in result.usage_by_model.items()), Spend())
 
-    async def _settle(self, context: TurnContext, day: str, charges: list[Charge],
-                      reserved: int, spend: Spend) -> None:
-        try:
-            totals = await self.ledger.settle(day=day, charges=charges, reserved=reserved,
-                                              spend=spend)
-        except StoreError as exc:
-            context.log.warning("spend.unrecorded", error=str(exc), tokens=spend.tokens)
-            return
-        if self.on_spend is not None:
-            self.on_spend(context.agent.name, totals[0])  # the agent row sorts first
+    def _heard(self, context: TurnContext, spend: Spend,
+               outcome: list[SpendTotals] | StoreError) -> None:
+        """A settled turn's new totals for `on_spend`, or the error that kept it unrecorded."""
+        if isinstance(outcome, StoreError):
+            context.log.warning("spend.unrecorded", error=str(outcome), tokens=spend.tokens)
+        elif self.on_spend is not None:
+            self.on_spend(context.agent.name, outcome[0])  # the agent row sorts first
 
     def _refuse(self, context: TurnContext, refusal: Refusal, resets: datetime
                 ) -> AgentResult:

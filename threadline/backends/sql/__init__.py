@@ -5,8 +5,9 @@ translation (`SqlConversationStore.run`): the inbox and reply ledger, people, sp
 records, tool approvals, the bytes of turns' files, turns' vectors (with numpy: the embeddings
 extra), gateway shard leases, a Slack app's installations, the `http` platform's replies
 waiting for their caller, Matrix accounts' sync positions; on PostgreSQL a conversation lock
-(advisory locks) owns a conversation across processes. Turns the database cannot take wait in
-an outbox file beside it.
+(advisory locks) owns a conversation across processes. A delivered reply's writes (ledger,
+history, inbox, spend) share one transaction (`SqlWritesTogether`). Turns the database cannot
+take wait in an outbox file beside it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from threadline.backends.sql.schedules import SqlScheduleBook
 from threadline.backends.sql.shard_leases import SqlShardLeases
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.store import SqlConversationStore
+from threadline.backends.sql.together import SqlWritesTogether
 from threadline.history.beside import add_adopter
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import VectorIndex, vectors_supported
@@ -76,6 +78,7 @@ def _parts(store: SqlConversationStore, options: BackendOptions, *, lock_url: st
                    files=SqlFileStore(store, directory=options.files_directory,
                                       inline_max_bytes=options.files_inline_max_bytes),
                    shard_leases=SqlShardLeases(store), vectors=_vectors(store), lock=lock,
+                   together=SqlWritesTogether(store),
                    platform_parts={"slack": partial(_slack_installations, store),
                                    "http": partial(SqlReplyOutbox, store),
                                    "matrix": partial(SqlMatrixSyncPositions, store)},

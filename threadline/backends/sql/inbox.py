@@ -130,7 +130,9 @@ def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
 
 
 @one_write
-def _finish(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> bool:
+def finish_turn(conn: SqlRunner, turn_id: str, state: str, error: str | None) -> bool:
+    """`TurnInbox.finish` in the caller's transaction (alone, or with a delivered reply's
+    other writes: `SqlWritesTogether`)."""
     # An answered turn's text lives on in the history; the inbox keeps only its outcome. The
     # same statement says whether other turns of the conversation are open (its owner would
     # otherwise read them once more to find none).
@@ -223,7 +225,8 @@ def _update_delivery(conn: SqlRunner, reply: StoredMessage) -> None:
 
 
 @one_write
-def _finish_delivery(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
+def record_delivered(conn: SqlRunner, key: str, platform_ids: Sequence[str]) -> None:
+    """`TurnInbox.finish_delivery` in the caller's transaction (see `finish_turn`)."""
     conn.rowcount(
         "UPDATE threadline_deliveries SET state = 'delivered', platform_ids = :ids, "
         "updated_us = :now WHERE delivery_key = :key",
@@ -272,7 +275,7 @@ class SqlTurnInbox:
         return current
 
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> bool:
-        others: bool = await self._run("finish a turn", True, _finish, turn_id, state.value,
+        others: bool = await self._run("finish a turn", True, finish_turn, turn_id, state.value,
                                        error)
         return others
 
@@ -299,7 +302,7 @@ class SqlTurnInbox:
         await self._run("update a reply being posted", True, _update_delivery, reply)
 
     async def finish_delivery(self, reply_id: str, platform_ids: Sequence[str]) -> None:
-        await self._run("record a delivered reply", True, _finish_delivery, reply_id,
+        await self._run("record a delivered reply", True, record_delivered, reply_id,
                         list(platform_ids))
 
     async def delivery(self, reply_id: str) -> Delivery | None:

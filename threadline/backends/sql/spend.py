@@ -90,8 +90,10 @@ def _reserve(runner: SqlRunner, day: str, charges: Sequence[Charge], tokens: int
 
 
 @one_write
-def _settle(runner: SqlRunner, day: str, charges: Sequence[Charge], reserved: int,
-            spend: Spend) -> list[SpendTotals]:
+def settle_rows(runner: SqlRunner, day: str, charges: Sequence[Charge], reserved: int,
+                spend: Spend) -> list[SpendTotals]:
+    """`SqlSpendLedger.settle` in the caller's transaction (alone, or with a delivered
+    reply's other writes: `SqlWritesTogether`)."""
     ordered = _ordered(charges)
     params = {**_keys(day, ordered), "input_tokens": spend.input_tokens,
               "output_tokens": spend.output_tokens, "cache_read_tokens": spend.cache_read_tokens,
@@ -127,7 +129,7 @@ class SqlSpendLedger:
         """Give back what `reserve` held on the capped rows and add what was used to every row;
         returns the rows' new totals in (scope, subject) order. With `reserved=0` a turn that
         reserved nothing is recorded."""
-        return await self.store.run("record model spend", _settle, day, charges, reserved,
+        return await self.store.run("record model spend", settle_rows, day, charges, reserved,
                                     spend, write=True, few=True)
 
     async def totals(self, *, day: str, scope: Scope) -> list[SpendTotals]:

@@ -265,6 +265,27 @@ class SqlConversationStore:
         finally:
             self._flusher = None
 
+    async def append_with(self, action: str, message: StoredMessage | None,
+                          beside: Callable[[ops.SqlRunner], T]) -> T:
+        """`message` appended (when given) and `beside` run in the same transaction:
+        statements of the parts kept beside the history (the inbox, the reply ledger, spend)
+        committed with the turn (`SqlWritesTogether`). Not grouped with other appends: the
+        transaction is the caller's."""
+        if self._closed:
+            raise StoreError(f"conversation store {self._describe()} is closed")
+        messages = [message] if message is not None else []
+        counts = [message_tokens(m, self._counter) for m in messages]
+        channel = self._channel
+
+        def together(conn: ops.SqlRunner) -> tuple[list[bool], T]:
+            flags = _write_announced(conn, messages, counts, channel=channel) if messages else []
+            return flags, beside(conn)
+
+        flags, outcome = await self._call(action, True, together, few=True)
+        if messages and self._listener is None:  # PostgreSQL notifies through LISTEN
+            self._changes.notify(appended(messages, flags))
+        return outcome
+
     async def edit_message(self, conversation_id: str, message_id: str, content: str) -> bool:
         current = await self.get_by_ids(conversation_id, [message_id])
         if not current:

@@ -1,0 +1,67 @@
+"""In a team, a turn's spend is settled in the write that records its delivered reply (one
+commit, `threadline.after_delivery`), and a turn that fails still gives back what it held."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
+from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
+from threadline.agents.agent import Agent
+from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
+from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.spend import SqlSpendLedger
+from threadline.spend import DailyBudgets, SpendDay
+from threadline.spend.limit import SpendLimitInterceptor
+from threadline.team import Team
+
+DAY = datetime(2026, 3, 5, 12, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path
+                ) -> AsyncIterator[SqlConversationStore]:
+    if request.param == "sqlite":
+        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as opened:
+            yield opened
+        return
+    url = await fresh_pg_schema(pg_url_or_skip())
+    try:
+        async with SqlConversationStore(url) as opened:
+            yield opened
+    finally:
+        await drop_pg_schema(url)
+
+
+def answer_or_fail(request: ModelRequest) -> ModelResponse:
+    if "fail" in request.messages[-1].content:
+        raise RuntimeError("the model fell over")
+    return ModelResponse(text="noted", usage=ModelUsage(input_tokens=300, output_tokens=50))
+
+
+async def test_spend_is_settled_with_the_reply_and_after_a_failed_turn(
+        store: SqlConversationStore) -> None:
+    ledger = SqlSpendLedger(store)
+    heard: list[int] = []
+    limit = SpendLimitInterceptor(ledger, budgets=DailyBudgets(per_conversation=10_000),
+                                  day=SpendDay(clock=lambda: DAY), reserve=400,
+                                  on_spend=lambda agent, totals: heard.append(totals.turns))
+    team = Team([Agent(name="support", conversation_history=store,
+                       provider=ScriptedModel(answer_or_fail), interceptors=[limit])])
+    channel = RecordingChannel()
+    team.attach(channel)
+    await team.start()
+    answered = await team.handle(say("@support hello", conversation_id="c1"), channel)
+    failed = await team.handle(say("@support fail now", conversation_id="c1"), channel)
+    await team.stop()
+
+    assert [r.output for r in answered] == ["noted"] and failed == []
+    [row] = await ledger.totals(day="2026-03-05", scope="conversation")
+    # Both turns counted; the failed one gave back its hold of 400 and spent nothing.
+    assert (row.spent.tokens, row.reserved_tokens, row.turns) == (350, 0, 2)
+    assert heard == [1, 2]  # the agent row's totals, heard after each settlement
+    assert [text for _, text, _ in channel.sent] == ["noted"]
