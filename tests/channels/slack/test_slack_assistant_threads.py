@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
 from tests.fakes.slack import FakeSlack
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
@@ -72,6 +72,8 @@ async def test_a_new_assistant_thread_gets_the_prompts_and_its_context_is_kept(
 async def test_the_assistant_thread_is_the_agents_conversation(
     sqlite_url: str, model: FakeAnthropic,
 ) -> None:
+    # Written at a pace, so it streams (a reply whole at once is posted whole).
+    model.script(text("It is where the team talks about everything.", tokens_per_second=50))
     async with assistant(sqlite_url, model) as (slack, channel, store, team):
         await slack.deliver_event(channel.events_url, slack.assistant_thread_event())
         question = slack.message_event("what is this channel about?", channel="D0ALICE",

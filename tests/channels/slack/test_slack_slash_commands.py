@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture
+from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
 from tests.fakes.slack import FakeSlack, slack_rig
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
@@ -133,6 +133,8 @@ async def test_a_command_that_could_not_be_recorded_is_acked_asking_to_send_it_a
 async def test_forget_is_confirmed_with_the_button_under_the_question(
     sqlite_url: str, model: FakeAnthropic,
 ) -> None:
+    # Written at a pace, so it streams (a reply whole at once is posted whole).
+    model.script(text("Sorry about that, I am looking into it now.", tokens_per_second=50))
     async with running(sqlite_url, model) as app:
         post = app.slack.message_event("<@U0BOT> my order 7781 never arrived")
         await app.slack.deliver_event(app.channel.events_url, post)
