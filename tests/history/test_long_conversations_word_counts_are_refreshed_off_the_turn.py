@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 from tests.history.helpers import ANN, BOB, turn
+from threadline.backends.sql import lexeme_counts
 from threadline.backends.sql.lexeme_counts import STALE_SHARE
 from threadline.backends.sql.postgres import AlchemyRunner
 from threadline.history.store import ConversationStore
@@ -29,6 +30,11 @@ async def _axolotls(store: ConversationStore) -> int:
 async def _appended(store: ConversationStore, texts: list[str], *, first: int) -> None:
     await store.append_many([turn(text, conversation_id=CONVERSATION, who=BOB if n % 2 else ANN,
                                   minute=first + n) for n, text in enumerate(texts)])
+
+
+@pytest.fixture(autouse=True)
+def every_search_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexeme_counts, "CHECK_SECONDS", 0.0)
 
 
 @pytest.mark.parametrize("store", ["postgresql"], indirect=True)
@@ -56,3 +62,15 @@ async def test_a_large_change_is_counted_before_the_search(store: ConversationSt
     await store.delete_messages(CONVERSATION, [
         m.id for m in await store.get(CONVERSATION) if "more" in m.content])
     assert await _axolotls(store) == 2  # a deletion is a change too
+
+
+@pytest.mark.parametrize("store", ["postgresql"], indirect=True)
+async def test_searches_close_together_read_where_the_conversation_stands_once(
+        store: ConversationStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexeme_counts, "CHECK_SECONDS", 3600.0)
+    await _appended(store, ["an axolotl tank", "lunch at noon"], first=0)
+    assert await _axolotls(store) == 1
+    await _appended(store, ["another axolotl", "and one more axolotl"], first=2)
+    assert await _axolotls(store) == 1  # checked a moment ago: the kept counts, unread
+    monkeypatch.setattr(lexeme_counts, "CHECK_SECONDS", 0.0)
+    assert await _axolotls(store) == 3

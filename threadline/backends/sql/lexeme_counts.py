@@ -7,7 +7,8 @@ four words a search, and one round trip more each to stem the word: most of a co
 time. A knowledge source changes only when synced, so its words are counted once, all together,
 by `ts_stat` over the conversation's tsvectors (0.7 to 3.6 s at 100,000 sections), and kept by
 the store (`KeptLexemeCounts`) while the conversation is unchanged: each search reads the
-conversation's row (its last sequence and its number of turns, one small statement) to know.
+conversation's row (its last sequence and its number of turns, one small statement, at most
+once every CHECK_SECONDS) to know.
 
 Counting again inside a turn stalled it for those seconds, which an expiry every 10 minutes
 did. So counts are read in a search only when none are kept or the conversation changed by more
@@ -20,6 +21,8 @@ Words' stems (`to_tsquery`'s lexemes) are asked for in one statement per search,
 
 from __future__ import annotations
 
+import math
+import time
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -31,6 +34,9 @@ from threadline.backends.sql.operations import LONG_COUNTED, SqlRunner
 # Share of a conversation's turns written or deleted since its counts were read up to which
 # the kept counts are served (and refreshed in the background); beyond, a search reads them.
 STALE_SHARE = 0.05
+# Seconds during which searches take the kept counts without reading the conversation's row
+# again (a turn's three searches read it once; each read is a round trip).
+CHECK_SECONDS = 5.0
 # Long conversations whose counts are kept at once (about 15,000 words each).
 KEPT_CONVERSATIONS = 16
 # Stems remembered, by word.
@@ -82,13 +88,20 @@ class KeptLexemeCounts:
         self.conversations = conversations
         self.stale_share = stale_share
         self._kept: OrderedDict[str, LexemeCounts] = OrderedDict()
+        self._checked: dict[str, float] = {}
         self._due: set[str] = set()
 
     def counts(self, conn: SqlRunner, conversation_id: str) -> LexemeCounts:
         """The conversation's counts: the kept ones unless it changed by more than
-        `stale_share` since (marked due for a refresh when it changed at all), else read now."""
-        now = _written(conn, conversation_id)
+        `stale_share` since (marked due for a refresh when it changed at all), else read now.
+        Where the conversation stands is read at most once every CHECK_SECONDS."""
         kept = self._kept.get(conversation_id)
+        at = time.monotonic()
+        if kept is not None and at - self._checked.get(conversation_id, -math.inf) < CHECK_SECONDS:
+            self._kept.move_to_end(conversation_id)
+            return kept
+        self._checked[conversation_id] = at
+        now = _written(conn, conversation_id)
         if kept is not None:
             changed = now.changed_since(kept.written)
             if changed <= self.stale_share * max(now.turns, 1):
@@ -121,7 +134,8 @@ class KeptLexemeCounts:
         self._kept[conversation_id] = counts
         self._kept.move_to_end(conversation_id)
         while len(self._kept) > self.conversations:
-            self._kept.popitem(last=False)
+            dropped, _ = self._kept.popitem(last=False)
+            self._checked.pop(dropped, None)
         return counts
 
 
