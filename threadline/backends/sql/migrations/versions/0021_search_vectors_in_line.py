@@ -6,8 +6,9 @@ section's tsvector (about 700 bytes, which pglz does not shrink) was moved out o
 the rows, and each of those cost a TOAST index lookup and a read (about 15 us) in every ranking.
 MAIN moves the compressible text out of line first and keeps the tsvector in the row. Rows
 written before keep their layout until written again (a sync rewrites a changed document's
-sections); nothing is rewritten here, so the upgrade is instant on any table.
-SQLite has no such storage: nothing changes there.
+sections; an UPDATE of other columns does not move them): nothing is rewritten here, so the
+upgrade is instant on any table. `VACUUM FULL threadline_messages` moves them all (measured),
+locking the table while it runs. SQLite has no such storage: nothing changes there.
 
 Revision ID: search_vectors_in_line
 Revises: reply_delivery_status
