@@ -8,8 +8,9 @@ import pytest
 
 from tests.history.helpers import ANN, BOB, turn
 from threadline.backends.sql import postgres, sqlite
-from threadline.backends.sql.lexeme_counts import english_stems, lexeme_counts
-from threadline.backends.sql.operations import SqlRunner, conversation_sizes
+from threadline.backends.sql.lexeme_counts import english_stems
+from threadline.backends.sql.operations import conversation_sizes
+from threadline.backends.sql.postgres import AlchemyRunner
 from threadline.history.search import SearchQuery
 from threadline.history.store import ConversationStore
 
@@ -48,8 +49,8 @@ async def test_a_words_postings_count_its_turns_and_its_speakers_names(
     ])
     query = SearchQuery.parse("axolotl ann")
 
-    def counted(runner: SqlRunner) -> tuple[dict[str, int], int, dict[str, str]]:
-        counts = lexeme_counts(runner, "postings", 3)
+    def counted(runner: AlchemyRunner) -> tuple[dict[str, int], int, dict[str, str]]:
+        counts = runner.lexemes.counts(runner, "postings")
         stems = english_stems(runner, query.terms)
         return ({term: counts.postings(stems[term]) for term in query.terms},
                 counts.postings("heat", prefix=True), english_stems(runner, ["is"]))

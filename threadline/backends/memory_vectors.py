@@ -97,6 +97,18 @@ class MemoryVectorIndex:
                                   through_sequence=through_sequence)
         return [(hit.sequence, hit.score) for hit in hits]
 
+    async def nearest_turns(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[StoredMessage, float]]]:
+        found = []
+        for vector in vectors:
+            hits = await self.nearest(conversation_id, vector, model, limit=limit)
+            turns = {t.id: t for t in await self.history.get_by_ids(
+                conversation_id, [hit.message_id for hit in hits])}
+            found.append([(turns[hit.message_id], hit.score) for hit in hits
+                          if hit.message_id in turns])
+        return found
+
     async def nearest_for_speakers(
         self,
         keys: Collection[str],

@@ -110,6 +110,13 @@ class VectorIndex(Protocol):
         search that reads the turns anyway (`FoundByMeaning`), which drops it there."""
         ...
 
+    async def nearest_turns(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[StoredMessage, float]]]:
+        """For each of `vectors`, the turns of one conversation closest to it, best first,
+        read together (a search asking with several texts at once reads their turns once)."""
+        ...
+
     async def nearest_for_speakers(
         self,
         keys: Collection[str],

@@ -23,7 +23,6 @@ from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
-from threadline.history.vectors import VectorHit
 from threadline.knowledge.ranking import DOCUMENT_WEIGHT, rank_sections, with_lead
 from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
@@ -119,30 +118,24 @@ async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
     fuses them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits,
     and a document's sections are neighbours. Every search runs at once (the store's threads
     and the model's), the texts are embedded in one call and the sections found by meaning
-    alone read in one statement: each step was a thread hop per text, and on a loaded machine
-    the hops, not the work, were most of a search's time."""
+    read in one statement for all of them (`nearest_turns`): each step was a thread hop per
+    text, and on a loaded machine the hops, not the work, were most of a search's time."""
     searched = asyncio.gather(*(
         store.search(conversation, text, limit=CANDIDATES, token_cap=UNCAPPED_TOKENS)
         for text in texts))
     if meaning is None or not texts:
         return list(await searched)
     lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, texts))
-    known = {turn.id: turn for turns in lexical for turn in turns}
-    unread = [i for i in dict.fromkeys(h.message_id for hits in nearest for h in hits)
-              if i not in known]
-    if unread:
-        known.update((t.id, t) for t in await store.get_by_ids(conversation, unread))
-    return [fuse_messages(turns, [known[h.message_id] for h in hits if h.message_id in known],
-                          fusion=meaning.fusion, limit=CANDIDATES)
-            for turns, hits in zip(lexical, nearest, strict=True)]
+    return [fuse_messages(turns, [turn for turn, _ in found], fusion=meaning.fusion,
+                          limit=CANDIDATES)
+            for turns, found in zip(lexical, nearest, strict=True)]
 
 
 async def _nearest(meaning: MeaningSearch, conversation: str, texts: Sequence[str]
-                   ) -> list[list[VectorHit]]:
+                   ) -> list[list[tuple[StoredMessage, float]]]:
     vectors = await meaning.embedder_vectors(texts)
-    return list(await asyncio.gather(*(
-        meaning.index.nearest(conversation, vector, meaning.embedder.name, limit=CANDIDATES)
-        for vector in vectors)))
+    return await meaning.index.nearest_turns(conversation, vectors, meaning.embedder.name,
+                                             limit=CANDIDATES)
 
 
 def fuse_sources(found: Sequence[Sequence[FoundSection]], *, limit: int) -> list[FoundSection]:

@@ -98,20 +98,21 @@ class ConversationVectors:
         grouped = self.clusters.centroids.nbytes if self.clusters is not None else 0
         return int(self.matrix.nbytes + self.sequences.nbytes + grouped)
 
-    def nearest(self, question: bytes, *, limit: int, through_sequence: int | None = None
-                ) -> list[tuple[int, float]]:
-        """(sequence, cosine similarity) of the `limit` vectors nearest `question`, best first:
-        among the nearest groups' when grouped, else (or when the turns after
-        `through_sequence` are left out) all of them."""
+    def nearest(self, questions: Sequence[bytes], *, limit: int,
+                through_sequence: int | None = None) -> list[list[tuple[int, float]]]:
+        """For each question, (sequence, cosine similarity) of the `limit` vectors nearest
+        it, best first: among its nearest groups' when grouped (`Clusters.best`, the
+        questions scored together), else (or when the turns after `through_sequence` are
+        left out) all of them."""
         sequences, matrix = self.sequences, self.matrix
         if self.clusters is not None and through_sequence is None:
-            ranked = self.clusters.best(matrix, question, limit=limit)
+            ranked = self.clusters.best(matrix, questions, limit=limit)
         else:
             if through_sequence is not None and len(sequences):
                 within = sequences <= through_sequence
                 sequences, matrix = sequences[within], matrix[within]
-            ranked = best(matrix, question, limit=limit)
-        return [(int(sequences[row]), score) for row, score in ranked]
+            ranked = [best(matrix, question, limit=limit) for question in questions]
+        return [[(int(sequences[row]), score) for row, score in found] for found in ranked]
 
     def with_rows(self, rows: Sequence[Sequence[Any]]) -> ConversationVectors:
         """These vectors with (sequence, stored vector) rows added; a row for a sequence

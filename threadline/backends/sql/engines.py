@@ -31,6 +31,7 @@ from sqlalchemy.pool import NullPool
 
 from threadline.backends.sql.database_url import sqlite_file
 from threadline.backends.sql.idle_ping import ping_when_idle
+from threadline.backends.sql.lexeme_counts import KeptLexemeCounts
 from threadline.backends.sql.locks import advisory_key
 from threadline.backends.sql.operations import WordCounts, writes_once
 from threadline.backends.sql.postgres import AlchemyRunner
@@ -70,8 +71,9 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(config).get_current_head()
 
 
-def _on_alchemy(connection: Connection, fn: Callable[..., T], *args: Any) -> T:
-    return fn(AlchemyRunner(connection), *args)
+def _on_alchemy(connection: Connection, lexemes: KeptLexemeCounts, fn: Callable[..., T],
+                *args: Any) -> T:
+    return fn(AlchemyRunner(connection, lexemes), *args)
 
 
 class SqliteBackend:
@@ -381,6 +383,10 @@ def migration_lock_key(schema: str) -> int:
     return advisory_key("schema migrations", schema)
 
 
+def _refresh_lexemes(runner: AlchemyRunner, conversation_id: str) -> None:
+    runner.lexemes.refresh(runner, conversation_id)
+
+
 class PostgresBackend:
     """Runs operations on asyncpg through SQLAlchemy's async engine (`run_sync`)."""
 
@@ -404,17 +410,37 @@ class PostgresBackend:
             connect_args=connect_args,
         )
         ping_when_idle(self._engine)
+        # The search's statistics of long conversations, and their refreshes under way.
+        self.lexemes = KeptLexemeCounts()
+        self._refreshes: dict[str, asyncio.Task[None]] = {}
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         if writes_once(fn):  # its one statement is its own transaction (`ops.one_write`)
             return await self._unwrapped(fn, *args)
         async with self._engine.begin() as connection:
-            return await connection.run_sync(_on_alchemy, fn, *args)
+            return await connection.run_sync(_on_alchemy, self.lexemes, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """A read outside a transaction: under READ COMMITTED each statement sees its own
-        snapshot either way, and BEGIN and ROLLBACK would cost two round trips of their own."""
-        return await self._unwrapped(fn, *args)
+        snapshot either way, and BEGIN and ROLLBACK would cost two round trips of their own.
+        A search that found a long conversation's word counts stale (`KeptLexemeCounts`)
+        leaves their refresh to a task of its own, off the turn's path."""
+        try:
+            return await self._unwrapped(fn, *args)
+        finally:
+            for conversation_id in self.lexemes.due():
+                if conversation_id not in self._refreshes:
+                    self._refreshes[conversation_id] = asyncio.ensure_future(
+                        self._refresh_lexemes(conversation_id))
+
+    async def _refresh_lexemes(self, conversation_id: str) -> None:
+        try:
+            await self._unwrapped(_refresh_lexemes, conversation_id)
+        except Exception as exc:  # the kept counts stay; the next search marks it due again
+            log.warning("store.word_counts_refresh_failed", conversation_id=conversation_id,
+                        error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._refreshes.pop(conversation_id, None)
 
     async def read_few(self, fn: Callable[..., T], *args: Any) -> T:
         """`read`: a pooled connection is as near for a few rows as for many."""
@@ -427,7 +453,7 @@ class PostgresBackend:
     async def _unwrapped(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._engine.connect() as connection:
             unwrapped = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            return await unwrapped.run_sync(_on_alchemy, fn, *args)
+            return await unwrapped.run_sync(_on_alchemy, self.lexemes, fn, *args)
 
     def alchemy_engine(self) -> AsyncEngine:
         """The engine itself, for a library that brings its own SQLAlchemy statements."""
@@ -441,4 +467,8 @@ class PostgresBackend:
             await connection.run_sync(upgrade_schema)
 
     async def close(self) -> None:
+        refreshes = list(self._refreshes.values())
+        for task in refreshes:
+            task.cancel()
+        await asyncio.gather(*refreshes, return_exceptions=True)
         await self._engine.dispose()

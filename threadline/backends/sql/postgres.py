@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
-from threadline.backends.sql.lexeme_counts import english_stems, lexeme_counts
+from threadline.backends.sql.lexeme_counts import KeptLexemeCounts, english_stems
 from threadline.backends.sql.operations import (
     CONVERSATION_SIZE,
     HIT_KEYS,
@@ -53,10 +53,12 @@ def _clause(sql: str) -> TextClause:
 
 
 class AlchemyRunner:
-    """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg)."""
+    """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg), with its store's
+    long conversations' word counts."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, lexemes: KeptLexemeCounts) -> None:
         self.connection = connection
+        self.lexemes = lexemes
 
     @property
     def dialect(self) -> str:
@@ -75,11 +77,11 @@ class AlchemyRunner:
         is kept, except in a long conversation (a knowledge source's 100,000 sections), where
         ranking every turn matching any of 20 words took seconds: there the words are kept
         rarest first while their postings in the conversation, capped at LONG_COUNTED and
-        counted once for all its words (`lexeme_counts`), fit LONG_RANKED."""
+        counted once for all its words (`KeptLexemeCounts`), fit LONG_RANKED."""
         size = conversation_size(self, conversation_id)
         if size <= LONG_CONVERSATION:
             return _search_postgres(self, conversation_id, query, limit, scope, columns)
-        counts = lexeme_counts(self, conversation_id, size)
+        counts = self.lexemes.counts(self, conversation_id)
         stems = english_stems(self, [*query.terms, *(w for p in query.phrases for w in p)])
 
         def postings(word: str) -> int:

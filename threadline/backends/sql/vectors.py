@@ -221,13 +221,36 @@ class SqlVectorIndex:
         `through_sequence` are left out before ranking."""
         if limit <= 0:
             return []
+        [places] = (await self._vectors(conversation_id, model)).nearest(
+            [vector], limit=limit, through_sequence=through_sequence)
+        return places
+
+    async def _vectors(self, conversation_id: str, model: str) -> ConversationVectors:
+        """The conversation's vectors: cached, or read (and kept)."""
         vectors = self.cache.get(conversation_id, model)
         if vectors is None:
             rows = await self.store.run("read a conversation's vectors", _rows, _CONVERSATION,
                                         {"cid": conversation_id, "model": model})
             vectors = ConversationVectors.read(rows)
             self.cache.keep(conversation_id, model, vectors)
-        return vectors.nearest(vector, limit=limit, through_sequence=through_sequence)
+        return vectors
+
+    async def nearest_turns(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[StoredMessage, float]]]:
+        """Each vector's nearest places (`nearest_places`, scored together), their turns read
+        in one statement for all of them (a turn deleted since is left out): a knowledge
+        search asks with three texts, and reading each one's ids, then the turns not found by
+        words, took a read per text and one more."""
+        places = (await self._vectors(conversation_id, model)).nearest(vectors, limit=limit)
+        wanted = sorted({sequence for found in places for sequence, _ in found})
+        if not wanted:
+            return [[] for _ in places]
+        turns: list[StoredMessage] = await self.store.run(
+            "read the turns found by meaning", _turns_at, conversation_id, wanted)
+        at = {turn.sequence: turn for turn in turns}
+        return [[(at[sequence], score) for sequence, score in found if sequence in at]
+                for found in places]
 
     async def nearest_for_speakers(
         self,
@@ -262,6 +285,16 @@ def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
 
 def _rows(runner: SqlRunner, sql: str, params: dict[str, Any]) -> list[Sequence[Any]]:
     return runner.rows(sql, params)
+
+
+def _turns_at(runner: SqlRunner, conversation_id: str, sequences: Sequence[int]
+              ) -> list[StoredMessage]:
+    params: dict[str, Any] = {"cid": conversation_id}
+    rows = runner.rows(f"SELECT {SELECT_LIST_M} FROM threadline_messages m "
+                       "WHERE m.conversation_id = :cid "
+                       f"AND m.sequence IN ({_listed('s', sequences, params)})", params)
+    participants: dict[tuple[str, str, str], Participant] = {}
+    return [row_to_message(row, participants) for row in rows]
 
 
 def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]
