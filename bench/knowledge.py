@@ -6,7 +6,7 @@ measure), the bot is given the pages as its one knowledge source, synced into a 
 (`threadline knowledge sync`'s code, timed). Each question is asked with the conversation
 before it (user turns, agent turns as the bot's own earlier replies); what the model is shown
 from the knowledge base is the grounding block assembled for the turn (in the default settings'
-`share` of a 3,000-token budget) plus one `knowledge_search`
+`share` of a 3,000-token budget, all of it or half by `block_room`) plus one `knowledge_search`
 call made as the tool makes it (`search_ask`: the query with the turn and the turns before
 it; sections the block already shows left out; `search_tokens`). No model is called, so the
 user's question stands in for the model's own query. A question is reached when a shown
@@ -58,7 +58,7 @@ from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.knowledge.documents import Document  # noqa: E402
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource  # noqa: E402
-from threadline.knowledge.grounding import CANDIDATES, fit_sections  # noqa: E402
+from threadline.knowledge.grounding import CANDIDATES, block_room, fit_sections  # noqa: E402
 from threadline.knowledge.library import Library  # noqa: E402
 from threadline.knowledge.sections import Section, split_sections  # noqa: E402
 from threadline.knowledge.settings import KnowledgeSettings  # noqa: E402
@@ -130,7 +130,8 @@ async def measure_ours(library: Library, questions: list[Question], *, tool: boo
         started = time.perf_counter()
         found = await library.search(AGENT, KnowledgeAsk(q.question, earlier), limit=CANDIDATES)
         seconds.append(time.perf_counter() - started)
-        grounded = fit_sections(found, room=int(BUDGET * SETTINGS.share), counter=counter)
+        room = block_room(found, int(BUDGET * SETTINGS.share))
+        grounded = fit_sections(found, room=room, counter=counter)
         shown = list(grounded.sections)
         used = grounded.tokens
         if tool:  # one knowledge_search made as the tool makes it, the user's question

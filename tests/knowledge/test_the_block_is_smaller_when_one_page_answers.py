@@ -1,0 +1,62 @@
+"""The knowledge block's size follows how clear the answer's page is: when the first sections
+found are all of one page, the block takes half its room (that page's best sections come
+first, and the search tool finds the rest); when they spread over pages, all of it. On a real
+store (memory, SQLite file, PostgreSQL) with the real embedding model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.history.embedding import index_everything
+from tests.knowledge.helpers import documents_source, search, synced, write
+from threadline.history.store import ConversationStore
+from threadline.history.tokens import default_counter
+from threadline.knowledge.grounding import CANDIDATES, block_room, fit_sections
+from threadline.knowledge.library import Library
+
+_CHAPTERS = ("Applying", "Photos", "Fees", "Renewing", "Lost passports", "Travel dates")
+PAGES = {
+    "passports.md": "# Passports\n\n" + "".join(
+        f"## {chapter}\nPassport {chapter.lower()}: the passport office handles passport "
+        f"{chapter.lower()} within three weeks, and a passport holder may ask the passport "
+        f"office about passport {chapter.lower()} by phone or at a passport counter.\n\n"
+        for chapter in _CHAPTERS),
+    "kettles.md": "# Kettles\n\n## Warranty\nA kettle has a two year warranty; keep the "
+                  "receipt and the box.\n",
+    "bikes.md": "# Bikes\n\n## Warranty\nA bike frame has a five year warranty; brakes and "
+                "tyres are not covered.\n",
+    "phones.md": "# Phones\n\n## Warranty\nA phone has a one year warranty; a cracked "
+                 "screen is not covered.\n",
+    "sofas.md": "# Sofas\n\n## Warranty\nA sofa has a ten year warranty on its frame and "
+                "one year on its fabric.\n",
+}
+ROOM = 400
+
+
+async def _library(store: ConversationStore, tmp_path: Path) -> Library:
+    source = documents_source(store, write(tmp_path / "help", PAGES))
+    await synced(source)
+    await index_everything(store)
+    return Library({"help": source}, agents={"support": ["help"]})
+
+
+async def test_one_pages_sections_first_take_half_the_room(
+        store: ConversationStore, tmp_path: Path) -> None:
+    library = await _library(store, tmp_path)
+    found = await search(library, "support", "how does the passport office handle a passport?",
+                         limit=CANDIDATES)
+    assert {s.document for s in found[:4]} == {"passports.md"}
+    assert block_room(found, ROOM) == ROOM // 2
+    block = fit_sections(found, room=block_room(found, ROOM), counter=default_counter())
+    assert 0 < block.tokens <= ROOM // 2
+    everything = fit_sections(found, room=ROOM, counter=default_counter())
+    assert len(block.sections) < len(everything.sections)
+
+
+async def test_sections_of_several_pages_take_all_of_it(
+        store: ConversationStore, tmp_path: Path) -> None:
+    library = await _library(store, tmp_path)
+    found = await search(library, "support", "what does the warranty cover?",
+                         limit=CANDIDATES)
+    assert len({s.document for s in found[:4]}) > 1
+    assert block_room(found, ROOM) == ROOM
