@@ -5,13 +5,17 @@ in 327 conversations, each with the span of the page that answers it; its README
 measure), the bot is given the pages as its one knowledge source, synced into a SQLite store
 (`threadline knowledge sync`'s code, timed). Each question is asked with the conversation
 before it (user turns, agent turns as the bot's own earlier replies); what the model is shown
-from the knowledge base is the grounding block assembled for the turn (`share` of a 3,000
-token budget) plus one `knowledge_search` call made as the bot makes it (the question as its
-query, the turn's conversation as its context, sections the block already shows left out). A
-question is reached when a shown section of its page overlaps an evidence span (by character
-offsets). Printed in the same run, beside it: the README's baseline, BM25 over ~300-token
-passages (FTS5, porter, OR-ed words without stop words, top 5, each with its page title), given
-the whole conversation so far and given the question alone.
+from the knowledge base is the grounding block assembled for the turn (in the default settings'
+`share` of a 3,000-token budget, all of it or half by `block_room`) plus one `knowledge_search`
+call made as the tool makes it (`search_ask`: the query with the turn and the turns before
+it; sections the block already shows left out; `search_tokens`). No model is called, so the
+user's question stands in for the model's own query. A question is reached when a shown
+section of its page overlaps an evidence span (by character offsets). Each line gives the
+share reached of all questions and of first questions, the median and mean knowledge tokens
+shown, and the share reached in each half of the conversations split by id (a gain that holds
+in one half only is fitted to those pages). Printed in the same run, beside it: the README's
+baseline, BM25 over ~300-token passages (FTS5, porter, OR-ed words without stop words, top 5,
+each with its page title), given the whole conversation so far and given the question alone.
 
 Then the search's latency at 100,000 sections (the pages' sections copied under generated
 sources' names... see `--scale`), on SQLite and, with THREADLINE_TEST_PG_URL set, PostgreSQL.
@@ -54,17 +58,18 @@ from threadline.history.store import ConversationStore  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.knowledge.documents import Document  # noqa: E402
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource  # noqa: E402
-from threadline.knowledge.grounding import fit_sections  # noqa: E402
+from threadline.knowledge.grounding import CANDIDATES, block_room, fit_sections  # noqa: E402
 from threadline.knowledge.library import Library  # noqa: E402
 from threadline.knowledge.sections import Section, split_sections  # noqa: E402
+from threadline.knowledge.settings import KnowledgeSettings  # noqa: E402
 from threadline.knowledge.shelf import section_turn  # noqa: E402
 from threadline.knowledge.source import FoundSection, KnowledgeAsk, SourceContext  # noqa: E402
-from threadline.knowledge.tool import search_result  # noqa: E402
+from threadline.knowledge.tool import search_ask, search_result  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "kb-dev"
-BUDGET = 3000
-SHARE = 1 / 3
+BUDGET = 3000  # the default token budget (AssemblerOptions)
+SETTINGS = KnowledgeSettings()  # the defaults: share of the budget, search_tokens
 AGENT = "support"
 SOURCE = "help"
 SCALE_SECTIONS = 100_000
@@ -121,17 +126,20 @@ async def measure_ours(library: Library, questions: list[Question], *, tool: boo
     counter = default_counter()
     hits, tokens, seconds = [], [], []
     for q in questions:
-        ask = KnowledgeAsk(q.question, tuple(text for _, text in q.turns))
+        earlier = tuple(text for _, text in q.turns)
         started = time.perf_counter()
-        found = await library.search(AGENT, ask, limit=12)
+        found = await library.search(AGENT, KnowledgeAsk(q.question, earlier), limit=CANDIDATES)
         seconds.append(time.perf_counter() - started)
-        grounded = fit_sections(found, room=int(BUDGET * SHARE), counter=counter)
+        room = block_room(found, int(BUDGET * SETTINGS.share))
+        grounded = fit_sections(found, room=room, counter=counter)
         shown = list(grounded.sections)
         used = grounded.tokens
-        if tool:  # one knowledge_search as the bot makes it: the question, its conversation
+        if tool:  # one knowledge_search made as the tool makes it, the user's question
+            # standing in for the model's query (a model words its own; none is called here)
+            ask = search_ask(q.question, inbound=q.question, earlier=earlier)
             more = await library.search(AGENT, ask, limit=12)
             text, listed = search_result(more, leave_out={s.id for s in shown},
-                                         counter=counter)
+                                         counter=counter, room=SETTINGS.search_tokens)
             shown += listed
             used += counter.count(text)
         hits.append(reached(q, shown))
@@ -241,9 +249,20 @@ def _analyze(runner: SqlRunner) -> int:
 
 
 def line(name: str, questions: list[Question], hits: list[bool], tokens: list[int]) -> str:
-    firsts = [h for q, h in zip(questions, hits, strict=True) if q.first]
-    return (f"{name:<44} {100 * sum(hits) / len(hits):5.1f}%  "
-            f"{100 * sum(firsts) / len(firsts):5.1f}%  {statistics.median(tokens):7.0f}")
+    """Shares reached (all, first questions; then all in each half of the conversations split
+    by id, a check that a gain is not one half's) and the median and mean tokens shown."""
+    ids = sorted({q.conversation for q in questions})
+    middle = ids[len(ids) // 2]
+
+    def share(keep: list[bool]) -> str:
+        reached = [h for h, k in zip(hits, keep, strict=True) if k]
+        return f"{100 * sum(reached) / len(reached):5.1f}%"
+
+    halves = [[q.conversation < middle for q in questions],
+              [q.conversation >= middle for q in questions]]
+    return (f"{name:<44} {share([True] * len(hits))}  {share([q.first for q in questions])}  "
+            f"{statistics.median(tokens):7.0f}  {statistics.mean(tokens):5.0f}  "
+            f"{share(halves[0])} / {share(halves[1])}")
 
 
 async def print_scale(data: Path, questions: list[Question]) -> None:
@@ -293,7 +312,8 @@ async def main() -> None:
             both_hits, both_tokens, _ = await measure_ours(library, questions, tool=True)
     print(f"\n{len(questions)} questions ({sum(q.first for q in questions)} first), "
           f"sync of {args.data / 'docs'} in {synced:.1f} s\n")
-    print(f"{'':<44} {'all':>6}  {'first':>6}  {'median tokens':>7}")
+    print(f"{'':<44} {'all':>6}  {'first':>6}  {'tokens: median':>7}  {'mean':>5}  "
+          f"{'all by conversation halves':>6}")
     print(line("threadline: grounding block", questions, grounded_hits, grounded_tokens))
     print(line("threadline: grounding + one knowledge_search", questions, both_hits,
                both_tokens))

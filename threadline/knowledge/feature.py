@@ -18,7 +18,7 @@ import structlog
 from threadline.features import Feature, FeatureContext, FeatureParts
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import TokenCounter, default_counter
-from threadline.knowledge.grounding import CANDIDATES, cite, fit_sections
+from threadline.knowledge.grounding import CANDIDATES, block_room, cite, fit_sections
 from threadline.knowledge.library import Library
 from threadline.knowledge.settings import KnowledgeSettings
 from threadline.knowledge.source import (
@@ -66,7 +66,7 @@ class KnowledgeGrounding:
         agent = context.agent.name
         found = await self.library.search(
             agent, KnowledgeAsk(context.inbound.content, tuple(earlier)), limit=CANDIDATES)
-        fitted = fit_sections(found, room=room, counter=self.counter)
+        fitted = fit_sections(found, room=block_room(found, room), counter=self.counter)
         self._remember((context.inbound.id, agent), tuple(s.id for s in fitted.sections))
         if fitted.message is None:
             return None

@@ -5,7 +5,7 @@
         help: {type: documents, folder: ./help-centre, link: "https://help.example.com/{stem}"}
       agents:
         support: [help]
-      share: 0.33
+      share: 0.5
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ class KnowledgeSettings(Section):
     """The sources each agent reads, by agent name (an agent reads only these and `shared`)."""
     shared: list[str] = Field(default_factory=list)
     """Sources every agent reads."""
-    share: float = Field(default=1 / 3, ge=0, lt=1)
-    """The share of an agent's token budget its knowledge block may take (0: no automatic
-    grounding; the knowledge_search tool stays)."""
-    search_tokens: int = Field(default=600, ge=50)
-    """Tokens a knowledge_search answer may take."""
+    share: float = Field(default=0.5, ge=0, lt=1)
+    """The share of an agent's token budget held back for its knowledge block: all of it is
+    used when the sections found spread over several documents, half when the first four are
+    of one document (0: no automatic grounding; the knowledge_search tool stays)."""
+    search_tokens: int = Field(default=300, ge=50)
+    """Tokens a knowledge_search answer may take (it leaves out the sections the turn's block
+    shows, so it only adds)."""
 
     @model_validator(mode="after")
     def _known_sources(self) -> KnowledgeSettings:

@@ -35,6 +35,13 @@ _INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+def search_ask(query: str, *, inbound: str, earlier: Sequence[str]) -> KnowledgeAsk:
+    """What the tool searches for: the model's query with the turn it answers (the query is
+    often a few key words, the turn says what they are about) and the `CONTEXT_TURNS` turns
+    before it, as grounding is given them."""
+    return KnowledgeAsk(f"{query}\n{inbound}", tuple(earlier[-CONTEXT_TURNS:]))
+
+
 def search_result(found: Sequence[FoundSection], *, leave_out: Collection[str],
                   counter: TokenCounter, room: int = 600) -> tuple[str, list[FoundSection]]:
     """What the tool answers: the sections found that the prompt does not show already,
@@ -74,8 +81,8 @@ class KnowledgeSearchTool:
         earlier = await context.store.get(
             context.conversation_id, limit=CONTEXT_TURNS + 1,
             through_sequence=context.inbound.sequence)
-        texts = tuple(t.content for t in earlier if t.id != context.inbound.id and t.content)
-        ask = KnowledgeAsk(f"{input['query']}\n{context.inbound.content}", texts)
+        ask = search_ask(input["query"], inbound=context.inbound.content, earlier=[
+            t.content for t in earlier if t.id != context.inbound.id and t.content])
         try:
             found = await self._library.search(context.agent.name, ask, limit=12)
         except SearchQueryError as exc:
