@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -82,15 +83,16 @@ async def pg_url() -> AsyncIterator[str]:
     await drop_pg_schema(url)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ConversationStore]:
-    """Every store, so one contract suite runs against all three."""
-    if request.param == "memory":
+@asynccontextmanager
+async def opened_store(kind: str, tmp_path: Path) -> AsyncIterator[ConversationStore]:
+    """A fresh store of `kind` ("memory", "sqlite" or "postgresql"), closed (and its
+    PostgreSQL schema dropped) afterwards."""
+    if kind == "memory":
         memory = InMemoryConversationStore()
         yield memory
         await memory.close()
         return
-    if request.param == "sqlite":
+    if kind == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}"
         async with SqlConversationStore(url) as sqlite_store:
             yield sqlite_store
@@ -101,3 +103,19 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield pg_store
     finally:
         await drop_pg_schema(url)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ConversationStore]:
+    """Every store, so one contract suite runs against all three."""
+    async with opened_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def sql_store(request: pytest.FixtureRequest, tmp_path: Path
+                    ) -> AsyncIterator[SqlConversationStore]:
+    """Each SQL store, for the parts kept in the history's own database (inbox, spend)."""
+    async with opened_store(request.param, tmp_path) as opened:
+        assert isinstance(opened, SqlConversationStore)
+        yield opened

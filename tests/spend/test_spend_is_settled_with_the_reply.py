@@ -3,13 +3,8 @@ commit, `threadline.after_delivery`), and a turn that fails still gives back wha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
-
-from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
@@ -22,21 +17,6 @@ from threadline.team import Team
 DAY = datetime(2026, 3, 5, 12, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path
-                ) -> AsyncIterator[SqlConversationStore]:
-    if request.param == "sqlite":
-        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as opened:
-            yield opened
-        return
-    url = await fresh_pg_schema(pg_url_or_skip())
-    try:
-        async with SqlConversationStore(url) as opened:
-            yield opened
-    finally:
-        await drop_pg_schema(url)
-
-
 def answer_or_fail(request: ModelRequest) -> ModelResponse:
     if "fail" in request.messages[-1].content:
         raise RuntimeError("the model fell over")
@@ -44,13 +24,13 @@ def answer_or_fail(request: ModelRequest) -> ModelResponse:
 
 
 async def test_spend_is_settled_with_the_reply_and_after_a_failed_turn(
-        store: SqlConversationStore) -> None:
-    ledger = SqlSpendLedger(store)
+        sql_store: SqlConversationStore) -> None:
+    ledger = SqlSpendLedger(sql_store)
     heard: list[int] = []
     limit = SpendLimitInterceptor(ledger, budgets=DailyBudgets(per_conversation=10_000),
                                   day=SpendDay(clock=lambda: DAY), reserve=400,
                                   on_spend=lambda agent, totals: heard.append(totals.turns))
-    team = Team([Agent(name="support", conversation_history=store,
+    team = Team([Agent(name="support", conversation_history=sql_store,
                        provider=ScriptedModel(answer_or_fail), interceptors=[limit])])
     channel = RecordingChannel()
     team.attach(channel)
