@@ -86,7 +86,7 @@ class DurableWriter:
         """Store one turn now if possible, otherwise durably in the outbox; never loses it.
 
         "duplicate" when the store already had it (a turn answered again after a crash)."""
-        if self.takes_now():
+        if self.outbox is None or not self.outbox.has_pending():  # `takes_now`
             try:
                 return "stored" if await self.store.append(message) else "duplicate"
             except InvalidMessageError:
