@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1] / "threadline"
 
 # Lowest first. A module belongs to the layer of the longest name that prefixes it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.plugs",
+    ("threadline.errors", "threadline.log", "threadline.periodic", "threadline.waiting",
+     "threadline.plugs",
      "threadline.settings_section", "threadline.listening_hosts",
      "threadline.listening"),
     ("threadline.history",),

@@ -35,6 +35,7 @@ from threadline.history.changes import HistoryChange, Unsubscribe
 from threadline.history.embedding_model import embedded_text, embeds_at_once
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import Embedder, VectorIndex
+from threadline.waiting import set_within
 
 log = structlog.get_logger("threadline.history.indexer")
 
@@ -162,8 +163,7 @@ class VectorIndexer:
                 continue
             if not self._wake.is_set():  # an append heard during the pass may be unseen
                 self.caught_up.set()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.idle_seconds)
+            await set_within(self._wake, self.idle_seconds)
             self._wake.clear()
             await asyncio.sleep(GATHER_SECONDS)
 

@@ -29,6 +29,7 @@ from threadline.history.store import ConversationStore
 from threadline.interceptors.base import CallNext
 from threadline.interceptors.outbox import Outbox
 from threadline.turn import AgentResult, TurnContext
+from threadline.waiting import set_within
 
 log = structlog.get_logger("threadline.capture")
 
@@ -137,8 +138,7 @@ class DurableWriter:
                 return
             # Retry after the backoff, or at once when a new turn arrives (it may find the
             # store back).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+            await set_within(self._wake, delay)
             delay = min(delay * 2, self.max_backoff)
 
     async def close(self) -> None:

@@ -12,7 +12,6 @@ least once: the receiver drops a repeat by its `reply_id`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from threadline.channels.http.outbox import HttpReply, ReplyOutbox
 from threadline.channels.http.signing import signed_headers
 from threadline.channels.unreachable import why
 from threadline.errors import StoreError
+from threadline.waiting import set_within
 
 log = structlog.get_logger("threadline.channels.http")
 
@@ -90,8 +90,7 @@ class CallbackSender:
             except Exception as exc:  # one bad round must not stop replies for good
                 self._log.error("http.callback_round_failed", error=repr(exc)[:500],
                                 outcome="the replies stay kept; tried again next round")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._policy.poll_seconds)
+            await set_within(self._wake, self._policy.poll_seconds)
 
     async def _post_due(self) -> None:
         while True:

@@ -38,6 +38,7 @@ from nio import AsyncClient
 from threadline.channels.matrix.sync_tokens import SyncTokens
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import ChannelError, TurnNotRecordedError
+from threadline.waiting import set_within
 
 EventTaker = Callable[[str, Mapping[str, Any]], Coroutine[Any, Any, None]]
 InviteTaker = Callable[[str, Sequence[Mapping[str, Any]]], Awaitable[None]]
@@ -119,8 +120,7 @@ class SyncLoop:
             else:
                 pause = 0.0
             if pause:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), pause)
+                await set_within(self._stopping, pause)
 
     async def _next_batch(self) -> Mapping[str, Any] | None:
         """The events after the position, or None once `stop` was called."""

@@ -41,6 +41,7 @@ from telegram.warnings import PTBUserWarning
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import TurnNotRecordedError
 from threadline.listening import Listener, serve
+from threadline.waiting import set_within
 
 # getUpdates is called through `do_api_request` on purpose (see `UpdatePoller._next_batch`).
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
@@ -116,8 +117,7 @@ class UpdatePoller:
                     return
                 pause = 0.0 if await self._take_in_order(updates) else _backoff(pause)
             if pause:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), pause)
+                await set_within(self._stopping, pause)
 
     async def _next_batch(self) -> list[Any] | None:
         """The next updates after the offset as JSON, or None once `stop` was called.

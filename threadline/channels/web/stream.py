@@ -118,7 +118,8 @@ class ConversationStream:
             await response.write(_event("ready", {"last": self._last_seq}))
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), PING_SECONDS)
+                    async with asyncio.timeout(PING_SECONDS):  # not wait_for: waiting.py
+                        item = await queue.get()
                 except TimeoutError:
                     await response.write(b": ping\n\n")
                     continue
