@@ -7,11 +7,12 @@ the statements of the turn.
 
 Counted: every statement the store (and on PostgreSQL, the conversation lock) sends, every
 transaction it opens (on PostgreSQL each costs a BEGIN and a COMMIT round trip of its own;
-reads there run outside transactions), and on PostgreSQL every commit: a transaction's, or a
+reads there run outside transactions), on PostgreSQL every commit: a transaction's, or a
 write sent alone (autocommit). Each commit waits for the disk (about 1 to 4 ms here), which
-makes commits, not statements, most of what a turn costs there. The turn counted is a
-conversation's second, so the history and the recall index hold something; the team is stopped
-inside the count, so nothing the turn left running escapes it.
+makes commits, not statements, most of what a turn costs there. On SQLite, how many of the
+transactions were sent to the store's threads rather than run on the event loop. The turn
+counted is a conversation's second, so the history and the recall index hold something; the
+team is stopped inside the count, so nothing the turn left running escapes it.
 """
 
 from __future__ import annotations
@@ -41,9 +42,15 @@ from threadline.team import Team
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
 SQLITE_STATEMENTS = 16
-# 11 before the delivered reply's ledger entry, its copy in the history and the turn marked
-# answered were written in one transaction (`threadline.after_delivery`).
-SQLITE_TRANSACTIONS = 9
+# 11 before: the reads of one statement on the event loop (the newest turns, the summary, the
+# handoff) are their own snapshot, without BEGIN and ROLLBACK (`SqliteBackend.read_few`); and
+# the delivered reply's ledger entry, its copy in the history and the turn marked answered are
+# written in one transaction (`threadline.after_delivery`).
+SQLITE_TRANSACTIONS = 7
+# Of those, sent to the store's threads (each a hop costing more than a small statement): the
+# recall search only; the other reads and writes touch a few rows and run on the event loop
+# (`SqliteBackend.read_few`, `write_few`).
+SQLITE_HOPS = 1
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
 # the inbox's three before the answer and the ledger's claim. The turn's copy in the history
@@ -67,6 +74,7 @@ class Tally:
     counting: bool = False
     statements: list[str] = field(default_factory=list)
     transactions: int = 0
+    hops: int = 0
     commits: int = 0  # PostgreSQL: transactions, and writes sent alone
 
     def statement(self, sql: str, *, alone: bool = False) -> None:
@@ -84,9 +92,13 @@ class Tally:
             self.transactions += 1
             self.commits += 1
 
+    def hopped(self) -> None:
+        if self.counting:
+            self.hops += 1
+
     def show(self, label: str) -> None:
         print(f"\n{label}: {len(self.statements)} statements in {self.transactions} "
-              f"transactions, {self.commits} commits")
+              f"transactions, {self.commits} commits, {self.hops} sent to a thread")
         for number, sql in enumerate(self.statements, 1):
             print(f"  {number:2d}. {sql}")
 
@@ -103,14 +115,22 @@ def sqlite_traced(monkeypatch: pytest.MonkeyPatch, tally: Tally) -> Iterator[Non
             return sent(runner, sql, params)
 
         monkeypatch.setattr(SqliteRunner, method, traced)
-    for method in ("_in_write", "_in_read"):
+    for method in ("_commit_after", "_read_on"):  # every transaction, on the loop or not
         run = getattr(SqliteBackend, method)
 
-        def transaction(backend: SqliteBackend, *args: Any, run: Any = run) -> Any:
+        def transaction(*args: Any, run: Any = run) -> Any:
             tally.begun()
-            return run(backend, *args)
+            return run(*args)
 
-        monkeypatch.setattr(SqliteBackend, method, transaction)
+        monkeypatch.setattr(SqliteBackend, method, staticmethod(transaction))
+    for method in ("read", "write"):  # the operations sent to the store's threads
+        sent_off = getattr(SqliteBackend, method)
+
+        async def hop(backend: SqliteBackend, *args: Any, sent_off: Any = sent_off) -> Any:
+            tally.hopped()
+            return await sent_off(backend, *args)
+
+        monkeypatch.setattr(SqliteBackend, method, hop)
     yield
 
 
@@ -162,6 +182,7 @@ async def test_a_plain_turn_on_sqlite_costs_few_statements(
     tally.show("SQLite")
     assert (len(tally.statements), tally.transactions) == (
         SQLITE_STATEMENTS + spend * WITH_SPEND, SQLITE_TRANSACTIONS)
+    assert tally.hops == SQLITE_HOPS
 
 
 @pytest.mark.postgres

@@ -93,3 +93,14 @@ def test_without_the_extra_there_is_no_embedder_and_one_line_says_why(
     assert [e["event"] for e in logs] == ["embeddings_unavailable"]
     assert logs[0]["missing"] == ["wordllama"]
     assert "threadline[embeddings]" in logs[0]["fix"]
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_only_a_short_question_through_static_vectors_is_embedded_at_once(model: str) -> None:
+    """At once (on the event loop) only where that costs less than a hop to a thread."""
+    embedder = load_embedder(model)
+    assert embedder is not None
+    question = "Which sport does she coach?"
+    at_once = embedding_model.embeds_at_once(embedder, [question])
+    assert at_once == (model == "wordllama")
+    assert not embedding_model.embeds_at_once(embedder, [question * 20])

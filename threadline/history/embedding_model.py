@@ -125,6 +125,18 @@ class StaticEmbedder:
         return normalised_rows(sums)
 
 
+# A question this short is embedded through static vectors on the event loop: measured
+# 0.08 ms at 50 characters and 0.2 ms at 200 (on a loaded machine), where the hop to a thread
+# cost 0.17 ms more than the embedding it carried.
+AT_ONCE_CHARS = 300
+
+
+def embeds_at_once(embedder: Embedder, texts: Sequence[str]) -> bool:
+    """Whether `texts` cost `embedder` less than a hop to a thread: a short question through
+    static vectors (a transformer takes milliseconds for any text)."""
+    return isinstance(embedder, StaticEmbedder) and sum(map(len, texts)) <= AT_ONCE_CHARS
+
+
 def normalised_rows(matrix: np.ndarray) -> list[bytes]:
     """Each row scaled to unit length (a zero row stays zero) as little-endian float32 bytes."""
     import numpy as np

@@ -8,11 +8,12 @@
 A turn is appended and answered without waiting for its vector: until the indexer has made
 it, recall finds the turn by its words only. The indexer asks the backend for turns without a
 vector by this model (`VectorIndex.unembedded`), oldest first, embeds a batch in a worker
-thread and stores it, until none is left; then it waits for the next append (heard through
-the history's change notifications) or `idle_seconds`, whichever comes first. The work
-lives in the database, not in this process: a restart, a backlog from before the extra was
-installed, an import, or turns another process appended are all found the same way, and
-`threadline history reindex` runs the same batches in the foreground with progress (`fill`).
+thread (the turn or two just added at once, when that costs less than the hop:
+`embeds_at_once`) and stores it, until none is left; then it waits for the next append
+(heard through the history's change notifications) or `idle_seconds`, whichever comes first.
+The work lives in the database, not in this process: a restart, a backlog from before the
+extra was installed, an import, or turns another process appended are all found the same way,
+and `threadline history reindex` runs the same batches in the foreground with progress (`fill`).
 
 Two indexers on one database may embed the same turns, never store them twice: the backend's
 put is idempotent. A failing embedder or store is logged and retried after a pause that grows
@@ -31,7 +32,7 @@ import structlog
 
 from threadline.errors import StoreError
 from threadline.history.changes import HistoryChange, Unsubscribe
-from threadline.history.embedding_model import embedded_text
+from threadline.history.embedding_model import embedded_text, embeds_at_once
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import Embedder, VectorIndex
 from threadline.waiting import set_within
@@ -88,7 +89,8 @@ class VectorIndexer:
         if not turns:
             return 0
         texts = [embedded_text(self.embedder, turn) for turn in turns]
-        vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        vectors = (self.embedder.embed(texts) if embeds_at_once(self.embedder, texts)
+                   else await asyncio.to_thread(self.embedder.embed, texts))
         stored = await self.vectors.put_many(
             model, [(turn.id, vector) for turn, vector in zip(turns, vectors, strict=True)])
         self.embedded += stored

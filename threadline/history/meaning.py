@@ -1,7 +1,8 @@
 """Finding turns by meaning beside their words: recall's and the search tool's one way to search.
 
 `search_windows` is what recall and `conversation_search` call. When the embedding model is
-installed and the backend keeps vectors, the question is embedded (off the event loop) and the
+installed and the backend keeps vectors, the question is embedded (off the event loop, unless
+it is short enough to cost less than the hop: `embeds_at_once`) and the
 conversation's nearest turns are fused with the lexical ranking inside the store's search;
 otherwise the search is the lexical one, exactly as before. A turn not embedded yet (the
 background indexer has not reached it) is still found by its words. Scope is the caller's: the
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from threadline.history.beside import parts_beside
-from threadline.history.embedding_model import fusion_for, shared_embedder
+from threadline.history.embedding_model import embeds_at_once, fusion_for, shared_embedder
 from threadline.history.fusion import FoundByMeaning, Fusion
 from threadline.history.model import StoredMessage
 from threadline.history.store import ConversationStore, SearchWindow
@@ -60,7 +61,10 @@ class MeaningSearch:
         return vector
 
     async def embedder_vectors(self, texts: Sequence[str]) -> list[bytes]:
-        """The texts' vectors, made in one call off the event loop."""
+        """The texts' vectors, made in one call off the event loop (at once when that costs
+        less than the hop: `embeds_at_once`)."""
+        if embeds_at_once(self.embedder, texts):
+            return self.embedder.embed(list(texts))
         return await asyncio.to_thread(self.embedder.embed, list(texts))
 
 

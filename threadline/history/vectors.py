@@ -34,7 +34,8 @@ class Embedder(Protocol):
     """A sentence-embedding model whose weights ship in an installed package.
 
     `embed` is CPU-bound and synchronous: callers run it off the event loop
-    (`asyncio.to_thread`), never on a turn's path.
+    (`asyncio.to_thread`), except a short question through static vectors, which costs less
+    than the hop (`embedding_model.embeds_at_once`).
     """
 
     @property

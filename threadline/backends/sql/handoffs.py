@@ -76,7 +76,7 @@ class SqlHandoffBook:
     async def current(self, conversation_id: str, now: datetime) -> Handoff | None:
         """The conversation's handoff, if it is handed to people at `now`."""
         found: Handoff | None = await self.store.run("read a handoff", _current,
-                                                     conversation_id, now)
+                                                     conversation_id, now, few=True)
         return found
 
     async def renew(self, conversation_id: str, until: datetime) -> None:

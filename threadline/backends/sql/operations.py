@@ -76,6 +76,15 @@ def writes_once(operation: Callable[..., Any]) -> bool:
     return bool(getattr(getattr(operation, "func", operation), _ONE_WRITE, False))
 
 
+# Operations of a few rows run on the event loop on SQLite, without a hop to a thread
+# (`SqliteBackend.read_few`, `write_few`): a read of at most FEW_ROWS_READ turns (the
+# assembler's newest turns, `max_turns_to_load` and half again, fit), a write of at most
+# FEW_TURNS_WRITTEN turns or their vectors (a turn's question or answer; a batch that
+# indexes hundreds of turns would hold the loop for milliseconds).
+FEW_ROWS_READ = 200
+FEW_TURNS_WRITTEN = 10
+
+
 class SqlRunner(Protocol):
     """Runs one statement with `:name` parameters inside the caller's transaction."""
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.operations import FEW_TURNS_WRITTEN, SqlRunner
 from threadline.backends.sql.schema import from_micros, to_micros
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.delivery_status import PartStatus, advanced
@@ -135,10 +135,13 @@ class SqlReplyRecords:
     async def add(self, pending: Sequence[Recordable]) -> int:
         if not pending:
             return 0
-        # Built (rendered, counted, redacted, encoded) in a worker thread, not on the event
-        # loop where the next turns run, nor inside the write transaction.
-        rows = await asyncio.to_thread(_rows, list(pending))
-        return await self.store.run("record replies", _insert, rows, write=True)
+        # Built (rendered, counted, redacted, encoded) outside the write transaction: a few
+        # at once, more in a worker thread. Building is Python holding the GIL, so a thread
+        # spares the loop nothing for a record or two; it cost the hop, and the loop waited
+        # for the GIL at each of its calls into sqlite3 meanwhile.
+        few = len(pending) <= FEW_TURNS_WRITTEN
+        rows = _rows(pending) if few else await asyncio.to_thread(_rows, list(pending))
+        return await self.store.run("record replies", _insert, rows, write=True, few=few)
 
     async def recent(self, conversation_id: str | None = None, *, agent: str | None = None,
                      since: datetime | None = None, limit: int = 50) -> list[ReplyRecord]:

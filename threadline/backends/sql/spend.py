@@ -130,7 +130,7 @@ class SqlSpendLedger:
         returns the rows' new totals in (scope, subject) order. With `reserved=0` a turn that
         reserved nothing is recorded."""
         return await self.store.run("record model spend", settle_rows, day, charges, reserved,
-                                    spend, write=True)
+                                    spend, write=True, few=True)
 
     async def totals(self, *, day: str, scope: Scope) -> list[SpendTotals]:
         """Every subject's spend in `scope` on `day`, by subject."""

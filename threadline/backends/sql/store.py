@@ -9,9 +9,10 @@ dropped). Appends that arrive together are committed together (group commit): a 
 concurrent writers costs one transaction, not one each.
 
 On SQLite the work runs on the standard `sqlite3` driver in the store's own threads (one writer,
-a few readers, WAL): aiosqlite hops threads once per statement, which measured about 900
-appends/s here, so it is not used (a `sqlite+aiosqlite:///` URL from an older config still
-opens the same file; see `database_url`). On PostgreSQL the same operations run on asyncpg
+a few readers, WAL; a read of a few rows on the event loop's own connection): aiosqlite hops
+threads once per statement, which measured about 900 appends/s here, so it is not used (a
+`sqlite+aiosqlite:///` URL from an older config still opens the same file; see
+`database_url`). On PostgreSQL the same operations run on asyncpg
 through SQLAlchemy's async engine. The URL is read once, here, and picks the backend; the
 backend's runner carries its dialect to the queries.
 """
@@ -39,6 +40,7 @@ from threadline.backends.sql.database_url import database_url
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.inbox import SqlTurnInbox
 from threadline.backends.sql.notify import Listener, announce, channel_for, encode
+from threadline.backends.sql.operations import FEW_ROWS_READ, FEW_TURNS_WRITTEN
 from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history.changes import (
@@ -101,7 +103,7 @@ class SqlConversationStore:
         self._pending: list[_AppendRequest] = []
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
-        self.inbox = SqlTurnInbox(self._call)
+        self.inbox = SqlTurnInbox(self._inbox_call)
         self._changes = Subscribers()
         self._channel = channel_for(parsed)
         # This process's own edits and deletions, told to its subscribers at once (its caches
@@ -139,11 +141,18 @@ class SqlConversationStore:
             f"conversation store {self._describe()} could not {action}: {reason} ({hint})"
         )
 
-    async def _call(self, action: str, write: bool, fn: Callable[..., T], *args: Any) -> T:
+    async def _call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
+                    few: bool = False) -> T:
+        """`fn(runner, *args)` in one transaction, its failures in the store's terms; `few`
+        says it reads a few rows with one statement, or writes a few rows (see
+        `operations.FEW_ROWS_READ`)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         await self._ensure_ready()
-        runner = self._backend.write if write else self._backend.read
+        if write:
+            runner = self._backend.write_few if few else self._backend.write
+        else:
+            runner = self._backend.read_few if few else self._backend.read
         try:
             return await runner(fn, *args)
         except _UNAVAILABLE as exc:
@@ -157,19 +166,27 @@ class SqlConversationStore:
                 f"{getattr(exc, 'orig', exc)}"
             ) from exc
 
+    async def _inbox_call(self, action: str, write: bool, fn: Callable[..., T], *args: Any) -> T:
+        """The inbox's operations: each of its writes records, claims or settles a turn or a
+        reply, a few rows."""
+        return await self._call(action, write, fn, *args, few=write)
+
     def alchemy_engine(self) -> Engine | AsyncEngine:
         """An SQLAlchemy engine on this database, for a library that brings its own SQL
         (slack_sdk's installation store): PostgreSQL's async engine, or for SQLite a sync one
         without a pool, to be used off the event loop. Call it once the store is open."""
         return self._backend.alchemy_engine()
 
-    async def run(self, action: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T:
+    async def run(self, action: str, fn: Callable[..., T], *args: Any, write: bool = False,
+                  few: bool = False) -> T:
         """`fn(runner, *args)` in one transaction on this store's database and threads.
 
         For tables that live beside the history (the reply records): they share the
-        connection pool, the writer thread and the error translation of the store.
+        connection pool, the writer thread and the error translation of the store. `few`:
+        it reads a few rows with one statement (a row by its key), or writes a few rows; run
+        without a hop on SQLite.
         """
-        return await self._call(action, write, fn, *args)
+        return await self._call(action, write, fn, *args, few=few)
 
     async def _ensure_ready(self) -> None:
         if self._schema_ready:
@@ -229,7 +246,8 @@ class SqlConversationStore:
                 counts = [c for request in batch for c in request[1]]
                 try:
                     flags = await self._call("append", True, partial(
-                        _write_announced, channel=self._channel), messages, counts)
+                        _write_announced, channel=self._channel), messages, counts,
+                        few=len(messages) <= FEW_TURNS_WRITTEN)
                 except BaseException as exc:
                     for _, _, future in batch:
                         if not future.done():
@@ -263,7 +281,7 @@ class SqlConversationStore:
             flags = _write_announced(conn, messages, counts, channel=channel) if messages else []
             return flags, beside(conn)
 
-        flags, outcome = await self._call(action, True, together)
+        flags, outcome = await self._call(action, True, together, few=True)
         if messages and self._listener is None:  # PostgreSQL notifies through LISTEN
             self._changes.notify(appended(messages, flags))
         return outcome
@@ -350,18 +368,19 @@ class SqlConversationStore:
                     participant_ids=list(participant_ids) if participant_ids is not None else None,
                     after_sequence=after_sequence, through_sequence=through_sequence,
                     include_summaries=include_summaries),
-            conversation_id,
+            conversation_id, few=limit is not None and limit <= FEW_ROWS_READ,
         )
 
     async def get_by_ids(self, conversation_id: str, ids: Iterable[str]) -> list[StoredMessage]:
+        wanted = list(ids)
         return await self._call("read messages", False, ops.select_by_ids, conversation_id,
-                                list(ids))
+                                wanted, few=len(wanted) <= FEW_ROWS_READ)
 
     async def find_by_platform_id(
         self, conversation_id: str, platform_message_id: str
     ) -> StoredMessage | None:
         return await self._call("read a message", False, ops.select_by_platform_id,
-                                conversation_id, platform_message_id)
+                                conversation_id, platform_message_id, few=True)
 
     async def search(
         self, conversation_id: str, query: str, *, limit: int = 10, token_cap: int = 2000
@@ -426,7 +445,7 @@ class SqlConversationStore:
         self, conversation_id: str, *, participant_id: str | None = None
     ) -> StoredMessage | None:
         return await self._call("read the summary", False, ops.select_latest_summary,
-                                conversation_id, participant_id)
+                                conversation_id, participant_id, few=True)
 
     async def list_conversations(self, *, limit: int = 100) -> list[ConversationInfo]:
         return await self._call("list conversations", False, ops.select_conversations, limit)

@@ -43,7 +43,12 @@ from threadline.backends.sql.conversation_vectors import (
     stored_form,
     stored_matrix,
 )
-from threadline.backends.sql.operations import MAX_SPEAKER_KEYS, SqlRunner, ids_at
+from threadline.backends.sql.operations import (
+    FEW_TURNS_WRITTEN,
+    MAX_SPEAKER_KEYS,
+    SqlRunner,
+    ids_at,
+)
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
 from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
 from threadline.history.model import Participant, StoredMessage
@@ -102,7 +107,8 @@ class SqlHistory(Protocol):
     """What the index uses of the conversation store: its `run` (a function on a runner, in
     one transaction, on the store's threads and connections) and its change notifications."""
 
-    async def run(self, action: str, fn: Any, *args: Any, write: bool = False) -> Any: ...
+    async def run(self, action: str, fn: Any, *args: Any, write: bool = False,
+                  few: bool = False) -> Any: ...
 
     def subscribe(self, callback: ChangeListener, conversation_id: str | None = None
                   ) -> Unsubscribe: ...
@@ -134,9 +140,10 @@ class SqlVectorIndex:
                       for message_id, vector in vectors}.items())
         stored = 0
         for start in range(0, len(pairs), PUT_CHUNK):
+            chunk = pairs[start:start + PUT_CHUNK]
             written: list[Sequence[Any]] = await self.store.run(
-                "store turns' vectors", _put, model, pairs[start:start + PUT_CHUNK],
-                write=True)
+                "store turns' vectors", _put, model, chunk, write=True,
+                few=len(chunk) <= FEW_TURNS_WRITTEN)
             by_conversation: dict[str, list[Sequence[Any]]] = {}
             for conversation_id, sequence, vector in written:
                 by_conversation.setdefault(str(conversation_id), []).append((sequence, vector))
