@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.tcp_proxy import unused_port
+from tests.ports import free_port
 from threadline.agents.mcp import McpServerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ class HttpServerProcess:
     """The server on Streamable HTTP at 127.0.0.1, in a process the test can kill and restart."""
 
     def __init__(self, call_log: Path) -> None:
-        self.port = unused_port()
+        self.port = free_port()
         self.call_log = call_log
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.agents.mcp_servers import ROOT
 from tests.cli.helpers import run_process_async
-from tests.fakes.tcp_proxy import unused_port
+from tests.ports import free_port
 from threadline.config import load_settings
 from threadline.errors import ConfigError
 
@@ -71,7 +71,7 @@ async def test_check_lists_a_working_servers_tools_and_fails_for_one_that_is_dow
         tmp_path: Path) -> None:
     # The first refused connect must fall within connect_timeout, which includes the child's
     # import of the MCP client: 2 s was too short on a loaded machine ("not connected yet").
-    down = f"  down:\n    url: http://127.0.0.1:{unused_port()}/mcp\n    connect_timeout: 8\n"
+    down = f"  down:\n    url: http://127.0.0.1:{free_port()}/mcp\n    connect_timeout: 8\n"
     path = write(tmp_path, STDIO + down, "    mcp:\n      allow: [calc]\n")
 
     outcome = await run_process_async("check", str(path), "--timeout", "20", cwd=tmp_path)

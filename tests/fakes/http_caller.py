@@ -18,13 +18,14 @@ import asyncio
 import hashlib
 import hmac
 import json
-import socket
 import time
 from types import TracebackType
 from typing import Any, Self
 
 import aiohttp
 from aiohttp import web
+
+from tests.ports import free_port
 
 
 def sign(secret: str, timestamp: int, signed: bytes) -> str:
@@ -33,18 +34,12 @@ def sign(secret: str, timestamp: int, signed: bytes) -> str:
     return "v1=" + mac.hexdigest()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class FakeCaller:
     """The caller's side of the protocol: signed requests out, a callback server in."""
 
     def __init__(self, secret: str) -> None:
         self.secret = secret
-        self.port = _free_port()
+        self.port = free_port()
         self.status = 200
         self.posts: list[dict[str, Any]] = []
         self.replies: dict[str, dict[str, Any]] = {}

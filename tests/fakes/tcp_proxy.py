@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
-
-def unused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.ports import free_port
 
 
 class TcpProxy:
     """A local TCP proxy to PostgreSQL that a test can stop, restart or make go silent."""
 
     def __init__(self, target_port: int) -> None:
-        self.port = unused_port()
+        self.port = free_port()
         self.target_port = target_port
         self.silent = False
         self._server: asyncio.Server | None = None

@@ -25,7 +25,6 @@ import asyncio
 import itertools
 import json
 import re
-import socket
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -150,14 +149,6 @@ def _coerce(name: str, value: str) -> Any:
     if name == "chat_id" and value.lstrip("-").isdigit():
         return int(value)
     return value
-
-
-def unused_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (for a webhook server that needs a fixed port)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class FakeTelegram:

@@ -16,8 +16,9 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect
 
-from tests.fakes.tcp_proxy import TcpProxy, unused_port
+from tests.fakes.tcp_proxy import TcpProxy
 from tests.history.helpers import ANN, turn
+from tests.ports import free_port
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import _alembic_config, head_revision
 from threadline.errors import ConfigError, StoreUnavailableError
@@ -142,7 +143,7 @@ async def pg_proxy(pg_url: str) -> AsyncIterator[tuple[TcpProxy, str]]:
 async def test_postgres_not_listening_fails_fast(pg_url: str) -> None:
     from sqlalchemy import make_url
 
-    nowhere = make_url(pg_url).set(port=unused_port()).render_as_string(hide_password=False)
+    nowhere = make_url(pg_url).set(port=free_port()).render_as_string(hide_password=False)
     store = SqlConversationStore(nowhere, busy_timeout=1.0)
     async with asyncio.timeout(FAST):
         outcomes = await _append_burst(store, "nobody listens", 5)

@@ -17,8 +17,8 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes.discord_gateway import FakeDiscord
-from tests.fakes.tcp_proxy import unused_port
 from tests.launch import spawn
+from tests.ports import free_port
 from tests.runtime.test_run_kill9_answers_everything import logged, until
 
 
@@ -55,7 +55,7 @@ async def start_replica(folder: Path, name: str, *, store_url: str, discord: Fak
     """`threadline run` on a config whose Discord channel shares `shards` (None: one
     connection, no shards); the offline model answers when `model_url` is None. Returns once
     the replica says it started."""
-    port = unused_port()
+    port = free_port()
     sharding = (f"    shards: {shards}\n    shard_lease_seconds: {lease_seconds}\n"
                 if shards is not None else "")
     model = f"""\

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from tests.fakes.discord_gateway import FakeDiscord
 from tests.fakes.matrix import FakeMatrix
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
+from tests.ports import free_port
 
 PEOPLE = 3
 
@@ -27,12 +27,6 @@ class Platform:
     env: dict[str, str]
     fake: Any
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @asynccontextmanager

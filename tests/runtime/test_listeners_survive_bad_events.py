@@ -19,7 +19,8 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes.telegram import ALICE, FakeTelegram, private_chat
-from tests.runtime.platforms import Platform, free_port, platform
+from tests.ports import free_port
+from tests.runtime.platforms import Platform, platform
 from threadline.cli.check import run_checks
 from threadline.config import load_settings
 from threadline.runtime import Runtime

@@ -15,7 +15,8 @@ from cryptography.fernet import Fernet
 
 from tests.fakes.slack import FakeSlack
 from tests.launch import spawn
-from tests.runtime.platforms import free_port, wait_for_log
+from tests.ports import free_port
+from tests.runtime.platforms import wait_for_log
 from threadline.backends.sql.store import SqlConversationStore
 
 

@@ -26,8 +26,9 @@ from sqlalchemy import make_url
 
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.slack import FakeSlack
-from tests.fakes.tcp_proxy import TcpProxy, unused_port
+from tests.fakes.tcp_proxy import TcpProxy
 from tests.launch import spawn
+from tests.ports import free_port
 from tests.runtime.test_run_kill9_answers_everything import logged, until
 from threadline.backends.sql import SqlConversationStore
 
@@ -87,7 +88,7 @@ class Rig:
 
 async def start_worker(tmp_path: Path, name: str, store_url: str, rig: Rig, *,
                        more_yaml: str = "") -> Worker:
-    port = unused_port()
+    port = free_port()
     config = tmp_path / f"{name}.yaml"
     config.write_text(f"""\
 store:

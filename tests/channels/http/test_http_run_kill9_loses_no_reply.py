@@ -23,7 +23,8 @@ import aiohttp
 
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.http_caller import FakeCaller
-from tests.runtime.platforms import Platform, free_port, write_config
+from tests.ports import free_port
+from tests.runtime.platforms import Platform, write_config
 from tests.runtime.test_run_kill9_answers_everything import start, until
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.http_replies import SqlReplyOutbox

@@ -19,7 +19,8 @@ import aiohttp
 
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.teams import Person
-from tests.runtime.platforms import Platform, free_port, write_config
+from tests.ports import free_port
+from tests.runtime.platforms import Platform, write_config
 from tests.runtime.test_run_kill9_answers_everything import (
     answer_the_newest_question,
     start,

@@ -11,7 +11,8 @@ import aiohttp
 import pytest
 
 from tests.channels.recording import RecordingEvents
-from tests.fakes.telegram import ALICE, GROUP, FakeTelegram, unused_port
+from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
+from tests.ports import free_port
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.telegram import TelegramChannel
@@ -121,7 +122,7 @@ async def test_a_webhook_update_that_was_not_recorded_gets_503_and_its_retry_200
 ) -> None:
     events = watched(fake, store)
     events.refuse = lambda message: True  # the store is down
-    port = unused_port()
+    port = free_port()
     channel = TelegramChannel(
         name="tg", **fake.channel_settings(), mode="webhook", webhook_port=port,
         webhook_url=f"http://127.0.0.1:{port}/telegram", webhook_secret_token="s3cret",

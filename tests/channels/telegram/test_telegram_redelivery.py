@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.channels.recording import RecordingEvents
-from tests.fakes.telegram import ALICE, GROUP, FakeTelegram, unused_port
+from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
+from tests.ports import free_port
 from threadline.backends.sql import SqlConversationStore
 from threadline.channels.base import Channel
 from threadline.channels.telegram import TelegramChannel
@@ -62,7 +63,7 @@ async def test_duplicate_update_by_polling_is_one_turn_one_reply(
 async def test_duplicate_update_by_webhook_is_one_turn_one_reply(
     fake: FakeTelegram, events: CountingEvents
 ) -> None:
-    port = unused_port()
+    port = free_port()
     channel = TelegramChannel(
         name="tg", **fake.channel_settings(), mode="webhook", webhook_listen="127.0.0.1",
         webhook_port=port, webhook_path="/tg", webhook_url=f"http://127.0.0.1:{port}/tg",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.channels.recording import RecordingEvents
-from tests.fakes.telegram import ALICE, GROUP, TOKEN, FakeTelegram, unused_port
+from tests.fakes.telegram import ALICE, GROUP, TOKEN, FakeTelegram
+from tests.ports import free_port
 from threadline.channels.telegram import TelegramChannel
 from threadline.errors import ChannelAuthError, ChannelError, ConfigError
 
@@ -73,7 +74,7 @@ async def test_unreachable_bot_api_is_a_channel_error_naming_the_channel(
     events: RecordingEvents,
 ) -> None:
     channel = TelegramChannel(name="tg", token=TOKEN,
-                              base_url=f"http://127.0.0.1:{unused_port()}/bot")
+                              base_url=f"http://127.0.0.1:{free_port()}/bot")
 
     with pytest.raises(ChannelError, match=r"'tg'.*connect to the Bot API"):
         await channel.start(events)

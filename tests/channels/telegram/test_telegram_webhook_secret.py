@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.channels.recording import RecordingEvents
-from tests.fakes.telegram import ALICE, GROUP, FakeTelegram, unused_port
+from tests.fakes.telegram import ALICE, GROUP, FakeTelegram
+from tests.ports import free_port
 from threadline.channels.telegram import TelegramChannel
 from threadline.errors import ConfigError
 
@@ -16,7 +17,7 @@ SECRET = "s3cret-token_for-tests"
 
 @pytest.fixture
 async def channel(fake: FakeTelegram, events: RecordingEvents) -> AsyncIterator[TelegramChannel]:
-    port = unused_port()
+    port = free_port()
     channel = TelegramChannel(
         name="tg", **fake.channel_settings(), mode="webhook", webhook_port=port,
         webhook_path="/hooks/telegram", webhook_url=f"http://127.0.0.1:{port}/hooks/telegram",

@@ -15,7 +15,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.runtime.platforms import free_port, run_config_head
+from tests.ports import free_port
+from tests.runtime.platforms import run_config_head
 from threadline.config import load_settings
 from threadline.runtime import Runtime
 

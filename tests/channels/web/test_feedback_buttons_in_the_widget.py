@@ -16,7 +16,7 @@ import pytest
 from tests.channels.web.browser import Browser, host_site, needs_chromium
 from tests.channels.web.rig import Visitor, next_event, web_runtime
 from tests.fakes.anthropic import FakeAnthropic, text
-from tests.runtime.platforms import free_port
+from tests.ports import free_port
 from threadline.feedback.votes import FeedbackBook, Vote
 
 pytestmark = needs_chromium

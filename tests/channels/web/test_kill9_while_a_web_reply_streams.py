@@ -13,7 +13,8 @@ import aiohttp
 
 from tests.channels.web.rig import SHOP, Visitor, next_event, write_web_config
 from tests.fakes.anthropic import FakeAnthropic, text
-from tests.runtime.platforms import Platform, free_port
+from tests.ports import free_port
+from tests.runtime.platforms import Platform
 from tests.runtime.test_run_kill9_answers_everything import start
 from threadline.backends.sql.store import SqlConversationStore
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.channels.web.browser import Browser, host_site, needs_chromium
 from tests.channels.web.rig import web_runtime
 from tests.fakes.anthropic import FakeAnthropic, text
-from tests.runtime.platforms import free_port
+from tests.ports import free_port
 
 pytestmark = needs_chromium
 FOCUSED = ("const r = document.querySelector('[data-threadline-widget]').shadowRoot;"

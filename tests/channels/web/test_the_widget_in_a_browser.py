@@ -15,7 +15,7 @@ from tests.channels.web.browser import Browser, host_site, needs_chromium
 from tests.channels.web.rig import web_runtime
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.files import png
-from tests.runtime.platforms import free_port
+from tests.ports import free_port
 
 pytestmark = needs_chromium
 ANSWER = "Your parcel 4417-B left the depot this morning and arrives tomorrow before noon."

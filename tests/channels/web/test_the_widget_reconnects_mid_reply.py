@@ -15,7 +15,7 @@ from tests.channels.web.browser import Browser, host_site, needs_chromium
 from tests.channels.web.rig import web_runtime
 from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.tcp_proxy import TcpProxy
-from tests.runtime.platforms import free_port
+from tests.ports import free_port
 
 pytestmark = needs_chromium
 ANSWER = ("Your parcel 4417-B left the depot this morning, passed the sorting centre at noon "

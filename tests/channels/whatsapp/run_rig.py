@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.whatsapp import FakeWhatsApp
-from tests.runtime.platforms import Platform, free_port
+from tests.ports import free_port
+from tests.runtime.platforms import Platform
 
 
 def whatsapp_platform(fake: FakeWhatsApp, *, extra: str = "") -> Platform:
