@@ -14,7 +14,6 @@ answers what was left: the scan looks for conversations with turns waiting every
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -22,6 +21,7 @@ import structlog
 from threadline.errors import StoreError
 from threadline.history.inbox import InboxTurn, TurnInbox
 from threadline.locks import SECOND_LOOK, ConversationLock
+from threadline.waiting import cancel_and_wait
 
 log = structlog.get_logger("threadline.pipeline")
 
@@ -81,9 +81,7 @@ class ConversationOwners:
         self.closing = True
         self.started = False
         if self._scanner is not None:
-            self._scanner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scanner
+            await cancel_and_wait(self._scanner)
             self._scanner = None
         owners = [t for t in self._owners.values() if t is not asyncio.current_task()]
         if owners:

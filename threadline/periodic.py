@@ -8,12 +8,12 @@ the chore for the life of the process.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
 
 from threadline.errors import StoreError
+from threadline.waiting import cancel_and_wait
 
 log = structlog.get_logger("threadline.periodic")
 
@@ -52,7 +52,5 @@ class Periodic:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None

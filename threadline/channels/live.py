@@ -16,6 +16,8 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from threadline.waiting import cancel_and_wait
+
 _FORGET_AFTER = 1000  # chats remembered by a gate before expired slots are dropped
 
 
@@ -112,9 +114,7 @@ class TextPacer:
             with contextlib.suppress(Exception):
                 await task
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
 
 
 class Renewal:
@@ -143,6 +143,4 @@ class Renewal:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)

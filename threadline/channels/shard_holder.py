@@ -20,7 +20,6 @@ out, plus one round of the others) plus one gateway connect.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
@@ -28,6 +27,7 @@ import structlog
 
 from threadline.channels.shard_leases import ShardLeases, ShardRound
 from threadline.errors import StoreError
+from threadline.waiting import cancel_and_wait
 
 log = structlog.get_logger("threadline.channels.shards")
 
@@ -81,9 +81,7 @@ class ShardHolder:
         """Close every connection, then give up the leases so others take them at once."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         held = self.held
         await self._close(held, event="shards.released", reason="stopping")
         try:
@@ -161,9 +159,7 @@ class ShardHolder:
             self._held.discard(shard)
             opening = self._opening.pop(shard, None)
             if opening is not None and opening is not asyncio.current_task():
-                opening.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await opening
+                await cancel_and_wait(opening)
             try:
                 await self._close_shard(shard)
             except Exception as exc:  # closing is best effort; the socket is dropped anyway

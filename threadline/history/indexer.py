@@ -35,7 +35,7 @@ from threadline.history.changes import HistoryChange, Unsubscribe
 from threadline.history.embedding_model import embedded_text, embeds_at_once
 from threadline.history.store import ConversationStore
 from threadline.history.vectors import Embedder, VectorIndex
-from threadline.waiting import set_within
+from threadline.waiting import cancel_and_wait, set_within
 
 log = structlog.get_logger("threadline.history.indexer")
 
@@ -172,9 +172,7 @@ class VectorIndexer:
             self._unsubscribe()
             self._unsubscribe = None
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
 

@@ -35,6 +35,7 @@ from threadline.inspector.record import ReplyRecord, prompt_parts
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
 from threadline.tracing import current_trace_id
+from threadline.waiting import cancel_and_wait
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
@@ -309,6 +310,4 @@ class ReplyRecorder:
                 await self.flush()
         if not self._writer.done():
             log.warning("inspector.records_unwritten", pending=len(self._pending))
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+            await cancel_and_wait(self._writer)

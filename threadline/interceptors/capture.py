@@ -16,7 +16,6 @@ protection makes every replay safe.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +28,7 @@ from threadline.history.store import ConversationStore
 from threadline.interceptors.base import CallNext
 from threadline.interceptors.outbox import Outbox
 from threadline.turn import AgentResult, TurnContext
-from threadline.waiting import set_within
+from threadline.waiting import cancel_and_wait, set_within
 
 log = structlog.get_logger("threadline.capture")
 
@@ -146,9 +145,7 @@ class DurableWriter:
         if self.outbox is not None and self.outbox.has_pending():
             await self.replay()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
 

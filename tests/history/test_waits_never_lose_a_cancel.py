@@ -1,9 +1,11 @@
-"""A stop that arrives as the indexer is woken still stops it, and shutdown does not hang.
+"""Background loops stop when asked, and a stop never swallows its caller's cancel.
 
 On Python 3.11, `asyncio.wait_for(event.wait(), t)` swallows a cancel that arrives in the same
 turn of the loop the event is set: the indexer went back to waiting, `runtime.stop()` waited on
 it forever (seen as a `threadline run` that logged its channels stopped and never exited). A
 stop follows a wake here at every distance of a few loop turns, which covers that window.
+`cancel_and_wait` ends a task's own cancel and lets the caller's through, so a stop given a
+deadline is cut short by it, and cleanup after an earlier cancel still runs to its end.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tests.history.embedding import real_embedder, vectors_of
 from tests.history.helpers import turn
 from threadline.backends.sql import SqlConversationStore
 from threadline.history.indexer import VectorIndexer
-from threadline.waiting import set_within
+from threadline.waiting import cancel_and_wait, set_within
 
 
 async def test_a_stop_the_same_append_asks_for_ends_the_indexer(tmp_path: Path) -> None:
@@ -61,3 +63,41 @@ async def test_set_within_says_whether_the_event_came() -> None:
     asyncio.get_running_loop().call_later(0.01, event.set)
     assert await set_within(event, 5) is True
     assert await set_within(event, 0) is True  # set already: no wait
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+async def test_a_stop_given_a_deadline_is_cut_short_by_it() -> None:
+    """The caller's own cancel (here its deadline) is not swallowed with the task's."""
+    async def stubborn() -> None:  # takes a while to wind down when cancelled
+        try:
+            await _forever()
+        finally:
+            await asyncio.sleep(3600)
+
+    task = asyncio.create_task(stubborn())
+    await asyncio.sleep(0)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await cancel_and_wait(task)
+    task.cancel()  # the test's own cleanup
+
+
+async def test_cleanup_after_an_earlier_cancel_still_runs_to_its_end() -> None:
+    steps: list[str] = []
+
+    async def worker_then_cleanup() -> None:
+        helper = asyncio.create_task(_forever())
+        try:
+            await _forever()
+        finally:  # cancelled above: cleanup stops the helper, then goes on
+            await cancel_and_wait(helper)
+            steps.append("after the helper")
+
+    task = asyncio.create_task(worker_then_cleanup())
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait([task], timeout=5)
+    assert task.cancelled() and steps == ["after the helper"]
