@@ -35,8 +35,7 @@ DOCUMENT_WEIGHT = 1.0
 
 def rank_sections(rankings: Sequence[tuple[float, Sequence[Key]]], *,
                   pages: Sequence[tuple[float, Sequence[Key]]],
-                  document: Callable[[Key], str], k: int, document_weight: float
-                  ) -> list[Key]:
+                  document: Callable[[Key], str], k: int) -> list[Key]:
     """Every section of `rankings` (weight, keys best first), best first: reciprocal-rank
     fusion (constant `k`) plus its document's score over `pages`, the rankings that say which
     page the conversation is on (none: the fusion alone; see the module docstring)."""
@@ -47,7 +46,7 @@ def rank_sections(rankings: Sequence[tuple[float, Sequence[Key]]], *,
     if not scores:
         return []
     documents = document_scores(pages, document=document)
-    lift = document_weight * max(scores.values()) / max(documents.values(), default=1.0)
+    lift = DOCUMENT_WEIGHT * max(scores.values()) / max(documents.values(), default=1.0)
     order = {key: n for n, key in enumerate(scores)}
     return sorted(scores, key=lambda key: (
         -(scores[key] + lift * documents.get(document(key), 0.0)), order[key]))

@@ -26,7 +26,7 @@ from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
-from threadline.knowledge.ranking import DOCUMENT_WEIGHT, rank_sections, with_lead
+from threadline.knowledge.ranking import rank_sections, with_lead
 from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
 
@@ -119,7 +119,7 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     # took its share from 82.9% to 80.7% (at 0.3 of the weight) and 79.5% (at the whole), in
     # the ranking's first 1,000 tokens.
     best = rank_sections(rankings, pages=pages, document=lambda i: sections[i].document,
-                         k=FUSION_K, document_weight=DOCUMENT_WEIGHT)
+                         k=FUSION_K)
     if not best:
         return []
     lead = await _opening(store, conversation, lead_id(turns[best[0]]), sections)
