@@ -30,8 +30,8 @@ SEPARATOR = "\n---\n"
 CANDIDATES = 12
 # A turn whose first `CLEAR_PAGE_SECTIONS` sections found are all of one document (the searches
 # agree on the page) has its block take `CLEAR_PAGE_SHARE` of the room; see `block_room`. On
-# kb-dev (bench/knowledge.py; 57% of its questions are such turns) this puts the median of
-# block + one search at 991 tokens for 89.4% / 87.8% of all / first questions; it does not make
+# kb-dev (bench/knowledge.py; 61% of its questions are such turns) this puts the median of
+# block + one search at 982 tokens for 90.7% / 88.1% of all / first questions; it does not make
 # tokens go further on average (docs/knowledge.md, "Measured").
 CLEAR_PAGE_SECTIONS = 4
 CLEAR_PAGE_SHARE = 0.5

@@ -5,12 +5,14 @@ A support conversation stays on one document: the page the user's problem is on.
 alone names a few of its words ("and for my children?"), which other pages hold too; the
 conversation's searches, taken together, name the page. So a section scores its
 reciprocal-rank fusion over the searches (`threadline.history.fusion`) plus its document's
-score: each search gives the documents of its best sections `weight / (1 + place)` (a
-document counted at its best place in that search, so a long page's many sections do not
-outvote a short page's one), and the document that scores highest lifts its sections by
-`DOCUMENT_WEIGHT` times the best section's own score, the others in proportion. Sections of
-the conversation's page then come before a stray section of another page that shares the
-question's words, and a follow-up is answered from the page the conversation is about.
+score: each search made with the conversation (`pages`; not the question alone, whose few
+words are on other pages too, nor a conversation's first question, which has no conversation
+yet) gives the documents of its best sections `weight / (1 + place)` (a document counted at
+its best place in that search, so a long page's many sections do not outvote a short page's
+one), and the document that scores highest lifts its sections by `DOCUMENT_WEIGHT` times the
+best section's own score, the others in proportion. Sections of the conversation's page then
+come before a stray section of another page that shares the question's words, and a follow-up
+is answered from the page the conversation is about.
 
 And a page's opening says what the page is for: "I need information about student loan
 default" is answered by the first lines of the page on it, whose words the question repeats
@@ -32,18 +34,19 @@ DOCUMENT_WEIGHT = 1.0
 
 
 def rank_sections(rankings: Sequence[tuple[float, Sequence[Key]]], *,
-                  document: Callable[[Key], str], k: int, document_weight: float
-                  ) -> list[Key]:
+                  pages: Sequence[tuple[float, Sequence[Key]]],
+                  document: Callable[[Key], str], k: int) -> list[Key]:
     """Every section of `rankings` (weight, keys best first), best first: reciprocal-rank
-    fusion (constant `k`) plus its document's score (see the module docstring)."""
+    fusion (constant `k`) plus its document's score over `pages`, the rankings that say which
+    page the conversation is on (none: the fusion alone; see the module docstring)."""
     scores: dict[Key, float] = {}
     for weight, ranking in rankings:
         for place, key in enumerate(ranking):
             scores[key] = scores.get(key, 0.0) + weight / (k + place)
     if not scores:
         return []
-    documents = document_scores(rankings, document=document)
-    lift = document_weight * max(scores.values()) / max(documents.values())
+    documents = document_scores(pages, document=document)
+    lift = DOCUMENT_WEIGHT * max(scores.values()) / max(documents.values(), default=1.0)
     order = {key: n for n, key in enumerate(scores)}
     return sorted(scores, key=lambda key: (
         -(scores[key] + lift * documents.get(document(key), 0.0)), order[key]))

@@ -5,25 +5,28 @@ is searched with the question and the turns just before it (what it follows up),
 whole conversation so far, newest first (what the conversation is about; a lexical query keeps
 its first `MAX_TERMS` words, so the newest count most), and with the question alone (what is
 asked now, when it has words to search with); the first question of a conversation is
-searched alone. The rankings become one with the documents they come from counted, so the
-conversation's page is where a follow-up is answered from, and the best section's page opens
-with its first lines (`threadline.knowledge.ranking`). Each search is recall's own (the
-store's BM25 and the embedding model's nearest, fused as recall fuses them:
-`threadline.history.fusion`) scoped to one source's conversation of sections.
+searched alone. The rankings become one with the documents that the searches with the
+conversation found counted, so the conversation's page is where a follow-up is answered
+from, and the best section's page opens with its first lines (`threadline.knowledge.ranking`).
+Each search is recall's own (the store's BM25 and the embedding model's nearest, fused as
+recall fuses them, `threadline.history.fusion`, except that the ranking by meaning counts as
+much as the lexical one: a page is worded by the team, not by the user who asks) scoped to
+one source's conversation of sections.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from threadline.history.fusion import fuse_messages, fuse_rankings
+from threadline.history.fusion import Fusion, fuse_messages, fuse_rankings
 from threadline.history.meaning import MeaningSearch, meaning_search
 from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS
 from threadline.history.store import ConversationStore
-from threadline.knowledge.ranking import DOCUMENT_WEIGHT, rank_sections, with_lead
+from threadline.knowledge.ranking import rank_sections, with_lead
 from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
 
@@ -39,6 +42,14 @@ FOLLOW_UP_WEIGHT = 1.0
 CONVERSATION_WEIGHT = 1.0
 QUESTION_WEIGHT = 0.5
 FUSION_K = 30
+# How much a search's ranking by meaning counts beside its lexical one (each 1 / (k + rank),
+# the model's own k): as much. Recall's weight for the model (`embedding_model.MODELS`: 0.3 for
+# WordLlama) was measured on conversations; a team's page is worded by the team, not by the
+# user who asks ("I want my money back" / "Refunds"). On kb-dev (bench/knowledge.py, block +
+# one search, WordLlama, k 60, this module otherwise as it is) the weight 0.3 reached 89.9% of
+# all questions, 0.5 89.8%, 0.75 90.7%, 1 90.7%, 1.5 89.2%; the lexical ranking alone 86.7%.
+# MiniLM's measured weight is 1 already.
+MEANING_WEIGHT = 1.0
 # Sections each search ranks (more than a block shows: fusion reorders them).
 CANDIDATES = 30
 # A search's token cap: sections are chosen by the block's own room, not by the search.
@@ -47,20 +58,30 @@ UNCAPPED_TOKENS = 1_000_000_000
 QUERY_CHARS = MAX_QUERY_CHARS // 2
 
 
-def ask_queries(ask: KnowledgeAsk) -> list[tuple[float, str]]:
-    """(weight, text) of the searches made for `ask`; see the module docstring."""
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One search made for a turn: its text, how much its ranking counts, and whether it
+    carries the conversation (only those say which page the conversation is on)."""
+
+    weight: float
+    text: str
+    with_conversation: bool
+
+
+def ask_queries(ask: KnowledgeAsk) -> list[Query]:
+    """The searches made for `ask`; see the module docstring."""
     question = ask.question.strip()
-    queries: list[tuple[float, str]] = []
+    queries: list[Query] = []
     if not ask.earlier:
-        queries.append((FOLLOW_UP_WEIGHT, question[:QUERY_CHARS]))
+        queries.append(Query(FOLLOW_UP_WEIGHT, question[:QUERY_CHARS], False))
     else:
         recent = [question, *reversed(ask.earlier[-FOLLOW_UP_TURNS:])]
-        queries.append((FOLLOW_UP_WEIGHT, _newest_first(recent)))
+        queries.append(Query(FOLLOW_UP_WEIGHT, _newest_first(recent), True))
         if len(ask.earlier) > FOLLOW_UP_TURNS:
-            queries.append((CONVERSATION_WEIGHT,
-                            _newest_first([question, *reversed(ask.earlier)])))
-        queries.append((QUESTION_WEIGHT, question[:QUERY_CHARS]))
-    return [(weight, text) for weight, text in queries if worth_recalling(text)]
+            queries.append(Query(CONVERSATION_WEIGHT,
+                                 _newest_first([question, *reversed(ask.earlier)]), True))
+        queries.append(Query(QUESTION_WEIGHT, question[:QUERY_CHARS], False))
+    return [query for query in queries if worth_recalling(query.text)]
 
 
 def _newest_first(texts: Sequence[str]) -> str:
@@ -75,11 +96,12 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     conversation = source_conversation(source)
     meaning = await meaning_search(store) if by_meaning else None
     rankings: list[tuple[float, list[str]]] = []
+    pages: list[tuple[float, list[str]]] = []
     turns: dict[str, StoredMessage] = {}
     sections: dict[str, FoundSection] = {}
     queries = ask_queries(ask)
-    found = await _ranked_turns(store, meaning, conversation, [text for _, text in queries])
-    for (weight, _), ranked_turns in zip(queries, found, strict=True):
+    found = await _ranked_turns(store, meaning, conversation, [q.text for q in queries])
+    for query, ranked_turns in zip(queries, found, strict=True):
         ranked: list[str] = []
         for turn in ranked_turns:
             section = found_section(turn)
@@ -87,12 +109,17 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
                 sections.setdefault(turn.id, section)
                 turns.setdefault(turn.id, turn)
                 ranked.append(turn.id)
-        rankings.append((weight, ranked))
-    # The documents count after the first question only: a first question's one search ranks
-    # by its words, and counting its documents too took kb-dev's first questions from 82.9% to
-    # 80.7% (at 0.3 of the weight) and 79.5% (at the whole), in the first 1,000 tokens.
-    best = rank_sections(rankings, document=lambda i: sections[i].document, k=FUSION_K,
-                         document_weight=DOCUMENT_WEIGHT if ask.earlier else 0.0)
+        rankings.append((query.weight, ranked))
+        if query.with_conversation:
+            pages.append((query.weight, ranked))
+    # Only the searches with the conversation count the documents. The question alone names a
+    # few words other pages hold too: counting its documents beside them reached 90.1% of
+    # kb-dev's questions against 90.7% (bench/knowledge.py, block + one search; halves 88.5 /
+    # 91.7 against 89.2 / 92.1). A first question, searched alone, counts none: counting them
+    # took its share from 82.9% to 80.7% (at 0.3 of the weight) and 79.5% (at the whole), in
+    # the ranking's first 1,000 tokens.
+    best = rank_sections(rankings, pages=pages, document=lambda i: sections[i].document,
+                         k=FUSION_K)
     if not best:
         return []
     lead = await _opening(store, conversation, lead_id(turns[best[0]]), sections)
@@ -126,9 +153,15 @@ async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
     if meaning is None or not texts:
         return list(await searched)
     lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, texts))
-    return [fuse_messages(turns, [turn for turn, _ in found], fusion=meaning.fusion,
-                          limit=CANDIDATES)
+    fusion = document_fusion(meaning.fusion)
+    return [fuse_messages(turns, [turn for turn, _ in found], fusion=fusion, limit=CANDIDATES)
             for turns, found in zip(lexical, nearest, strict=True)]
+
+
+def document_fusion(model: Fusion) -> Fusion:
+    """How a search of documents fuses its two rankings: the model's fusion constant, the
+    ranking by meaning weighed `MEANING_WEIGHT`."""
+    return replace(model, weight=MEANING_WEIGHT)
 
 
 async def _nearest(meaning: MeaningSearch, conversation: str, texts: Sequence[str]
