@@ -46,12 +46,17 @@ SQLITE_STATEMENTS = 16
 SQLITE_TRANSACTIONS = 9
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
-# the inbox's three before the answer and the ledger's claim. The turn's copy in the history
+# the inbox's two before the answer and the ledger's claim. The turn's copy in the history
 # is one transaction; the delivered reply's writes (ledger, history, inbox) another.
 POSTGRES_TRANSACTIONS = 2
 # 8 before the delivered reply's writes shared one commit: the ledger's delivered and the
-# inbox's answered were commits of their own.
-POSTGRES_COMMITS = 6
+# inbox's answered were commits of their own; 6 before the turn stored was read back from the
+# inbox by a SELECT rather than an UPDATE (a commit that changed nothing but a timestamp).
+POSTGRES_COMMITS = 5
+# A turn after a pause longer than the lock's linger also takes the conversation's advisory
+# lock and gives it back: a statement each, on an autocommit connection (before, each was
+# a transaction of its own: two BEGINs and two COMMITs more).
+TAKES_THE_LOCK = 2
 # With a spend ledger (no caps: nothing is reserved), a turn's spend is one statement more, in
 # the delivered reply's transaction: no transaction or commit more.
 WITH_SPEND = 1
@@ -165,16 +170,19 @@ async def test_a_plain_turn_on_sqlite_costs_few_statements(
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
-async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend: bool) -> None:
+@pytest.mark.parametrize(("spend", "paused"), [(False, False), (True, False), (False, True)],
+                         ids=["plain", "with_spend", "after_a_pause"])
+async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend: bool,
+                                                             paused: bool) -> None:
     tally = Tally()
-    # A lively chat: the conversation is still held from its last turn (a turn after a pause
-    # longer than the lock's linger also takes and gives back the lock: two more).
-    lock = PostgresConversationLock(pg_url, linger=3600)
+    # A lively chat: the conversation is still held from its last turn. After a pause (no
+    # linger here) the turn takes the lock and gives it back.
+    lock = PostgresConversationLock(pg_url, linger=0 if paused else 3600)
     async with SqlConversationStore(pg_url) as store:
         postgres_traced(store, lock, tally)
         await one_plain_turn(store, tally, lock, spend=spend)
     await lock.close()
     tally.show("PostgreSQL")
     assert (len(tally.statements), tally.transactions, tally.commits) == (
-        POSTGRES_STATEMENTS + spend * WITH_SPEND, POSTGRES_TRANSACTIONS, POSTGRES_COMMITS)
+        POSTGRES_STATEMENTS + spend * WITH_SPEND + paused * TAKES_THE_LOCK,
+        POSTGRES_TRANSACTIONS, POSTGRES_COMMITS)

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner
+from threadline.backends.sql.operations import SqlRunner, one_write
 from threadline.backends.sql.schema import from_micros, to_micros
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.delivery_status import PartStatus, advanced
@@ -53,6 +53,13 @@ def _rows(pending: Sequence[Recordable]) -> list[dict[str, Any]]:
 
 def _insert(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
     return sum(conn.rowcount(_INSERT, row) for row in rows)
+
+
+@one_write
+def _insert_one(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
+    """`_insert` of one record (a quiet bot's every batch): one statement, which PostgreSQL
+    runs without BEGIN and COMMIT, two round trips fewer on the connections turns use."""
+    return _insert(conn, rows)
 
 
 def _select_recent(conn: SqlRunner, conversation_id: str | None, agent: str | None,
@@ -138,7 +145,8 @@ class SqlReplyRecords:
         # Built (rendered, counted, redacted, encoded) in a worker thread, not on the event
         # loop where the next turns run, nor inside the write transaction.
         rows = await asyncio.to_thread(_rows, list(pending))
-        return await self.store.run("record replies", _insert, rows, write=True)
+        return await self.store.run("record replies", _insert_one if len(rows) == 1
+                                    else _insert, rows, write=True)
 
     async def recent(self, conversation_id: str | None = None, *, agent: str | None = None,
                      since: datetime | None = None, limit: int = 50) -> list[ReplyRecord]:
