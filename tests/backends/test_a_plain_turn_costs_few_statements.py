@@ -53,6 +53,11 @@ POSTGRES_TRANSACTIONS = 2
 # inbox's answered were commits of their own; 6 before the turn stored was read back from the
 # inbox by a SELECT rather than an UPDATE (a commit that changed nothing but a timestamp).
 POSTGRES_COMMITS = 5
+# Of those, the commits that wait for the disk: the turn recorded (before the platform is told
+# 'received'), its copy in the history, and the reply's claim in the ledger (before it is
+# posted). The take and the delivered reply's writes are covered by them
+# (`operations.durable_later`); all five waited before.
+POSTGRES_WAITED_COMMITS = 3
 # A turn after a pause longer than the lock's linger also takes the conversation's advisory
 # lock and gives it back: a statement each, on an autocommit connection (before, each was
 # a transaction of its own: two BEGINs and two COMMITs more).
@@ -73,8 +78,9 @@ class Tally:
     statements: list[str] = field(default_factory=list)
     transactions: int = 0
     commits: int = 0  # PostgreSQL: transactions, and writes sent alone
+    waited: int = 0  # PostgreSQL: commits that wait for the disk
 
-    def statement(self, sql: str, *, alone: bool = False) -> None:
+    def statement(self, sql: str, *, alone: bool = False, waits: bool = True) -> None:
         if not self.counting:
             return
         words = sql.strip().upper()
@@ -82,16 +88,22 @@ class Tally:
             self.transactions += words.startswith("BEGIN")
         else:
             self.statements.append(" ".join(sql.split())[:160])
-            self.commits += alone and words.startswith(_WRITES)
+            committed = alone and words.startswith(_WRITES)
+            self.commits += committed
+            self.waited += committed and waits
 
-    def begun(self) -> None:
+    def begun(self, *, waits: bool = True) -> None:
         if self.counting:
             self.transactions += 1
             self.commits += 1
+            self.waited += waits
 
     def show(self, label: str) -> None:
         print(f"\n{label}: {len(self.statements)} statements in {self.transactions} "
-              f"transactions, {self.commits} commits")
+              f"transactions, {self.commits} commits ({self.waited} waiting for the disk)"
+              if label == "PostgreSQL" else
+              f"\n{label}: {len(self.statements)} statements in {self.transactions} "
+              "transactions")
         for number, sql in enumerate(self.statements, 1):
             print(f"  {number:2d}. {sql}")
 
@@ -123,16 +135,17 @@ def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
                     tally: Tally) -> None:
     backend = store._backend
     assert isinstance(backend, PostgresBackend)
-    for engine in (backend.alchemy_engine().sync_engine, lock._engine.sync_engine):
-        @event.listens_for(engine, "before_cursor_execute")
-        def before(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+    for engine, waits in ((backend.alchemy_engine(), True), (backend._unwaited, False),
+                          (lock._engine, True)):
+        @event.listens_for(engine.sync_engine, "before_cursor_execute")
+        def before(conn: Any, cursor: Any, sql: str, *args: Any, waits: bool = waits) -> None:
             tally.statement(sql, alone=conn.get_execution_options().get(
-                "isolation_level") == "AUTOCOMMIT")
+                "isolation_level") == "AUTOCOMMIT", waits=waits)
 
-        @event.listens_for(engine, "begin")
-        def begin(conn: Any) -> None:
+        @event.listens_for(engine.sync_engine, "begin")
+        def begin(conn: Any, waits: bool = waits) -> None:
             if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-                tally.begun()  # a read outside a transaction sends no BEGIN
+                tally.begun(waits=waits)  # a read outside a transaction sends no BEGIN
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
@@ -183,6 +196,6 @@ async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend:
         await one_plain_turn(store, tally, lock, spend=spend)
     await lock.close()
     tally.show("PostgreSQL")
-    assert (len(tally.statements), tally.transactions, tally.commits) == (
+    assert (len(tally.statements), tally.transactions, tally.commits, tally.waited) == (
         POSTGRES_STATEMENTS + spend * WITH_SPEND + paused * TAKES_THE_LOCK,
-        POSTGRES_TRANSACTIONS, POSTGRES_COMMITS)
+        POSTGRES_TRANSACTIONS, POSTGRES_COMMITS, POSTGRES_WAITED_COMMITS)

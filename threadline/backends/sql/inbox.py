@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner, one_write
+from threadline.backends.sql.operations import SqlRunner, durable_later, one_write
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TimedTurn, TurnState
 from threadline.history.model import StoredMessage
@@ -98,11 +98,15 @@ def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+@durable_later
 @one_write
 def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
     # One statement picks the oldest open turn and takes it. On PostgreSQL an edit or deletion
     # may change that row between the pick and the take (the take re-checks it is open); then
-    # the next one is picked, if any is open.
+    # the next one is picked, if any is open. Its commit need not wait for the disk: the turn's
+    # copy in the history, written next, does, and a take lost with the database server leaves
+    # the turn open, taken again after the restart (its attempt uncounted: `max_attempts`
+    # guards against a turn that kills our process, which loses no commit).
     while True:
         rows = conn.rows(
             "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "

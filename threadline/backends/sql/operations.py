@@ -76,6 +76,32 @@ def writes_once(operation: Callable[..., Any]) -> bool:
     return bool(getattr(getattr(operation, "func", operation), _ONE_WRITE, False))
 
 
+_DURABLE_LATER = "threadline_durable_later"
+
+
+def durable_later(operation: Operation) -> Operation:
+    """Mark a write that need not wait for the disk: what its loss would undo is redone from
+    writes that did wait (a turn taken is taken again from the inbox; a reply recorded as
+    delivered stays claimed in the ledger, which says the process died between posting and
+    recording it), and nobody outside is told anything on the strength of it alone.
+
+    PostgreSQL commits it with `synchronous_commit` off: visible to every process at once and
+    kept through any crash of ours (kill -9), it can be lost only when the database server
+    itself crashes within a moment of it (`wal_writer_delay`, 200 ms by default), and then
+    with everything written after it (the write-ahead log is one sequence): as if our process
+    had died just before making it. SQLite ignores the mark (its commits in WAL mode with
+    `synchronous = NORMAL` never wait for the disk).
+    """
+    setattr(operation, _DURABLE_LATER, True)
+    return operation
+
+
+def waits_for_disk(operation: Callable[..., Any]) -> bool:
+    """False when `operation` (or the function a `functools.partial` wraps) is
+    `durable_later`."""
+    return not getattr(getattr(operation, "func", operation), _DURABLE_LATER, False)
+
+
 class SqlRunner(Protocol):
     """Runs one statement with `:name` parameters inside the caller's transaction."""
 

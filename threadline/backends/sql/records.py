@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner, one_write
+from threadline.backends.sql.operations import SqlRunner, durable_later, one_write
 from threadline.backends.sql.schema import from_micros, to_micros
 from threadline.backends.sql.store import SqlConversationStore
 from threadline.channels.delivery_status import PartStatus, advanced
@@ -51,10 +51,12 @@ def _rows(pending: Sequence[Recordable]) -> list[dict[str, Any]]:
     return [_row(p.to_record()) for p in pending]
 
 
+@durable_later  # diagnostics, which a crash may lose (`threadline.inspector`)
 def _insert(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
     return sum(conn.rowcount(_INSERT, row) for row in rows)
 
 
+@durable_later
 @one_write
 def _insert_one(conn: SqlRunner, rows: Sequence[dict[str, Any]]) -> int:
     """`_insert` of one record (a quiet bot's every batch): one statement, which PostgreSQL

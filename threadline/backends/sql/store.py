@@ -248,11 +248,13 @@ class SqlConversationStore:
             self._flusher = None
 
     async def append_with(self, action: str, message: StoredMessage | None,
-                          beside: Callable[[ops.SqlRunner], T]) -> T:
+                          beside: Callable[[ops.SqlRunner], T], *,
+                          wait_for_disk: bool = True) -> T:
         """`message` appended (when given) and `beside` run in the same transaction:
         statements of the parts kept beside the history (the inbox, the reply ledger, spend)
         committed with the turn (`SqlWritesTogether`). Not grouped with other appends: the
-        transaction is the caller's."""
+        transaction is the caller's. `wait_for_disk=False`: a write the caller knows other
+        writes cover (`operations.durable_later`)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         messages = [message] if message is not None else []
@@ -263,7 +265,8 @@ class SqlConversationStore:
             flags = _write_announced(conn, messages, counts, channel=channel) if messages else []
             return flags, beside(conn)
 
-        flags, outcome = await self._call(action, True, together)
+        flags, outcome = await self._call(action, True, together if wait_for_disk
+                                          else ops.durable_later(together))
         if messages and self._listener is None:  # PostgreSQL notifies through LISTEN
             self._changes.notify(appended(messages, flags))
         return outcome
