@@ -17,6 +17,7 @@ inside the count, so nothing the turn left running escapes it.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,9 +47,10 @@ SQLITE_STATEMENTS = 16
 SQLITE_TRANSACTIONS = 9
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
-# the inbox's two before the answer and the ledger's claim. The turn's copy in the history
-# is one transaction; the delivered reply's writes (ledger, history, inbox) another.
-POSTGRES_TRANSACTIONS = 2
+# the inbox's two before the answer, the turn's copy in the history and the ledger's claim.
+# The delivered reply's writes (ledger, history, inbox) are one transaction. 2 before the
+# turn's copy (one statement since a replay claims no sequence) went alone.
+POSTGRES_TRANSACTIONS = 1
 # 8 before the delivered reply's writes shared one commit: the ledger's delivered and the
 # inbox's answered were commits of their own; 6 before the turn stored was read back from the
 # inbox by a SELECT rather than an UPDATE (a commit that changed nothing but a timestamp).
@@ -67,7 +69,7 @@ TAKES_THE_LOCK = 2
 WITH_SPEND = 1
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
-_WRITES = ("INSERT", "UPDATE", "DELETE")
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE)\b")  # a CTE's write too
 
 
 @dataclass
@@ -88,7 +90,7 @@ class Tally:
             self.transactions += words.startswith("BEGIN")
         else:
             self.statements.append(" ".join(sql.split())[:160])
-            committed = alone and words.startswith(_WRITES)
+            committed = alone and bool(_WRITES.search(words))
             self.commits += committed
             self.waited += committed and waits
 

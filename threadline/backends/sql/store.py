@@ -227,9 +227,10 @@ class SqlConversationStore:
                     size += len(request[0])
                 messages = [m for request in batch for m in request[0]]
                 counts = [c for request in batch for c in request[1]]
+                write = _write_one if len(messages) == 1 else _write_announced
                 try:
                     flags = await self._call("append", True, partial(
-                        _write_announced, channel=self._channel), messages, counts)
+                        write, channel=self._channel), messages, counts)
                 except BaseException as exc:
                     for _, _, future in batch:
                         if not future.done():
@@ -478,6 +479,14 @@ def _write_announced(conn: ops.SqlRunner, messages: Sequence[StoredMessage],
     announce(conn, channel, [change for change in appended(messages, flags)
                              if per_conversation[change.conversation_id] > 1])
     return flags
+
+
+@ops.one_write
+def _write_one(conn: ops.SqlRunner, messages: Sequence[StoredMessage], counts: Sequence[int],
+               *, channel: str) -> list[bool]:
+    """`_write_announced` of one turn: one statement on PostgreSQL (`ops.write_batch`), sent
+    without BEGIN and COMMIT."""
+    return _write_announced(conn, messages, counts, channel=channel)
 
 
 def _edit_announced(conn: ops.SqlRunner, conversation_id: str, message_id: str, content: str,
