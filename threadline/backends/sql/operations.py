@@ -59,13 +59,15 @@ _ONE_WRITE = "threadline_one_write"
 
 def one_write(operation: Operation) -> Operation:
     """Mark a write operation whose changes are made by one statement: any other statement it
-    sends only reads, or changes nothing (an INSERT that met its conflict, an UPDATE that
-    matched no row).
+    sends only reads, changes nothing (an INSERT that met its conflict, an UPDATE that
+    matched no row), or corrects a count whatever was written meanwhile (a turn two writers
+    stored at once: `_write_one_postgres`).
 
     PostgreSQL runs such an operation without BEGIN and COMMIT (autocommit): the statement is
     atomic and durable by itself when it returns, and under READ COMMITTED each statement of a
     transaction sees its own snapshot anyway, so only those two round trips go (each waits for
-    the server; a plain turn's inbox and ledger writes are six). SQLite ignores the mark.
+    the server; a plain turn's inbox, history and ledger writes alone are eight). SQLite
+    ignores the mark.
     """
     setattr(operation, _ONE_WRITE, True)
     return operation
