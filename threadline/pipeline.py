@@ -42,10 +42,11 @@ What a plain turn writes (one person, one agent), each write where it must be:
                           its process every time is given up after `max_attempts`; the same
                           statement picks the conversation's oldest open turn (no read first)
     3 history: the turn   in answering order; its conversation row reserves the sequence in
-                          the same statement on PostgreSQL (same transaction on SQLite), and
-                          the insert itself sends the change notification (PostgreSQL)
-    4 inbox: read back    after 3, in its own statement, so an edit or a deletion racing the
-                          worker lands in the row (read here) or in the history (from 3 on)
+                          the same statement on PostgreSQL, sent alone (same transaction on
+                          SQLite), and the insert itself sends the change notification
+    4 inbox: read back    after 3, a read in its own statement, so an edit or a deletion
+                          racing the worker lands in the row (read here) or in the history
+                          (from 3 on); a write only when an edit reopened the turn meanwhile
     5 ledger: claimed     before the reply is posted: a retried turn never posts it twice
     6 after delivery, one transaction (`threadline.after_delivery`):
       ledger: delivered   with its platform ids: a retry reuses the reply instead of asking
@@ -68,8 +69,12 @@ What a plain turn writes (one person, one agent), each write where it must be:
 
 6 is all or nothing: a crash before its commit leaves the claim of 5 as it was, which says the
 process died between posting and recording the reply, as a crash right after posting always
-did. 5 cannot join 6 (it must be durable before the platform is asked), nor 1 to 4 (each
-must be durable before what follows it may happen). While the store is away, 6 is written
+did. 5 cannot join 6 (it must be durable before the platform is asked), nor 1 to 4 one
+another (each must be committed before what follows it may happen). On PostgreSQL 2, 6 and 7
+commit without waiting for the disk (`backends.sql.operations.durable_later`): 1, 3 and 5,
+which wait, cover them (what a crash of the database server itself could take of them is
+what a crash of our process just before them leaves, redone the same way), and nobody
+outside is told anything on the strength of them. While the store is away, 6 is written
 apart, each write as it handles its failure: the reply waits in capture's outbox, the ledger
 and the spend log theirs, and the inbox's keeps the turn open to be taken again.
 

@@ -18,6 +18,7 @@ team is stopped inside the count, so nothing the turn left running escapes it.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,26 +46,38 @@ SQLITE_STATEMENTS = 16
 # 11 before: the reads of one statement on the event loop (the newest turns, the summary, the
 # handoff) are their own snapshot, without BEGIN and ROLLBACK (`SqliteBackend.read_few`); and
 # the delivered reply's ledger entry, its copy in the history and the turn marked answered are
-# written in one transaction (`threadline.after_delivery`).
-SQLITE_TRANSACTIONS = 7
+# written in one transaction (`threadline.after_delivery`). 7 before the stored turn was read
+# back by a SELECT of its row (one statement, on the loop) rather than an UPDATE.
+SQLITE_TRANSACTIONS = 6
 # Of those, sent to the store's threads (each a hop costing more than a small statement): the
 # recall search only; the other reads and writes touch a few rows and run on the event loop
 # (`SqliteBackend.read_few`, `write_few`).
 SQLITE_HOPS = 1
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
-# the inbox's three before the answer and the ledger's claim. The turn's copy in the history
-# is one transaction; the delivered reply's writes (ledger, history, inbox) another.
-POSTGRES_TRANSACTIONS = 2
+# the inbox's two before the answer, the turn's copy in the history and the ledger's claim.
+# The delivered reply's writes (ledger, history, inbox) are one transaction. 2 before the
+# turn's copy (one statement since a replay claims no sequence) went alone.
+POSTGRES_TRANSACTIONS = 1
 # 8 before the delivered reply's writes shared one commit: the ledger's delivered and the
-# inbox's answered were commits of their own.
-POSTGRES_COMMITS = 6
+# inbox's answered were commits of their own; 6 before the turn stored was read back from the
+# inbox by a SELECT rather than an UPDATE (a commit that changed nothing but a timestamp).
+POSTGRES_COMMITS = 5
+# Of those, the commits that wait for the disk: the turn recorded (before the platform is told
+# 'received'), its copy in the history, and the reply's claim in the ledger (before it is
+# posted). The take and the delivered reply's writes are covered by them
+# (`operations.durable_later`); all five waited before.
+POSTGRES_WAITED_COMMITS = 3
+# A turn after a pause longer than the lock's linger also takes the conversation's advisory
+# lock and gives it back: a statement each, on an autocommit connection (before, each was
+# a transaction of its own: two BEGINs and two COMMITs more).
+TAKES_THE_LOCK = 2
 # With a spend ledger (no caps: nothing is reserved), a turn's spend is one statement more, in
 # the delivered reply's transaction: no transaction or commit more.
 WITH_SPEND = 1
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
-_WRITES = ("INSERT", "UPDATE", "DELETE")
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE)\b")  # a CTE's write too
 
 
 @dataclass
@@ -76,8 +89,9 @@ class Tally:
     transactions: int = 0
     hops: int = 0
     commits: int = 0  # PostgreSQL: transactions, and writes sent alone
+    waited: int = 0  # PostgreSQL: commits that wait for the disk
 
-    def statement(self, sql: str, *, alone: bool = False) -> None:
+    def statement(self, sql: str, *, alone: bool = False, waits: bool = True) -> None:
         if not self.counting:
             return
         words = sql.strip().upper()
@@ -85,12 +99,15 @@ class Tally:
             self.transactions += words.startswith("BEGIN")
         else:
             self.statements.append(" ".join(sql.split())[:160])
-            self.commits += alone and words.startswith(_WRITES)
+            committed = alone and bool(_WRITES.search(words))
+            self.commits += committed
+            self.waited += committed and waits
 
-    def begun(self) -> None:
+    def begun(self, *, waits: bool = True) -> None:
         if self.counting:
             self.transactions += 1
             self.commits += 1
+            self.waited += waits
 
     def hopped(self) -> None:
         if self.counting:
@@ -98,7 +115,9 @@ class Tally:
 
     def show(self, label: str) -> None:
         print(f"\n{label}: {len(self.statements)} statements in {self.transactions} "
-              f"transactions, {self.commits} commits, {self.hops} sent to a thread")
+              "transactions, " + (
+                  f"{self.commits} commits ({self.waited} waiting for the disk)"
+                  if label == "PostgreSQL" else f"{self.hops} sent to a thread"))
         for number, sql in enumerate(self.statements, 1):
             print(f"  {number:2d}. {sql}")
 
@@ -138,16 +157,17 @@ def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
                     tally: Tally) -> None:
     backend = store._backend
     assert isinstance(backend, PostgresBackend)
-    for engine in (backend.alchemy_engine().sync_engine, lock._engine.sync_engine):
-        @event.listens_for(engine, "before_cursor_execute")
-        def before(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+    for engine, waits in ((backend.alchemy_engine(), True), (backend._unwaited, False),
+                          (lock._engine, True)):
+        @event.listens_for(engine.sync_engine, "before_cursor_execute")
+        def before(conn: Any, cursor: Any, sql: str, *args: Any, waits: bool = waits) -> None:
             tally.statement(sql, alone=conn.get_execution_options().get(
-                "isolation_level") == "AUTOCOMMIT")
+                "isolation_level") == "AUTOCOMMIT", waits=waits)
 
-        @event.listens_for(engine, "begin")
-        def begin(conn: Any) -> None:
+        @event.listens_for(engine.sync_engine, "begin")
+        def begin(conn: Any, waits: bool = waits) -> None:
             if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-                tally.begun()  # a read outside a transaction sends no BEGIN
+                tally.begun(waits=waits)  # a read outside a transaction sends no BEGIN
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
@@ -186,16 +206,19 @@ async def test_a_plain_turn_on_sqlite_costs_few_statements(
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
-async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend: bool) -> None:
+@pytest.mark.parametrize(("spend", "paused"), [(False, False), (True, False), (False, True)],
+                         ids=["plain", "with_spend", "after_a_pause"])
+async def test_a_plain_turn_on_postgres_costs_few_statements(pg_url: str, spend: bool,
+                                                             paused: bool) -> None:
     tally = Tally()
-    # A lively chat: the conversation is still held from its last turn (a turn after a pause
-    # longer than the lock's linger also takes and gives back the lock: two more).
-    lock = PostgresConversationLock(pg_url, linger=3600)
+    # A lively chat: the conversation is still held from its last turn. After a pause (no
+    # linger here) the turn takes the lock and gives it back.
+    lock = PostgresConversationLock(pg_url, linger=0 if paused else 3600)
     async with SqlConversationStore(pg_url) as store:
         postgres_traced(store, lock, tally)
         await one_plain_turn(store, tally, lock, spend=spend)
     await lock.close()
     tally.show("PostgreSQL")
-    assert (len(tally.statements), tally.transactions, tally.commits) == (
-        POSTGRES_STATEMENTS + spend * WITH_SPEND, POSTGRES_TRANSACTIONS, POSTGRES_COMMITS)
+    assert (len(tally.statements), tally.transactions, tally.commits, tally.waited) == (
+        POSTGRES_STATEMENTS + spend * WITH_SPEND + paused * TAKES_THE_LOCK,
+        POSTGRES_TRANSACTIONS, POSTGRES_COMMITS, POSTGRES_WAITED_COMMITS)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from threadline.backends.sql.operations import SqlRunner, one_write
+from threadline.backends.sql.operations import SqlRunner, durable_later, one_write
 from threadline.history.codec import message_from_dict, message_to_dict
 from threadline.history.inbox import Delivery, DeliveryState, InboxTurn, TimedTurn, TurnState
 from threadline.history.model import StoredMessage
@@ -98,11 +98,15 @@ def _conversations_waiting(conn: SqlRunner, limit: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+@durable_later
 @one_write
 def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
     # One statement picks the oldest open turn and takes it. On PostgreSQL an edit or deletion
     # may change that row between the pick and the take (the take re-checks it is open); then
-    # the next one is picked, if any is open.
+    # the next one is picked, if any is open. Its commit need not wait for the disk: the turn's
+    # copy in the history, written next, does, and a take lost with the database server leaves
+    # the turn open, taken again after the restart (its attempt uncounted: `max_attempts`
+    # guards against a turn that kills our process, which loses no commit).
     while True:
         rows = conn.rows(
             "UPDATE threadline_inbox SET state = 'answering', attempts = attempts + 1, "
@@ -120,13 +124,22 @@ def _take_next(conn: SqlRunner, conversation_id: str) -> InboxTurn | None:
             return None
 
 
+def _read_back(conn: SqlRunner, turn_id: str) -> tuple[str, str] | None:
+    # A read: the row holds any edit or deletion committed before it, the history every
+    # later one (`TurnPipeline.record`); a write here would cost a commit for nothing.
+    rows = conn.rows(f"SELECT message_json, state FROM threadline_inbox "
+                     f"WHERE turn_id = :turn_id AND {_OPEN}", {"turn_id": turn_id})
+    return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+
 @one_write
-def _retake(conn: SqlRunner, turn_id: str) -> StoredMessage | None:
-    rows = conn.rows(
+def _take_back(conn: SqlRunner, turn_id: str, read: str) -> bool:
+    # Reopened by an edit to be answered again (`answer_again`) since it was taken: taken
+    # once more as read, so the edited turn is answered here, not again after this answer.
+    return conn.rowcount(
         "UPDATE threadline_inbox SET state = 'answering', updated_us = :now "
-        f"WHERE turn_id = :turn_id AND {_OPEN} RETURNING message_json",
-        {"turn_id": turn_id, "now": _now_us()})
-    return message_from_dict(json.loads(rows[0][0])) if rows else None
+        "WHERE turn_id = :turn_id AND state = 'received' AND message_json = :read",
+        {"turn_id": turn_id, "read": read, "now": _now_us()}) == 1
 
 
 @one_write
@@ -270,9 +283,15 @@ class SqlTurnInbox:
         return taken
 
     async def retake(self, turn_id: str) -> StoredMessage | None:
-        current: StoredMessage | None = await self._run("read back a turn", True, _retake,
-                                                        turn_id)
-        return current
+        while True:
+            found: tuple[str, str] | None = await self._run("read back a turn", False,
+                                                            _read_back, turn_id, few=True)
+            if found is None:
+                return None
+            read, state = found
+            if state == TurnState.ANSWERING.value or await self._run(
+                    "take back a reopened turn", True, _take_back, turn_id, read):
+                return message_from_dict(json.loads(read))
 
     async def finish(self, turn_id: str, state: TurnState, *, error: str | None = None) -> bool:
         others: bool = await self._run("finish a turn", True, finish_turn, turn_id, state.value,

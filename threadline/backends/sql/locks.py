@@ -96,9 +96,11 @@ class PostgresConversationLock:
         await self._make_room()
         connection = await self._engine.connect()
         try:
+            # Autocommit: an advisory lock is the session's, not a transaction's, so taking
+            # and giving it back is one round trip each, without BEGIN and COMMIT around it.
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
             taken = (await connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {
                 "key": advisory_key(conversation_id, self._namespace)})).scalar_one()
-            await connection.commit()  # the lock is the session's; no transaction stays open
         except BaseException:
             await connection.close()
             raise
@@ -141,7 +143,6 @@ class PostgresConversationLock:
         try:
             await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {
                 "key": advisory_key(conversation_id, self._namespace)})
-            await connection.commit()
         except Exception as exc:  # the server drops a broken connection's locks itself
             log.warning("pipeline.unlock_failed", conversation_id=conversation_id,
                         error=str(exc))

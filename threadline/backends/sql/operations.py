@@ -59,13 +59,15 @@ _ONE_WRITE = "threadline_one_write"
 
 def one_write(operation: Operation) -> Operation:
     """Mark a write operation whose changes are made by one statement: any other statement it
-    sends only reads, or changes nothing (an INSERT that met its conflict, an UPDATE that
-    matched no row).
+    sends only reads, changes nothing (an INSERT that met its conflict, an UPDATE that
+    matched no row), or corrects a count whatever was written meanwhile (a turn two writers
+    stored at once: `_write_one_postgres`).
 
     PostgreSQL runs such an operation without BEGIN and COMMIT (autocommit): the statement is
     atomic and durable by itself when it returns, and under READ COMMITTED each statement of a
     transaction sees its own snapshot anyway, so only those two round trips go (each waits for
-    the server; a plain turn's inbox and ledger writes are six). SQLite ignores the mark.
+    the server; a plain turn's inbox, history and ledger writes alone are eight). SQLite
+    ignores the mark.
     """
     setattr(operation, _ONE_WRITE, True)
     return operation
@@ -83,6 +85,32 @@ def writes_once(operation: Callable[..., Any]) -> bool:
 # indexes hundreds of turns would hold the loop for milliseconds).
 FEW_ROWS_READ = 200
 FEW_TURNS_WRITTEN = 10
+
+
+_DURABLE_LATER = "threadline_durable_later"
+
+
+def durable_later(operation: Operation) -> Operation:
+    """Mark a write that need not wait for the disk: what its loss would undo is redone from
+    writes that did wait (a turn taken is taken again from the inbox; a reply recorded as
+    delivered stays claimed in the ledger, which says the process died between posting and
+    recording it), and nobody outside is told anything on the strength of it alone.
+
+    PostgreSQL commits it with `synchronous_commit` off: visible to every process at once and
+    kept through any crash of ours (kill -9), it can be lost only when the database server
+    itself crashes within a moment of it (`wal_writer_delay`, 200 ms by default), and then
+    with everything written after it (the write-ahead log is one sequence): as if our process
+    had died just before making it. SQLite ignores the mark (its commits in WAL mode with
+    `synchronous = NORMAL` never wait for the disk).
+    """
+    setattr(operation, _DURABLE_LATER, True)
+    return operation
+
+
+def waits_for_disk(operation: Callable[..., Any]) -> bool:
+    """False when `operation` (or the function a `functools.partial` wraps) is
+    `durable_later`."""
+    return not getattr(getattr(operation, "func", operation), _DURABLE_LATER, False)
 
 
 class SqlRunner(Protocol):
@@ -128,6 +156,13 @@ _CLAIM_CONVERSATION = (
     "last_activity_us = CASE WHEN threadline_conversations.last_activity_us > :ts "
     "THEN threadline_conversations.last_activity_us ELSE :ts END RETURNING last_sequence"
 )
+# `_CLAIM_CONVERSATION` for one turn, made only when the turn is not stored yet.
+_CLAIM_UNSTORED = _CLAIM_CONVERSATION.replace(
+    "VALUES (:cid, :n, :n, :ts)",
+    "SELECT :cid, :n, :n, :ts WHERE NOT EXISTS (SELECT 1 FROM threadline_messages "
+    "WHERE id = :id)")
+_GIVE_BACK_COUNT = ("UPDATE threadline_conversations SET message_count = message_count - 1 "
+                    "WHERE conversation_id = :cid")
 # Gives back the sequences reserved for turns that were already stored (a redelivery, a
 # replay): rare, and the row is still ours (locked, or SQLite's one writer).
 _RETURN_SEQUENCES = (
@@ -189,23 +224,30 @@ def write_batch(
 
 def _write_one_postgres(conn: SqlRunner, message: StoredMessage, tokens: int,
                         notice: tuple[str, str] | None) -> bool:
-    """One turn in one statement (the common case: a turn, a reply): the conversation row's
-    claim is a CTE whose sequence the insert takes, so the two share a round trip (the
-    claim's row lock still orders sequences by commit)."""
+    """One turn in one statement (the common case: a turn, a reply), which PostgreSQL may run
+    alone, without BEGIN and COMMIT (`store._write_one`): the conversation row's claim is a CTE
+    whose sequence the insert takes (the claim's row lock still orders sequences by commit),
+    and a turn already stored (a replay) claims nothing.
+
+    Two writers storing the same new turn at once (the unique index lets one in) is the only
+    way a claim goes unused: its count is given back and its sequence left unused, a gap like
+    a deleted turn's (giving the sequence back would be wrong outside a transaction, where
+    another turn may have claimed the next one meanwhile)."""
     cid = message.conversation_id
     row = message_to_row(message, sequence=0, token_count=tokens)
-    values = _INSERT_COLUMNS.replace(":sequence", "(SELECT last_sequence FROM claim)")
+    values = _INSERT_COLUMNS.replace(":sequence", "claim.last_sequence")
     returning = ("RETURNING pg_notify(:notify_channel, :notify_payload)" if notice is not None
                  else "RETURNING 1")
     params = {**row, "cid": cid, "n": 1, "ts": to_micros(message.timestamp)}
     if notice is not None:
         params.update(notify_channel=notice[0], notify_payload=notice[1])
-    inserted = bool(conn.rows(
-        f"WITH claim AS ({_CLAIM_CONVERSATION}) INSERT INTO threadline_messages "
-        f"({_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING {returning}", params))
-    if not inserted:  # already stored (a replay): its sequence goes back
-        conn.rowcount(_RETURN_SEQUENCES, {"cid": cid, "gap": 1})
-    return inserted
+    [(claimed, inserted)] = conn.rows(
+        f"WITH claim AS ({_CLAIM_UNSTORED}), stored AS (INSERT INTO threadline_messages "
+        f"({_COLUMNS}) SELECT {values} FROM claim ON CONFLICT DO NOTHING {returning}) "
+        "SELECT (SELECT count(*) FROM claim), (SELECT count(*) FROM stored)", params)
+    if claimed and not inserted:
+        conn.rowcount(_GIVE_BACK_COUNT, {"cid": cid})
+    return bool(inserted)
 
 
 def select_turns(

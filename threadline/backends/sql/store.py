@@ -166,10 +166,11 @@ class SqlConversationStore:
                 f"{getattr(exc, 'orig', exc)}"
             ) from exc
 
-    async def _inbox_call(self, action: str, write: bool, fn: Callable[..., T], *args: Any) -> T:
+    async def _inbox_call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
+                          few: bool = False) -> T:
         """The inbox's operations: each of its writes records, claims or settles a turn or a
-        reply, a few rows."""
-        return await self._call(action, write, fn, *args, few=write)
+        reply, a few rows; a read of one row by its key says so (`few`)."""
+        return await self._call(action, write, fn, *args, few=write or few)
 
     def alchemy_engine(self) -> Engine | AsyncEngine:
         """An SQLAlchemy engine on this database, for a library that brings its own SQL
@@ -244,9 +245,10 @@ class SqlConversationStore:
                     size += len(request[0])
                 messages = [m for request in batch for m in request[0]]
                 counts = [c for request in batch for c in request[1]]
+                write = _write_one if len(messages) == 1 else _write_announced
                 try:
                     flags = await self._call("append", True, partial(
-                        _write_announced, channel=self._channel), messages, counts,
+                        write, channel=self._channel), messages, counts,
                         few=len(messages) <= FEW_TURNS_WRITTEN)
                 except BaseException as exc:
                     for _, _, future in batch:
@@ -266,11 +268,13 @@ class SqlConversationStore:
             self._flusher = None
 
     async def append_with(self, action: str, message: StoredMessage | None,
-                          beside: Callable[[ops.SqlRunner], T]) -> T:
+                          beside: Callable[[ops.SqlRunner], T], *,
+                          wait_for_disk: bool = True) -> T:
         """`message` appended (when given) and `beside` run in the same transaction:
         statements of the parts kept beside the history (the inbox, the reply ledger, spend)
         committed with the turn (`SqlWritesTogether`). Not grouped with other appends: the
-        transaction is the caller's."""
+        transaction is the caller's. `wait_for_disk=False`: a write the caller knows other
+        writes cover (`operations.durable_later`)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         messages = [message] if message is not None else []
@@ -281,7 +285,8 @@ class SqlConversationStore:
             flags = _write_announced(conn, messages, counts, channel=channel) if messages else []
             return flags, beside(conn)
 
-        flags, outcome = await self._call(action, True, together, few=True)
+        flags, outcome = await self._call(action, True, together if wait_for_disk
+                                          else ops.durable_later(together), few=True)
         if messages and self._listener is None:  # PostgreSQL notifies through LISTEN
             self._changes.notify(appended(messages, flags))
         return outcome
@@ -494,6 +499,14 @@ def _write_announced(conn: ops.SqlRunner, messages: Sequence[StoredMessage],
     announce(conn, channel, [change for change in appended(messages, flags)
                              if per_conversation[change.conversation_id] > 1])
     return flags
+
+
+@ops.one_write
+def _write_one(conn: ops.SqlRunner, messages: Sequence[StoredMessage], counts: Sequence[int],
+               *, channel: str) -> list[bool]:
+    """`_write_announced` of one turn: one statement on PostgreSQL (`ops.write_batch`), sent
+    without BEGIN and COMMIT."""
+    return _write_announced(conn, messages, counts, channel=channel)
 
 
 def _edit_announced(conn: ops.SqlRunner, conversation_id: str, message_id: str, content: str,

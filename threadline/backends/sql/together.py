@@ -49,5 +49,9 @@ class SqlWritesTogether:
                 or (isinstance(part, SqlSpendLedger) and part.store is store))
 
     async def commit(self, writes: ReplyWrites) -> Committed:
+        # Its commit need not wait for the disk (`operations.durable_later`): the ledger's
+        # claim, durable before the reply was posted, covers its loss as it covers a crash
+        # before it (the reply is not posted again; the turn is taken again).
         return await self.store.append_with("record a delivered reply", writes.reply,
-                                            partial(_beside, writes=writes))
+                                            partial(_beside, writes=writes),
+                                            wait_for_disk=False)
