@@ -1,10 +1,12 @@
 """The SQL stores keep turns decoded by their whole row (`row_to_message`): a turn read again
-is the one decoded before, and a turn edited since is read as it is now, by every read."""
+is the one decoded before (unless its row is long), and a turn edited since is read as it is
+now, by every read."""
 
 from __future__ import annotations
 
 from tests.history.helpers import ANN, turn
 from threadline.backends.sql import SqlConversationStore
+from threadline.backends.sql.schema import DECODED_ROW_CHARS
 
 
 async def test_a_turn_read_again_is_decoded_once(sql_store: SqlConversationStore) -> None:
@@ -12,6 +14,14 @@ async def test_a_turn_read_again_is_decoded_once(sql_store: SqlConversationStore
     [first] = await sql_store.get("decoded")
     [again] = await sql_store.get("decoded")
     assert again is first
+
+
+async def test_a_long_turn_is_not_kept(sql_store: SqlConversationStore) -> None:
+    await sql_store.append(turn("pressure " * (DECODED_ROW_CHARS // 9 + 1),
+                                conversation_id="decoded-long"))
+    [first] = await sql_store.get("decoded-long")
+    [again] = await sql_store.get("decoded-long")
+    assert again == first and again is not first
 
 
 async def test_an_edited_turn_is_read_as_it_is_now(sql_store: SqlConversationStore) -> None:

@@ -196,8 +196,11 @@ def message_to_row(message: StoredMessage, *, sequence: int, token_count: int) -
     }
 
 
-# Rows whose turns are kept decoded (see `row_to_message`); about 2 KB each.
+# Rows whose turns are kept decoded (see `row_to_message`), and the characters of text (content
+# and JSON) above which a row is decoded each time instead: at most about 64 MB kept, a
+# knowledge section being 1 to 2 KB.
 DECODED_ROWS = 4096
+DECODED_ROW_CHARS = 8000
 
 
 def row_to_message(row: Sequence[Any]) -> StoredMessage:
@@ -208,9 +211,13 @@ def row_to_message(row: Sequence[Any]) -> StoredMessage:
     beside them), and decoding one (its JSON, its metadata, its speaker) cost about 22 us, 3
     ms of a knowledge search's 130 rows. So turns are kept by their whole row, which any change
     to the turn changes: a kept turn is never stale. Turns are frozen; the memory backend also
-    hands the same one to every reader.
+    hands the same one to every reader. A long row (a tool's large result) is not kept.
     """
-    return _decoded(tuple(row))
+    row = tuple(row)
+    content, tool_json, extra_json = row[6], row[16], row[17]
+    if len(content) + len(tool_json or "") + len(extra_json or "") > DECODED_ROW_CHARS:
+        return _decoded.__wrapped__(row)
+    return _decoded(row)
 
 
 @lru_cache(maxsize=DECODED_ROWS)
