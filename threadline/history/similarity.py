@@ -24,23 +24,22 @@ Matrix = npt.NDArray[np.float32]
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def one_blas_thread() -> bool:
-    """Keep the process's BLAS to one thread (unless the operator set its threads); whether it
-    did.
+def one_blas_thread() -> None:
+    """Keep the process's BLAS to one thread, unless the operator set its threads.
 
     Every product here is small (a question against a conversation's thousand vectors, a
     knowledge source's probed groups: a millisecond or less each), and they are made from the
     event loop, the store's threads and the embedder's at once. OpenBLAS wakes threads of its
     own for each one, which only contend with those for the cores: on this 2-core machine a
-    knowledge search at 100,000 sections took p50 24 ms with them and 15 ms without
-    (`bench/knowledge.py --scale-only`). threadpoolctl comes with the embeddings extra.
+    knowledge search at 100,000 sections (`bench/knowledge.py --scale-only`'s questions, on
+    the same stored sections) took p50 24 ms with them and 15 ms without. threadpoolctl comes
+    with the embeddings extra.
     """
     if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
-        return False
+        return
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
-    return True
 
 
 def embeddable(message: StoredMessage) -> bool:
