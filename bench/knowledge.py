@@ -49,7 +49,7 @@ from figures import percentile  # noqa: E402
 from recall import fresh_pg_schema  # noqa: E402
 
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
-from threadline.backends.sql.operations import SqlRunner  # noqa: E402
+from threadline.backends.sql.operations import SqlRunner, one_write  # noqa: E402
 from threadline.history.beside import parts_beside  # noqa: E402
 from threadline.history.embedding_model import shared_embedder  # noqa: E402
 from threadline.history.indexer import VectorIndexer  # noqa: E402
@@ -226,9 +226,12 @@ async def scale_latency(store: ConversationStore, data: Path, questions: list[Qu
     if vectors is not None and embedder is not None:
         await VectorIndexer(store, vectors, embedder).fill()
     if isinstance(store, SqlConversationStore) and store.dialect == "postgresql":
-        # What autovacuum does within a minute of a bulk load: without statistics the planner
-        # takes the 100,000 new rows for a few hundred and reads them all.
-        await store.run("analyze", _analyze, write=True)
+        # What autovacuum does within a minute of a bulk load (its insert threshold is 20% of
+        # the table): without statistics the planner takes the 100,000 new rows for a few
+        # hundred and reads them all, and the words index's pending list (up to 4 MB of
+        # entries not yet merged, which every search walks whole: 1 ms and more a statement)
+        # is merged by VACUUM, or by autovacuum's ANALYZE, not by a plain ANALYZE.
+        await store.run("vacuum and analyze", _vacuum_analyze, write=True)
     built = time.perf_counter() - started
     source = DocumentsSource(SourceContext(
         name="scale", options=DocumentsSettings(), history=store, config_dir=data,
@@ -244,8 +247,9 @@ async def scale_latency(store: ConversationStore, data: Path, questions: list[Qu
     return 1000 * percentile(latency, 0.5), 1000 * percentile(latency, 0.99), built
 
 
-def _analyze(runner: SqlRunner) -> int:
-    return runner.rowcount("ANALYZE threadline_messages", {})
+@one_write  # outside a transaction, where VACUUM must run
+def _vacuum_analyze(runner: SqlRunner) -> int:
+    return runner.rowcount("VACUUM ANALYZE threadline_messages", {})
 
 
 def line(name: str, questions: list[Question], hits: list[bool], tokens: list[int]) -> str:

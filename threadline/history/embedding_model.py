@@ -331,5 +331,8 @@ def load_embedder(model: str | None = None) -> Embedder | None:
                  consequence="recall finds turns by their words only", fix=EXTRA_HINT)
         return None
     embedder = shipped.load()
+    from threadline.history.similarity import one_blas_thread
+
+    one_blas_thread()
     log.info("embeddings_loaded", model=embedder.name, dimensions=embedder.dimensions)
     return embedder

@@ -29,7 +29,7 @@ from threadline.backends.sql.schema import (
     to_micros,
 )
 from threadline.history.fusion import FoundByMeaning
-from threadline.history.model import Participant, Scope, StoredMessage
+from threadline.history.model import Scope, StoredMessage
 from threadline.history.search import (
     MONTH_BOOST,
     SearchQuery,
@@ -172,8 +172,7 @@ _RETURN_SEQUENCES = (
 
 
 def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
-    participants: dict[tuple[str, str, str], Participant] = {}
-    return [row_to_message(row, participants) for row in rows]
+    return [row_to_message(row) for row in rows]
 
 
 def write_batch(

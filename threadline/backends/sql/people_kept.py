@@ -17,7 +17,7 @@ from typing import Any
 
 from threadline.backends.sql.operations import SqlRunner
 from threadline.backends.sql.schema import SELECT_LIST, row_to_message, to_micros
-from threadline.history.model import Participant, StoredMessage
+from threadline.history.model import StoredMessage
 from threadline.people.directory import Batch
 
 BATCH = 1_000
@@ -32,8 +32,7 @@ def _in(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
 
 
 def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
-    participants: dict[tuple[str, str, str], Participant] = {}
-    return [row_to_message(row[1:], participants) for row in rows]
+    return [row_to_message(row[1:]) for row in rows]
 
 
 def _agents(conn: SqlRunner, conversation_id: str, known: dict[str, list[str]]) -> list[str]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -195,18 +196,36 @@ def message_to_row(message: StoredMessage, *, sequence: int, token_count: int) -
     }
 
 
-def row_to_message(
-    row: Sequence[Any], participants: dict[tuple[str, str, str], Participant]
-) -> StoredMessage:
-    """A message from a row in SELECT_COLUMNS order; `participants` caches repeated speakers."""
+# Rows whose turns are kept decoded (see `row_to_message`), and the characters of text (content
+# and JSON) above which a row is decoded each time instead: at most about 64 MB kept, a
+# knowledge section being 1 to 2 KB.
+DECODED_ROWS = 4096
+DECODED_ROW_CHARS = 8000
+
+
+def row_to_message(row: Sequence[Any]) -> StoredMessage:
+    """A message from a row in SELECT_COLUMNS order.
+
+    The same rows are read again and again (a knowledge source's sections come back for
+    question after question, each search reading 30 per text and the sections found by meaning
+    beside them), and decoding one (its JSON, its metadata, its speaker) cost about 22 us, 3
+    ms of a knowledge search's 130 rows. So turns are kept by their whole row, which any change
+    to the turn changes: a kept turn is never stale. Turns are frozen; the memory backend also
+    hands the same one to every reader. A long row (a tool's large result) is not kept.
+    """
+    row = tuple(row)
+    content, tool_json, extra_json = row[6], row[16], row[17]
+    if len(content) + len(tool_json or "") + len(extra_json or "") > DECODED_ROW_CHARS:
+        return _decoded.__wrapped__(row)
+    return _decoded(row)
+
+
+@lru_cache(maxsize=DECODED_ROWS)
+def _decoded(row: tuple[Any, ...]) -> StoredMessage:
     (id_, conversation_id, sequence, kind, participant_id, name, content, ts_us, scope,
      channel_type, channel_name, channel_id, thread_id, message_id, mentions, is_summary,
      tool_json, extra_json, token_count) = row
-    key = (kind, participant_id, name)
-    participant = participants.get(key)
-    if participant is None:
-        participant = participants[key] = Participant(kind=kind, id=participant_id,
-                                                      display_name=name)
+    participant = Participant(kind=kind, id=participant_id, display_name=name)
     extra = json.loads(extra_json) if extra_json else _NO_EXTRA
     summary_of = extra.get("summary_of")
     meta = _metadata(

@@ -51,7 +51,7 @@ from threadline.backends.sql.operations import (
 )
 from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_micros
 from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
-from threadline.history.model import Participant, StoredMessage
+from threadline.history.model import StoredMessage
 from threadline.history.similarity import best, checked
 from threadline.history.vectors import VectorHit
 
@@ -279,8 +279,7 @@ def _listed(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
 
 def _messages(rows: Sequence[Sequence[Any]]) -> list[StoredMessage]:
     """Turns from rows whose first column is something else (a row id, a vector)."""
-    participants: dict[tuple[str, str, str], Participant] = {}
-    return [row_to_message(row[1:], participants) for row in rows]
+    return [row_to_message(row[1:]) for row in rows]
 
 
 def _rows(runner: SqlRunner, sql: str, params: dict[str, Any]) -> list[Sequence[Any]]:
@@ -293,8 +292,7 @@ def _turns_at(runner: SqlRunner, conversation_id: str, sequences: Sequence[int]
     rows = runner.rows(f"SELECT {SELECT_LIST_M} FROM threadline_messages m "
                        "WHERE m.conversation_id = :cid "
                        f"AND m.sequence IN ({_listed('s', sequences, params)})", params)
-    participants: dict[tuple[str, str, str], Participant] = {}
-    return [row_to_message(row, participants) for row in rows]
+    return [row_to_message(row) for row in rows]
 
 
 def _put(runner: SqlRunner, model: str, pairs: Sequence[tuple[str, bytes]]
