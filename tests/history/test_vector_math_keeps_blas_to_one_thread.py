@@ -4,6 +4,7 @@ operator set BLAS's threads."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -36,4 +37,13 @@ def test_blas_threads_the_operator_set_are_left_as_set(
         many_blas_threads: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     assert load_embedder() is not None
+    assert blas_threads() == {2}
+
+
+def test_without_threadpoolctl_the_model_still_loads(
+        many_blas_threads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install from before the extra brought threadpoolctl: slower, never broken."""
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # import raises ImportError
+    assert load_embedder() is not None
+    monkeypatch.undo()
     assert blas_threads() == {2}

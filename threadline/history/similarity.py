@@ -15,8 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from threadline.history.model import StoredMessage
+
+log = structlog.get_logger("threadline.history.similarity")
 
 Matrix = npt.NDArray[np.float32]
 
@@ -37,8 +40,13 @@ def one_blas_thread() -> None:
     """
     if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
         return
-    from threadpoolctl import threadpool_limits
-
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # installed before the extra had it: slower searches, nothing broken
+        log.warning("embeddings.blas_threads_unset", consequence="BLAS keeps its own threads",
+                    fix="pip install 'threadline[embeddings]' again, or set "
+                        "OPENBLAS_NUM_THREADS=1")
+        return
     threadpool_limits(limits=1, user_api="blas")
 
 
