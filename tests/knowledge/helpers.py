@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.history.embedding import index_everything
 from threadline.agents.agent import Tooling
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
@@ -38,6 +39,16 @@ def documents_source(store: ConversationStore, folder: Path, *, name: str = "hel
 
 async def synced(source: DocumentsSource) -> SyncReport:
     return await source.sync(lambda *_: None)
+
+
+async def support_library(store: ConversationStore, folder: Path,
+                          pages: dict[str, str | bytes]) -> Library:
+    """`pages` written into `folder` as the source "help", synced and embedded, and given to
+    the agent "support"."""
+    source = documents_source(store, write(folder, pages))
+    await synced(source)
+    await index_everything(store)
+    return Library({"help": source}, agents={"support": ["help"]})
 
 
 async def stored_sections(store: ConversationStore, source: str) -> list[FoundSection]:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.history.embedding import index_everything
-from tests.knowledge.helpers import documents_source, search, synced, write
+from tests.knowledge.helpers import search, support_library
 from threadline.history.store import ConversationStore
-from threadline.knowledge.library import Library
 
 PAGES = {
     "passports.md": "# Passports\n\n## Adult passports\nAn adult passport is valid for ten "
@@ -30,16 +28,9 @@ PAGES = {
 }
 
 
-async def _library(store: ConversationStore, tmp_path: Path) -> Library:
-    source = documents_source(store, write(tmp_path / "help", PAGES))
-    await synced(source)
-    await index_everything(store)
-    return Library({"help": source}, agents={"support": ["help"]})
-
-
 async def test_a_follow_up_is_answered_from_the_page_the_conversation_is_on(
         store: ConversationStore, tmp_path: Path) -> None:
-    library = await _library(store, tmp_path)
+    library = await support_library(store, tmp_path / "help", PAGES)
     question = "how much does a child pay?"
     alone = await search(library, "support", question, limit=1)
     assert [s.document for s in alone] == ["museum.md"]
@@ -55,7 +46,7 @@ async def test_a_follow_up_is_answered_from_the_page_the_conversation_is_on(
 
 async def test_a_question_naming_a_pages_topic_gets_its_opening(
         store: ConversationStore, tmp_path: Path) -> None:
-    library = await _library(store, tmp_path)
+    library = await support_library(store, tmp_path / "help", PAGES)
     found = await search(library, "support", "I need information about defaulted loans",
                          limit=2)
     assert [s.document for s in found] == ["loans.md", "loans.md"]

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
-from tests.history.embedding import index_everything
-from tests.knowledge.helpers import documents_source, knowledge_tooling, search, synced, write
+from tests.knowledge.helpers import knowledge_tooling, search, support_library
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.parts import records_for
@@ -19,7 +18,6 @@ from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
 from threadline.inspector import ReplyRecorder
 from threadline.knowledge.grounding import CANDIDATES, block_room, fit_sections
-from threadline.knowledge.library import Library
 from threadline.team import Team
 
 fake = fake_anthropic_fixture()
@@ -44,16 +42,9 @@ PAGES = {
 ROOM = 1000  # a third of the default 3,000-token budget, as knowledge_tooling holds back
 
 
-async def _library(store: ConversationStore, tmp_path: Path) -> Library:
-    source = documents_source(store, write(tmp_path / "help", PAGES))
-    await synced(source)
-    await index_everything(store)
-    return Library({"help": source}, agents={"support": ["help"]})
-
-
 async def test_one_pages_sections_first_take_half_the_room(
         store: ConversationStore, tmp_path: Path) -> None:
-    library = await _library(store, tmp_path)
+    library = await support_library(store, tmp_path / "help", PAGES)
     found = await search(library, "support", "how does the passport office handle a passport?",
                          limit=CANDIDATES)
     assert {s.document for s in found[:4]} == {"passports.md"}
@@ -66,7 +57,7 @@ async def test_one_pages_sections_first_take_half_the_room(
 
 async def test_sections_of_several_pages_take_all_of_it(
         store: ConversationStore, tmp_path: Path) -> None:
-    library = await _library(store, tmp_path)
+    library = await support_library(store, tmp_path / "help", PAGES)
     found = await search(library, "support", "what does the warranty cover?",
                          limit=CANDIDATES)
     assert len({s.document for s in found[:4]}) > 1
@@ -75,7 +66,7 @@ async def test_sections_of_several_pages_take_all_of_it(
 
 async def test_an_agent_is_shown_the_smaller_block(
         fake: FakeAnthropic, store: ConversationStore, tmp_path: Path) -> None:
-    library = await _library(store, tmp_path)
+    library = await support_library(store, tmp_path / "help", PAGES)
     question = "how does the passport office handle a passport?"
     found = await search(library, "support", question, limit=CANDIDATES)
     everything = fit_sections(found, room=ROOM, counter=default_counter())

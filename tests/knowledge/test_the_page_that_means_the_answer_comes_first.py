@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.history.embedding import index_everything
-from tests.knowledge.helpers import documents_source, search, synced, write
+from tests.knowledge.helpers import search, support_library
 from threadline.history.store import ConversationStore
-from threadline.knowledge.library import Library
 
 PAGES = {
     "photos.md": "# Passport photos\n\nA passport photo is valid when long hair is tied back; a "
@@ -37,9 +35,6 @@ PAGES = {
 
 async def test_the_section_that_means_the_answer_comes_before_one_that_shares_its_words(
         store: ConversationStore, tmp_path: Path) -> None:
-    source = documents_source(store, write(tmp_path / "help", PAGES))
-    await synced(source)
-    await index_everything(store)
-    library = Library({"help": source}, agents={"support": ["help"]})
+    library = await support_library(store, tmp_path / "help", PAGES)
     found = await search(library, "support", "How long is a passport valid?", limit=2)
     assert [s.path for s in found] == ["Adult passports", "Passport photos"]

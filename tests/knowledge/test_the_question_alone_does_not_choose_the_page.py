@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.history.embedding import index_everything
-from tests.knowledge.helpers import documents_source, search, synced, write
+from tests.knowledge.helpers import search, support_library
 from threadline.history.store import ConversationStore
-from threadline.knowledge.library import Library
 
 PAGES = {
     "passports.md": "# Passports\n\n## Adult passports\nAn adult passport is valid for ten "
@@ -45,10 +43,7 @@ CONVERSATION = (
 
 async def test_a_follow_up_stays_on_the_conversations_page_when_its_words_are_elsewhere(
         store: ConversationStore, tmp_path: Path) -> None:
-    source = documents_source(store, write(tmp_path / "help", PAGES))
-    await synced(source)
-    await index_everything(store)
-    library = Library({"help": source}, agents={"support": ["help"]})
+    library = await support_library(store, tmp_path / "help", PAGES)
     found = await search(library, "support", "Yes. How much does a child pay?", *CONVERSATION,
                          limit=1)
     assert [s.path for s in found] == ["Passports > Fees for young people"]
