@@ -47,7 +47,7 @@ async def test_a_cancel_as_the_event_is_set_is_kept(turns_between: int) -> None:
             event.clear()
 
     waiting = asyncio.create_task(wait_again_and_again())
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one loop turn: the task runs until it waits on the event
     event.set()
     for _ in range(turns_between):
         await asyncio.sleep(0)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tests.history.embedding import index_everything
 from threadline.agents.agent import Tooling
+from threadline.channels.local import LocalChannel
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
+from threadline.inspector import ReplyRecorder
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource
 from threadline.knowledge.feature import KnowledgeGrounding
 from threadline.knowledge.library import Library
@@ -16,6 +19,7 @@ from threadline.knowledge.shelf import found_section, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk, SourceContext
 from threadline.knowledge.sync import SyncReport
 from threadline.knowledge.tool import knowledge_search_tool
+from threadline.team import Team
 
 
 def write(folder: Path, files: dict[str, str | bytes]) -> Path:
@@ -59,6 +63,24 @@ async def stored_sections(store: ConversationStore, source: str) -> list[FoundSe
 async def search(library: Library, agent: str, question: str, *earlier: str,
                  limit: int = 5) -> list[FoundSection]:
     return await library.search(agent, KnowledgeAsk(question, tuple(earlier)), limit=limit)
+
+
+async def talk(team: Team, lines: Sequence[tuple[str, str]], *, room: str = "desk",
+               recorder: ReplyRecorder | None = None) -> None:
+    """Each (user, text) said in one local room, the team running; then the team stopped, and
+    `recorder` (when given) flushed and closed."""
+    channel = LocalChannel(name="local", room=room)
+    team.attach(channel)
+    await team.start()
+    try:
+        for user, line in lines:
+            await channel.say(line, user=user)
+        if recorder is not None:
+            await recorder.flush()
+    finally:
+        await team.stop()
+        if recorder is not None:
+            await recorder.close()
 
 
 def knowledge_tooling(library: Library, *, share: float = 1 / 3) -> Tooling:

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
-from tests.knowledge.helpers import knowledge_tooling, sent
+from tests.knowledge.helpers import knowledge_tooling, sent, talk
 from tests.knowledge.search_service_source import registered_in, search_service
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
-from threadline.channels.local import LocalChannel
 from threadline.errors import ConfigError
 from threadline.history.memory import InMemoryConversationStore
 from threadline.history.tokens import default_counter
@@ -39,14 +38,8 @@ async def test_a_registered_source_type_grounds_the_turn(
         team = Team([Agent(name="support", model="claude-test", conversation_history=store,
                            provider=AnthropicProvider(fake.client()),
                            tooling=knowledge_tooling(library))])
-        room = LocalChannel(name="local", room="shop")
-        team.attach(room)
-        await team.start()
-        try:
-            await room.say("my kettle broke", user="ada")
-            await room.say("@support what do I need for a warranty claim?", user="ada")
-        finally:
-            await team.stop()
+        await talk(team, [("ada", "my kettle broke"),
+                          ("ada", "@support what do I need for a warranty claim?")], room="shop")
     [context] = asked[-1]["context"]  # the line said before it, as the prompt shows it
     assert "ada: my kettle broke" in context
     [body] = fake.bodies

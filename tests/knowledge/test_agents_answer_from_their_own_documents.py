@@ -23,12 +23,12 @@ from tests.knowledge.helpers import (
     search,
     sent,
     synced,
+    talk,
     write,
 )
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.parts import records_for
-from threadline.channels.local import LocalChannel
 from threadline.history.store import ConversationStore
 from threadline.inspector import ReplyRecorder
 from threadline.inspector.console import console_app
@@ -73,15 +73,7 @@ async def test_a_question_sharing_no_word_is_answered_from_its_section_and_cited
     fake.script(text("Phone us at once and we block it (Cards > Lost bank cards)."))
     recorder = ReplyRecorder(records_for(store))
     team = Team([agent("support", store, library, fake, recorder)])
-    room = LocalChannel(name="local", room="bank")
-    team.attach(room)
-    await team.start()
-    try:
-        await room.say(f"@support {question}", user="ada")
-        await recorder.flush()
-    finally:
-        await team.stop()
-        await recorder.close()
+    await talk(team, [("ada", f"@support {question}")], room="bank", recorder=recorder)
     [body] = fake.bodies
     assert "# Cards\n[1] Lost bank cards\nIf your debit card goes missing" in sent(body)
     assert "knowledge_search" in {tool["name"] for tool in body["tools"]}
@@ -119,15 +111,9 @@ async def test_a_follow_up_finds_the_section_the_turn_before_points_at(
     fake.script(text("An adult passport is valid for ten years; renew it by post."),
                 text("Five years."))
     team = Team([agent("support", store, library, fake)])
-    room = LocalChannel(name="local", room="desk")
-    team.attach(room)
-    await team.start()
-    try:
-        await room.say("@support how long is a passport valid for? I must renew my passport",
-                       user="ada")
-        await room.say("@support and for a child?", user="ada")
-    finally:
-        await team.stop()
+    await talk(team, [("ada", "@support how long is a passport valid for? I must renew my "
+                              "passport"),
+                      ("ada", "@support and for a child?")])
     shown = sent(fake.bodies[1])
     assert "# Passports\n" in shown and "] Child passports\nFor those under sixteen" in shown
     # The two best sections with the turns before it; the question alone finds others.
@@ -151,14 +137,8 @@ async def test_one_agents_sources_never_reach_another_agent(
     fake.script(tool_use("knowledge_search", {"query": "ledger code month end MAGENTA"}),
                 text("I cannot find that."), text("It is MAGENTA-42."))
     team = Team([agent("support", store, library, fake), agent("finance", store, library, fake)])
-    room = LocalChannel(name="local", room="office")
-    team.attach(room)
-    await team.start()
-    try:
-        await room.say("@support what is the ledger code for month end?", user="eve")
-        await room.say("@finance what is the ledger code for month end?", user="fin")
-    finally:
-        await team.stop()
+    await talk(team, [("eve", "@support what is the ledger code for month end?"),
+                      ("fin", "@finance what is the ledger code for month end?")], room="office")
     support_prompt, support_with_result, finance_prompt = fake.bodies
     assert "MAGENTA" not in json.dumps(support_prompt["messages"])
     assert "MAGENTA" not in json.dumps(support_with_result["messages"][-1])  # the tool result

@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.anthropic import FakeAnthropic, fake_anthropic_fixture, text
-from tests.knowledge.helpers import knowledge_tooling, search, support_library
+from tests.knowledge.helpers import knowledge_tooling, search, support_library, talk
 from threadline.agents import Agent
 from threadline.agents.anthropic_provider import AnthropicProvider
 from threadline.backends.parts import records_for
-from threadline.channels.local import LocalChannel
 from threadline.history.store import ConversationStore
 from threadline.history.tokens import default_counter
 from threadline.inspector import ReplyRecorder
@@ -75,15 +74,7 @@ async def test_an_agent_is_shown_the_smaller_block(
     team = Team([Agent(name="support", model="claude-test", conversation_history=store,
                        provider=AnthropicProvider(fake.client()), observer=recorder,
                        tooling=knowledge_tooling(library))])
-    room = LocalChannel(name="local", room="desk")
-    team.attach(room)
-    await team.start()
-    try:
-        await room.say(f"@support {question}", user="ada")
-        await recorder.flush()
-    finally:
-        await team.stop()
-        await recorder.close()
+    await talk(team, [("ada", f"@support {question}")], recorder=recorder)
     records = records_for(store)
     assert records is not None
     [listed] = await records.recent()
