@@ -20,7 +20,10 @@ the outbox holds turns it queues behind them, never ahead; the ledger and the sp
 together, and the turn is marked answered on its own once the reply is on disk. When the joint
 write fails (the store is away), each write is made on its own, in the order above, as before:
 the reply reaches the outbox, the ledger and the spend log their failure, and the inbox's
-failure is raised (the turn stays open and is taken again). The memory backend keeps
+failure is raised (the turn stays open and is taken again). A joint write can also fail after
+its commit landed (the connection lost on the way back): every write but the spend's is the
+same made twice, the spend's adds, so a failed joint write is first looked for (`_landed`: its
+delivered mark, else its reply) and, when found, nothing is written again. The memory backend keeps
 everything in the process: its writes are made one after the other without yielding to
 another task (none waits on anything), which is all a transaction means there; a crash loses
 them all alike.
@@ -34,7 +37,7 @@ from typing import Any, Protocol
 import structlog
 
 from threadline.errors import StoreError
-from threadline.history.inbox import TurnInbox, TurnState
+from threadline.history.inbox import DeliveryState, TurnInbox, TurnState
 from threadline.history.model import StoredMessage
 from threadline.interceptors.capture import DurableWriter
 from threadline.turn import Settling
@@ -120,14 +123,20 @@ class AfterDelivery:
         joint = self._joint(writes)
         if joint.count < 2:  # one write alone costs no more than in a transaction
             joint = ReplyWrites()
-        committed = Committed()
+        committed: Committed | None = Committed()  # None: landed, its answer lost
         if joint.count and self._together is not None:
             try:
                 committed = await self._together.commit(joint)
-            except Exception as exc:  # each write on its own, as it handles its failure
-                log.warning("after_delivery.apart", conversation_id=(
-                    reply.conversation_id if reply is not None else None), error=str(exc))
-                joint = ReplyWrites()
+            except Exception as exc:
+                landed = await self._landed(joint)
+                log.warning("after_delivery.landed_unanswered" if landed
+                            else "after_delivery.apart", conversation_id=(
+                                reply.conversation_id if reply is not None else None),
+                            error=str(exc))
+                if landed:
+                    committed = None
+                else:  # each write on its own, as it handles its failure
+                    joint = ReplyWrites()
         if writes.delivered is not None and joint.delivered is None:
             await self._finish_delivery(writes.delivered)
         if reply is not None and joint.reply is None:
@@ -135,13 +144,17 @@ class AfterDelivery:
         if writes.settlement is not None:
             if joint.settlement is None:
                 await writes.settlement.settle()
+            elif committed is None:
+                await writes.settlement.hear_recorded()
             else:
                 writes.settlement.heard(committed.settled)
         if answered is None:
             return None
         if joint.answered is None:
             return await self._inbox.finish(answered, TurnState.ANSWERED)
-        return committed.others_open
+        # Landed unanswered: whether other turns are open is unknown, and saying so makes the
+        # pipeline look, as it does after any turn that leaves others open.
+        return committed.others_open if committed is not None else True
 
     def _joint(self, writes: ReplyWrites) -> ReplyWrites:
         """The writes whose parts keep their rows where the backend commits together."""
@@ -160,6 +173,21 @@ class AfterDelivery:
             answered=writes.answered if inbox and reply is writes.reply else None,
             settlement=(settlement if settlement is not None
                         and together.holds(settlement.ledger) else None))
+
+    async def _landed(self, joint: ReplyWrites) -> bool:
+        """Whether a joint write that raised was committed all the same: its writes land
+        together or not at all, so its delivered mark (else its reply) tells. False when that
+        cannot be read either (the store is away: the writes apart then fail alike)."""
+        try:
+            if joint.delivered is not None:
+                entry = await self._inbox.delivery(joint.delivered.reply_id)
+                return entry is not None and entry.state is DeliveryState.DELIVERED
+            if joint.reply is not None:
+                return bool(await self._writer.store.get_by_ids(joint.reply.conversation_id,
+                                                                [joint.reply.id]))
+        except Exception as exc:
+            log.warning("after_delivery.unknown", error=str(exc))
+        return False
 
     async def _finish_delivery(self, delivered: Delivered) -> None:
         try:

@@ -56,6 +56,7 @@ from threadline.provider_setup import Providers
 from threadline.spend.setup import metered
 from threadline.team import Team, default_commands
 from threadline.turn import AgentResult, TurnContext
+from threadline.waiting import cancel_and_wait
 
 log = structlog.get_logger("threadline.runtime")
 
@@ -347,9 +348,7 @@ class Runtime:
         if starting.done():
             starting.result()
             return True
-        starting.cancel()
-        with suppress(asyncio.CancelledError):
-            await starting
+        await cancel_and_wait(starting)
         log.info("runtime.start_interrupted", detail="asked to stop while starting")
         return False
 

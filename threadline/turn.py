@@ -180,6 +180,10 @@ class Settling(Protocol):
         """Write it on its own."""
         ...
 
+    async def hear_recorded(self) -> None:
+        """Tell `heard` what is recorded: a joint write recorded it, and raised after."""
+        ...
+
 
 class Owing(Protocol):
     """Where an agent turn leaves what it owes, to be written with its delivered reply in one

@@ -19,6 +19,8 @@ from typing import Any
 
 import structlog
 
+from threadline.waiting import cancel_and_wait
+
 log = structlog.get_logger("threadline.channels.supervise")
 
 _STEADY_SECONDS = 60.0  # a run this long resets the pause to `first_pause`
@@ -72,16 +74,13 @@ class SupervisedListener:
         self.halt()
         watch, self._watch = self._watch, None
         if watch is not None:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            await cancel_and_wait(watch)
         task, self._task = self._task, None
         if task is not None and not task.done():
             if grace:
                 await asyncio.wait({task}, timeout=grace)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            with contextlib.suppress(Exception):  # its failure was the watch's to report
+                await cancel_and_wait(task)
         self._problem = "stopped"
 
     def _run(self) -> asyncio.Task[None]:

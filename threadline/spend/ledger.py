@@ -101,6 +101,20 @@ class Settlement:
             return
         self.heard(totals)
 
+    async def hear_recorded(self) -> None:
+        """Tell `heard` its rows' totals as the ledger holds them: a write that recorded it
+        with others raised after its commit landed (`threadline.after_delivery`), so what that
+        write returned never came back."""
+        charged = {(c.scope, c.subject) for c in self.charges}
+        try:
+            rows = [row for scope in sorted({c.scope for c in self.charges})
+                    for row in await self.ledger.totals(day=self.day, scope=scope)
+                    if (row.scope, row.subject) in charged]
+        except StoreError as exc:
+            self.heard(exc)
+            return
+        self.heard(sorted(rows, key=lambda row: (row.scope, row.subject)))
+
 
 class SpendLedger(Protocol):
     """Daily spend rows; see the module docstring (the SQL backend's: `backends/sql/spend.py`)."""

@@ -38,7 +38,7 @@ from nio import AsyncClient
 from threadline.channels.matrix.sync_tokens import SyncTokens
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import ChannelError, TurnNotRecordedError
-from threadline.waiting import set_within
+from threadline.waiting import cancel_and_wait, set_within
 
 EventTaker = Callable[[str, Mapping[str, Any]], Coroutine[Any, Any, None]]
 InviteTaker = Callable[[str, Sequence[Mapping[str, Any]]], Awaitable[None]]
@@ -131,9 +131,8 @@ class SyncLoop:
         await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if not poll.done():
-            poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await poll
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(poll)
             return None
         return poll.result()
 

@@ -41,7 +41,7 @@ from telegram.warnings import PTBUserWarning
 from threadline.channels.supervise import SupervisedListener
 from threadline.errors import TurnNotRecordedError
 from threadline.listening import Listener, serve
-from threadline.waiting import set_within
+from threadline.waiting import cancel_and_wait, set_within
 
 # getUpdates is called through `do_api_request` on purpose (see `UpdatePoller._next_batch`).
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
@@ -132,9 +132,8 @@ class UpdatePoller:
         await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if not poll.done():
-            poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError, TelegramError):
-                await poll
+            with contextlib.suppress(TelegramError):
+                await cancel_and_wait(poll)
             return None
         result = poll.result()
         return list(result) if isinstance(result, list) else []
