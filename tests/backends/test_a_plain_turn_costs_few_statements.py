@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
+from asyncpg.connection import LoggedQuery
 from sqlalchemy import event
 
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
@@ -155,19 +157,47 @@ def sqlite_traced(monkeypatch: pytest.MonkeyPatch, tally: Tally) -> Iterator[Non
 
 def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
                     tally: Tally) -> None:
+    """What crossed the wire: the store's statements as its asyncpg connections logged them
+    (BEGIN and COMMIT included), and the lock's through its SQLAlchemy engine's events."""
     backend = store._backend
     assert isinstance(backend, PostgresBackend)
-    for engine, waits in ((backend.alchemy_engine(), True), (backend._unwaited, False),
-                          (lock._engine, True)):
-        @event.listens_for(engine.sync_engine, "before_cursor_execute")
-        def before(conn: Any, cursor: Any, sql: str, *args: Any, waits: bool = waits) -> None:
-            tally.statement(sql, alone=conn.get_execution_options().get(
-                "isolation_level") == "AUTOCOMMIT", waits=waits)
+    for pool, waits in ((backend._waiting, True), (backend._unwaited, False)):
+        pool._connect = logged_connections(pool._connect, tally, waits=waits)
 
-        @event.listens_for(engine.sync_engine, "begin")
-        def begin(conn: Any, waits: bool = waits) -> None:
-            if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-                tally.begun(waits=waits)  # a read outside a transaction sends no BEGIN
+    @event.listens_for(lock._engine.sync_engine, "before_cursor_execute")
+    def before(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        tally.statement(sql, alone=conn.get_execution_options().get(
+            "isolation_level") == "AUTOCOMMIT")
+
+    @event.listens_for(lock._engine.sync_engine, "begin")
+    def begin(conn: Any) -> None:
+        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            tally.begun()  # a statement on an autocommit connection sends no BEGIN
+
+
+def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tally: Tally, *,
+                       waits: bool) -> Callable[[], Awaitable[asyncpg.Connection]]:
+    """`connect`, each connection it opens telling `tally` every statement it sends."""
+
+    async def logged() -> asyncpg.Connection:
+        connection = await connect()
+        in_transaction = False
+
+        def sent(query: LoggedQuery) -> None:
+            nonlocal in_transaction
+            words = query.query.strip().upper()
+            if words.startswith("BEGIN"):
+                in_transaction = True
+                tally.begun(waits=waits)
+            elif words.startswith(("COMMIT", "ROLLBACK")):
+                in_transaction = False
+            elif words != ";":  # `;` pings a connection that sat idle: the clock's, not the turn's
+                tally.statement(query.query, alone=not in_transaction, waits=waits)
+
+        connection.add_query_logger(sent)
+        return connection
+
+    return logged
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
