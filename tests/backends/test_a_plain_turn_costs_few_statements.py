@@ -28,7 +28,6 @@ from typing import Any
 import asyncpg
 import pytest
 from asyncpg.connection import LoggedQuery
-from sqlalchemy import event
 
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
@@ -157,22 +156,13 @@ def sqlite_traced(monkeypatch: pytest.MonkeyPatch, tally: Tally) -> Iterator[Non
 
 def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
                     tally: Tally) -> None:
-    """What crossed the wire: the store's statements as its asyncpg connections logged them
-    (BEGIN and COMMIT included), and the lock's through its SQLAlchemy engine's events."""
+    """What crossed the wire: every statement the store's and the lock's asyncpg connections
+    sent, BEGIN and COMMIT included, as the connections logged them."""
     backend = store._backend
     assert isinstance(backend, PostgresBackend)
-    for pool, waits in ((backend._waiting, True), (backend._unwaited, False)):
+    for pool, waits in ((backend._waiting, True), (backend._unwaited, False),
+                        (lock._pool, True)):
         pool._connect = logged_connections(pool._connect, tally, waits=waits)
-
-    @event.listens_for(lock._engine.sync_engine, "before_cursor_execute")
-    def before(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
-        tally.statement(sql, alone=conn.get_execution_options().get(
-            "isolation_level") == "AUTOCOMMIT")
-
-    @event.listens_for(lock._engine.sync_engine, "begin")
-    def begin(conn: Any) -> None:
-        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-            tally.begun()  # a statement on an autocommit connection sends no BEGIN
 
 
 def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tally: Tally, *,

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-import asyncpg
 import structlog
 from alembic import command
 from alembic.config import Config
@@ -36,7 +35,7 @@ from threadline.backends.sql.idle_ping import ping_when_idle
 from threadline.backends.sql.lexeme_counts import KeptLexemeCounts
 from threadline.backends.sql.locks import advisory_key
 from threadline.backends.sql.operations import WordCounts, waits_for_disk, writes_once
-from threadline.backends.sql.pg_pool import ConnectionPool
+from threadline.backends.sql.pg_pool import ConnectionPool, connection_pool
 from threadline.backends.sql.postgres import PostgresRunner
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.errors import ConfigError, StoreUnavailableError
@@ -416,28 +415,17 @@ class PostgresBackend:
         )
         ping_when_idle(self._engine)
         # The store's own connections: as many as the engine's pool and overflow allowed.
-        self._waiting = self._pool(connect_args, size=2 * pool_size, timeout=connect_timeout)
+        self._waiting = connection_pool(url, size=2 * pool_size, timeout=connect_timeout,
+                                        connect_args=connect_args)
         # The writes marked `durable_later` commit on connections of their own, whose commits
         # do not wait for the disk (a commit that waits costs a plain turn 2 to 5 ms here).
-        self._unwaited = self._pool(
-            {**connect_args, "server_settings": {**server_settings, "synchronous_commit": "off"}},
-            size=2 * pool_size, timeout=connect_timeout)
+        self._unwaited = connection_pool(
+            url, size=2 * pool_size, timeout=connect_timeout, connect_args={
+                **connect_args,
+                "server_settings": {**server_settings, "synchronous_commit": "off"}})
         # The search's statistics of long conversations, and their refreshes under way.
         self.lexemes = KeptLexemeCounts()
         self._refreshes: dict[str, asyncio.Task[None]] = {}
-
-    def _pool(self, connect_args: dict[str, Any], *, size: int, timeout: float) -> ConnectionPool:
-        """A pool of connections made as the engine makes its own (the URL's host, user,
-        database and options, read by SQLAlchemy's asyncpg dialect), with `connect_args`."""
-        args, options = self._engine.dialect.create_connect_args(self.url)
-        if "prepared_statement_cache_size" in options:  # the dialect's name for asyncpg's
-            options["statement_cache_size"] = options.pop("prepared_statement_cache_size")
-        options.update(connect_args)
-
-        async def connect() -> asyncpg.Connection:
-            return await asyncpg.connect(*args, **options)
-
-        return ConnectionPool(connect, size=size, timeout=timeout)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         pool = self._waiting if waits_for_disk(fn) else self._unwaited

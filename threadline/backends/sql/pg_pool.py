@@ -22,9 +22,11 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import asyncpg
 from asyncpg.exceptions import AdminShutdownError, CannotConnectNowError, CrashShutdownError
+from sqlalchemy.engine import URL
 
 from threadline.backends.sql.idle_ping import IDLE_PING_AFTER
 
@@ -138,3 +140,20 @@ class ConnectionPool:
             waiter = self._waiting.popleft()
             if not waiter.done():
                 waiter.set_result(None)  # it finds the pool closed
+
+
+def connection_pool(url: URL, *, size: int, timeout: float,
+                    connect_args: dict[str, Any]) -> ConnectionPool:
+    """A pool of connections to `url` made as SQLAlchemy's engine makes its own (the URL's
+    host, port, user, password, database and options, read by its asyncpg dialect), with
+    `connect_args` (`asyncpg.connect`'s) on top; `timeout` also bounds a wait for one."""
+    dialect = url.set(drivername="postgresql+asyncpg").get_dialect()()
+    args, options = dialect.create_connect_args(url)
+    if "prepared_statement_cache_size" in options:  # the dialect's name for asyncpg's own
+        options["statement_cache_size"] = options.pop("prepared_statement_cache_size")
+    options.update(connect_args)
+
+    async def connect() -> asyncpg.Connection:
+        return await asyncpg.connect(*args, **options)
+
+    return ConnectionPool(connect, size=size, timeout=timeout)
