@@ -34,6 +34,7 @@ from threadline.agents.agent import Agent
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.pg_pool import PING
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.locks import ConversationLock
@@ -181,7 +182,7 @@ def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tal
                 tally.begun(waits=waits)
             elif words.startswith(("COMMIT", "ROLLBACK")):
                 in_transaction = False
-            elif words != ";":  # `;` pings a connection that sat idle: the clock's, not the turn's
+            elif query.query != PING:  # of a connection that sat idle: the clock's, not the turn's
                 tally.statement(query.query, alone=not in_transaction, waits=waits)
 
         connection.add_query_logger(sent)

@@ -9,7 +9,7 @@ is a stack of idle connections: taking one pops it, giving it back pushes it.
 
 An idle connection the server dropped (a restart, `pg_terminate_backend`) is closed on asyncpg's
 side as soon as the loop reads the end of its socket, and is skipped when taken. One that sat
-idle longer than `IDLE_PING_AFTER` is pinged first (`;`, one round trip), so a connection cut
+idle longer than `IDLE_PING_AFTER` is pinged first (`PING`, one round trip), so a connection cut
 without a word while nothing ran (a proxy's cut) is noticed before a turn uses it; if it does
 not answer, every idle connection (as old as it) is closed and a new one opened. A connection
 dropped within that moment fails its statement instead, which the store reports as unavailable
@@ -37,6 +37,9 @@ DATABASE_AWAY = (
     AdminShutdownError, CrashShutdownError, CannotConnectNowError)
 
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
+# What a connection that sat idle is asked before it is used (asyncpg's simple protocol: one
+# round trip, nothing prepared).
+PING = "SELECT 1"
 
 
 class ConnectionPool:
@@ -86,7 +89,7 @@ class ConnectionPool:
         """Whether an idle connection still answers; if not, it and every other idle one are
         closed (what dropped it, a restart or a cut, dropped them too)."""
         try:
-            await connection.execute(";")
+            await connection.execute(PING)
         except Exception:
             for dropped in [connection, *(idle for idle, _ in self._idle)]:
                 dropped.terminate()
