@@ -388,10 +388,12 @@ class PostgresBackend:
     """Runs operations on plain asyncpg connections, each in a greenlet whose statements the
     event loop awaits (`PostgresRunner`).
 
-    SQLAlchemy's async engine (`run_sync`) cost about 140 Python calls a statement (its pool's
-    checkout and events, execution options, the execution context, result rows): most of a
-    plain turn's time on PostgreSQL went there rather than to the database. The engine stays
-    for what brings its own SQLAlchemy: the Alembic migrations and `alchemy_engine`.
+    SQLAlchemy's async engine (`run_sync`) cost 468 Python calls and about 310 us for an
+    operation of one statement (its pool's checkout and events, execution options, the
+    execution context, result rows), against 135 calls and 110 us here and 78 calls and 46 us
+    for asyncpg's `fetch` alone: most of a plain turn's time on PostgreSQL went there rather
+    than to the database. The engine stays for what brings its own SQLAlchemy: the Alembic
+    migrations and `alchemy_engine`.
     """
 
     def __init__(self, url: URL, *, connect_timeout: float, pool_size: int) -> None:
