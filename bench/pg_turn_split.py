@@ -4,7 +4,7 @@ Runs `versus.py`'s PostgreSQL turns (10 conversations x 40 turns through `Thread
 instant model, a fresh schema) and prints, per turn:
 - the event loop's time waiting in `select` (for the database's answers, and for threads)
   beside its time running (Python, and the socket calls that send each statement);
-- every statement the asyncpg driver ran, BEGIN and COMMIT included (autocommit sends
+- every statement the asyncpg connections ran, BEGIN and COMMIT included (autocommit sends
   neither): how many a turn, and how long each took from its send to its answer. The turn's
   background work (releasing the lock, reply records, the vector index) is counted with it.
 
@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy.dialects.postgresql import asyncpg as alchemy_asyncpg  # noqa: E402
+from asyncpg.connection import Connection  # noqa: E402
 from versus import pg_turns, threadline_turns  # noqa: E402
 
 import threadline  # noqa: E402
@@ -56,11 +56,10 @@ def statement(_: Any, sql: str, *args: Any) -> str:
     return " ".join(sql.split())[:72]
 
 
-timed(alchemy_asyncpg.AsyncAdapt_asyncpg_cursor, "_prepare_and_execute", statement)
-timed(alchemy_asyncpg.AsyncAdapt_asyncpg_connection, "_start_transaction",
-      lambda self: None if self.isolation_level == "autocommit" else "BEGIN")
-timed(alchemy_asyncpg.AsyncAdapt_asyncpg_connection, "_call_and_discard",
-      lambda self, end: end.__name__.upper())
+# A statement with parameters goes through `_execute`; one without (BEGIN, COMMIT, a ping)
+# through `execute` alone.
+timed(Connection, "_execute", statement)
+timed(Connection, "execute", lambda self, sql, *args: None if args else statement(self, sql))
 
 
 def watch_select() -> None:

@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
-from sqlalchemy import event
+from asyncpg.connection import LoggedQuery
 
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
 from threadline.agents.agent import Agent
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.locks import PostgresConversationLock
+from threadline.backends.sql.pg_pool import PING
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.sqlite import SqliteRunner
 from threadline.locks import ConversationLock
@@ -155,19 +157,38 @@ def sqlite_traced(monkeypatch: pytest.MonkeyPatch, tally: Tally) -> Iterator[Non
 
 def postgres_traced(store: SqlConversationStore, lock: PostgresConversationLock,
                     tally: Tally) -> None:
+    """What crossed the wire: every statement the store's and the lock's asyncpg connections
+    sent, BEGIN and COMMIT included, as the connections logged them."""
     backend = store._backend
     assert isinstance(backend, PostgresBackend)
-    for engine, waits in ((backend.alchemy_engine(), True), (backend._unwaited, False),
-                          (lock._engine, True)):
-        @event.listens_for(engine.sync_engine, "before_cursor_execute")
-        def before(conn: Any, cursor: Any, sql: str, *args: Any, waits: bool = waits) -> None:
-            tally.statement(sql, alone=conn.get_execution_options().get(
-                "isolation_level") == "AUTOCOMMIT", waits=waits)
+    for pool, waits in ((backend._waiting, True), (backend._unwaited, False),
+                        (lock._pool, True)):
+        pool._connect = logged_connections(pool._connect, tally, waits=waits)
 
-        @event.listens_for(engine.sync_engine, "begin")
-        def begin(conn: Any, waits: bool = waits) -> None:
-            if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-                tally.begun(waits=waits)  # a read outside a transaction sends no BEGIN
+
+def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tally: Tally, *,
+                       waits: bool) -> Callable[[], Awaitable[asyncpg.Connection]]:
+    """`connect`, each connection it opens telling `tally` every statement it sends."""
+
+    async def logged() -> asyncpg.Connection:
+        connection = await connect()
+        in_transaction = False
+
+        def sent(query: LoggedQuery) -> None:
+            nonlocal in_transaction
+            words = query.query.strip().upper()
+            if words.startswith("BEGIN"):
+                in_transaction = True
+                tally.begun(waits=waits)
+            elif words.startswith(("COMMIT", "ROLLBACK")):
+                in_transaction = False
+            elif query.query != PING:  # of a connection that sat idle: the clock's, not the turn's
+                tally.statement(query.query, alone=not in_transaction, waits=waits)
+
+        connection.add_query_logger(sent)
+        return connection
+
+    return logged
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
@@ -187,6 +208,7 @@ async def one_plain_turn(store: SqlConversationStore, tally: Tally,
     tally.counting = True
     results = await team.handle(say("@support and order 4402?", conversation_id="c1"), channel)
     await team.stop()
+    await asyncio.sleep(0)  # asyncpg calls a query logger soon after its statement, not in it
     tally.counting = False
     assert [r.output for r in results] == ["re: Ann: @support and order 4402?"]
     assert [text for _, text, _ in channel.sent][-1] == "re: Ann: @support and order 4402?"

@@ -1,4 +1,5 @@
-"""A local TCP proxy a test can stop, restart or make go silent: a database that goes away."""
+"""A local TCP proxy a test can stop, restart, make go silent or freeze: a database that goes
+away."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from tests.ports import free_port
 
 
 class TcpProxy:
-    """A local TCP proxy to PostgreSQL that a test can stop, restart or make go silent."""
+    """A local TCP proxy to PostgreSQL that a test can stop, restart or make go silent; its open
+    connections can be frozen: kept open, carrying nothing either way (a network cut that
+    neither end is told of)."""
 
     def __init__(self, target_port: int) -> None:
         self.port = free_port()
@@ -16,6 +19,11 @@ class TcpProxy:
         self.silent = False
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._frozen: set[asyncio.StreamWriter] = set()
+
+    def freeze(self) -> None:
+        """Swallow whatever the connections open now send, in both directions."""
+        self._frozen |= self._writers
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
@@ -38,8 +46,9 @@ class TcpProxy:
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
             try:
                 while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
+                    if sink not in self._frozen:
+                        sink.write(data)
+                        await sink.drain()
             except ConnectionError:
                 pass
             finally:

@@ -10,7 +10,7 @@ from tests.history.helpers import ANN, BOB, turn
 from threadline.backends.sql import postgres, sqlite
 from threadline.backends.sql.lexeme_counts import english_stems
 from threadline.backends.sql.operations import conversation_sizes
-from threadline.backends.sql.postgres import AlchemyRunner
+from threadline.backends.sql.postgres import PostgresRunner
 from threadline.history.search import SearchQuery
 from threadline.history.store import ConversationStore
 
@@ -49,7 +49,7 @@ async def test_a_words_postings_count_its_turns_and_its_speakers_names(
     ])
     query = SearchQuery.parse("axolotl ann")
 
-    def counted(runner: AlchemyRunner) -> tuple[dict[str, int], int, dict[str, str]]:
+    def counted(runner: PostgresRunner) -> tuple[dict[str, int], int, dict[str, str]]:
         counts = runner.lexemes.counts(runner, "postings")
         stems = english_stems(runner, query.terms)
         return ({term: counts.postings(stems[term]) for term in query.terms},

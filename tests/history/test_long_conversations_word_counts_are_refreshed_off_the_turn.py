@@ -12,7 +12,7 @@ import pytest
 from tests.history.helpers import ANN, BOB, turn
 from threadline.backends.sql import lexeme_counts
 from threadline.backends.sql.lexeme_counts import STALE_SHARE
-from threadline.backends.sql.postgres import AlchemyRunner
+from threadline.backends.sql.postgres import PostgresRunner
 from threadline.history.store import ConversationStore
 
 CONVERSATION = "long-counted"
@@ -21,7 +21,7 @@ CONVERSATION = "long-counted"
 async def _axolotls(store: ConversationStore) -> int:
     """The turns holding "axolotl" by the counts a search of the conversation would use."""
 
-    def counted(runner: AlchemyRunner) -> int:
+    def counted(runner: PostgresRunner) -> int:
         return runner.lexemes.counts(runner, CONVERSATION).postings("axolotl")
 
     return int(await store.run("count", counted))  # type: ignore[attr-defined]

@@ -1,4 +1,6 @@
-"""Pinging a pooled PostgreSQL connection only when it sat idle, not at every checkout.
+"""Pinging a pooled PostgreSQL connection of a SQLAlchemy engine only when it sat idle, not at
+every checkout: the engine a store gives to libraries (`alchemy_engine`); the store's and the
+conversation lock's own connections do the same in `pg_pool`.
 
 SQLAlchemy's `pool_pre_ping` pings each time a connection leaves the pool, and asyncpg's ping
 outside a transaction is BEGIN, `;` and ROLLBACK: three round trips before each of a plain

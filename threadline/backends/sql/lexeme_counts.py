@@ -81,7 +81,7 @@ class LexemeCounts:
 
 class KeptLexemeCounts:
     """One store's long conversations' counts (see the module docstring). Used from its
-    event loop's thread only (PostgreSQL's runners run there, `run_sync`)."""
+    event loop's thread only (PostgreSQL's runners run there, in greenlets)."""
 
     def __init__(self, *, conversations: int = KEPT_CONVERSATIONS,
                  stale_share: float = STALE_SHARE) -> None:

@@ -4,16 +4,15 @@ home-made coordinator, released by the server when the owning process dies."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import asyncpg
 import structlog
-from sqlalchemy import make_url, text
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy import make_url
 
-from threadline.backends.sql.idle_ping import ping_when_idle
+from threadline.backends.sql.pg_pool import connection_pool
 from threadline.errors import ConfigError
 from threadline.locks import SECOND_LOOK
 
@@ -54,20 +53,17 @@ class PostgresConversationLock:
                 f"{parsed.render_as_string(hide_password=True)!r}; on SQLite one process "
                 "serves the database, so the default LocalConversationLock is enough"
             )
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+asyncpg")
         self._namespace = str(parsed.query.get("search_path") or "")
         self.concurrency = pool_size
         self.linger = linger
-        self._engine = create_async_engine(
-            parsed.difference_update_query(["search_path"]), pool_size=pool_size,
-            max_overflow=0, pool_timeout=connect_timeout,
-            connect_args={"timeout": connect_timeout},
-        )
-        ping_when_idle(self._engine)
+        # Plain asyncpg connections (`pg_pool`): a lock taken and given back is a statement
+        # each, which through SQLAlchemy's engine cost more Python than the round trip.
+        self._pool = connection_pool(
+            parsed.difference_update_query(["search_path"]), size=pool_size,
+            timeout=connect_timeout, connect_args={"timeout": connect_timeout})
         self._in_use = 0
         # Held, their turns answered: by conversation, the connection and its release.
-        self._idle: dict[str, tuple[AsyncConnection, asyncio.TimerHandle]] = {}
+        self._idle: dict[str, tuple[asyncpg.Connection, asyncio.TimerHandle]] = {}
         self._releasing: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
@@ -91,25 +87,25 @@ class PostgresConversationLock:
         finally:
             self._in_use -= 1
 
-    async def _take(self, conversation_id: str) -> AsyncConnection | None:
+    async def _take(self, conversation_id: str) -> asyncpg.Connection | None:
         """A connection now holding the conversation; None when another process holds it."""
         await self._make_room()
-        connection = await self._engine.connect()
+        connection = await self._pool.take()
         try:
-            # Autocommit: an advisory lock is the session's, not a transaction's, so taking
-            # and giving it back is one round trip each, without BEGIN and COMMIT around it.
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            taken = (await connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {
-                "key": advisory_key(conversation_id, self._namespace)})).scalar_one()
+            # Outside a transaction: an advisory lock is the session's, not a transaction's,
+            # so taking and giving it back is one round trip each.
+            taken = await connection.fetchval("SELECT pg_try_advisory_lock($1)",
+                                              advisory_key(conversation_id, self._namespace))
         except BaseException:
-            await connection.close()
+            connection.terminate()  # its session, and any lock it took, end with it
+            self._pool.give_back(connection)
             raise
         if not taken:
-            await connection.close()
+            self._pool.give_back(connection)
             return None
         return connection
 
-    async def _still_held(self, conversation_id: str) -> AsyncConnection | None:
+    async def _still_held(self, conversation_id: str) -> asyncpg.Connection | None:
         """The connection still holding the conversation from its last turns, if it is alive
         (a connection the server dropped took the lock with it)."""
         idle = self._idle.pop(conversation_id, None)
@@ -117,9 +113,8 @@ class PostgresConversationLock:
             return None
         connection, release = idle
         release.cancel()
-        raw = await connection.get_raw_connection()
-        if raw.driver_connection is None or raw.driver_connection.is_closed():
-            await connection.invalidate()
+        if connection.is_closed():
+            self._pool.give_back(connection)
             return None
         return connection
 
@@ -139,17 +134,16 @@ class PostgresConversationLock:
             self._releasing.add(task)
             task.add_done_callback(self._releasing.discard)
 
-    async def _release(self, conversation_id: str, connection: AsyncConnection) -> None:
+    async def _release(self, conversation_id: str, connection: asyncpg.Connection) -> None:
         try:
-            await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {
-                "key": advisory_key(conversation_id, self._namespace)})
+            await connection.execute("SELECT pg_advisory_unlock($1)",
+                                     advisory_key(conversation_id, self._namespace))
         except Exception as exc:  # the server drops a broken connection's locks itself
             log.warning("pipeline.unlock_failed", conversation_id=conversation_id,
                         error=str(exc))
-            with contextlib.suppress(Exception):
-                await connection.invalidate()
+            connection.terminate()
         finally:
-            await connection.close()
+            self._pool.give_back(connection)
 
     async def close(self) -> None:
         for conversation_id in list(self._idle):
@@ -158,4 +152,4 @@ class PostgresConversationLock:
             await self._release(conversation_id, connection)
         if self._releasing:
             await asyncio.gather(*self._releasing, return_exceptions=True)
-        await self._engine.dispose()
+        await self._pool.close()

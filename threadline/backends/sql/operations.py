@@ -2,11 +2,12 @@
 
 The SQLite backend runs these in its own threads on the plain `sqlite3` driver, which takes our
 `:name` parameters as written (SQLAlchemy's per-statement compile, cache-key and result setup
-cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend runs them through
-`AsyncConnection.run_sync` on asyncpg. Parameters are always bound, never formatted into SQL.
+cost about 90 us a statement, more than SQLite itself); the PostgreSQL backend runs them on plain
+asyncpg connections, in a greenlet whose statements the event loop awaits. Parameters are always
+bound, never formatted into SQL.
 
 What differs by dialect lives with the dialect: each backend makes its runner once
-(`sql_sqlite.SqliteRunner`, `sql_postgres.AlchemyRunner`), and the runner's `ranked` is that
+(`sql_sqlite.SqliteRunner`, `sql_postgres.PostgresRunner`), and the runner's `ranked` is that
 dialect's full-text search (FTS5 MATCH or tsquery, built in its module).
 """
 

@@ -1,5 +1,5 @@
-"""The PostgreSQL dialect: a runner on a SQLAlchemy connection (asyncpg) and its full-text
-search (tsvector/tsquery, ranked by BM25 computed in SQL).
+"""The PostgreSQL dialect: a runner on an asyncpg connection and its full-text search
+(tsvector/tsquery, ranked by BM25 computed in SQL).
 
 The tsquery texts are built here and nowhere else.
 """
@@ -7,12 +7,15 @@ The tsquery texts are built here and nowhere else.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, TextClause, text
+import asyncpg
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.util import await_only
 
 from threadline.backends.sql.lexeme_counts import KeptLexemeCounts, english_stems
 from threadline.backends.sql.operations import (
@@ -48,27 +51,42 @@ def _months(query: SearchQuery, params: dict[str, Any]) -> str:
 
 
 @lru_cache(maxsize=512)
-def _clause(sql: str) -> TextClause:
-    return text(sql)
+def numbered(sql: str) -> tuple[str, tuple[str, ...]]:
+    """`sql` with its `:name` parameters numbered as asyncpg takes them (`$1`, `$2`, a name
+    used twice keeping its number), and the names in that order.
+
+    Parameters are found by SQLAlchemy `text()`'s own rule, so `::casts` and `'a:b'` stay."""
+    names: dict[str, int] = {}
+
+    def number(found: re.Match[str]) -> str:
+        return f"${names.setdefault(found.group(1), len(names) + 1)}"
+
+    return TextClause._bind_params_regex.sub(number, sql), tuple(names)
 
 
-class AlchemyRunner:
-    """A `SqlRunner` on a SQLAlchemy connection (PostgreSQL through asyncpg), with its store's
-    long conversations' word counts."""
+class PostgresRunner:
+    """A `SqlRunner` on an asyncpg connection, with its store's long conversations' word
+    counts. Its statements block in the store's greenlet (`PostgresBackend`), which awaits
+    them: the operations stay plain functions, written once for both dialects."""
 
-    def __init__(self, connection: Connection, lexemes: KeptLexemeCounts) -> None:
+    dialect = "postgresql"
+
+    def __init__(self, connection: asyncpg.Connection, lexemes: KeptLexemeCounts) -> None:
         self.connection = connection
         self.lexemes = lexemes
 
-    @property
-    def dialect(self) -> str:
-        return self.connection.dialect.name
-
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
-        return list(self.connection.execute(_clause(sql), dict(params)).all())
+        numbered_sql, names = numbered(sql)
+        return await_only(self.connection.fetch(numbered_sql, *[params[n] for n in names]))
 
     def rowcount(self, sql: str, params: Params) -> int:
-        return int(self.connection.execute(_clause(sql), dict(params)).rowcount)
+        """Rows the statement changed, from its status ('UPDATE 3', 'INSERT 0 1'); -1 for a
+        statement whose status carries no count."""
+        numbered_sql, names = numbered(sql)
+        status = await_only(self.connection.execute(numbered_sql,
+                                                    *[params[n] for n in names]))
+        count = status.rpartition(" ")[2]
+        return int(count) if count.isdigit() else -1
 
     def ranked(self, conversation_id: str, query: SearchQuery, limit: int, scope: SearchScope,
                columns: str) -> list[Sequence[Any]]:

@@ -12,8 +12,8 @@ On SQLite the work runs on the standard `sqlite3` driver in the store's own thre
 a few readers, WAL; a read of a few rows on the event loop's own connection): aiosqlite hops
 threads once per statement, which measured about 900 appends/s here, so it is not used (a
 `sqlite+aiosqlite:///` URL from an older config still opens the same file; see
-`database_url`). On PostgreSQL the same operations run on asyncpg
-through SQLAlchemy's async engine. The URL is read once, here, and picks the backend; the
+`database_url`). On PostgreSQL the same operations run on plain asyncpg connections
+(SQLAlchemy's async engine only migrates). The URL is read once, here, and picks the backend; the
 backend's runner carries its dialect to the queries.
 """
 
@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import structlog
+from asyncpg import PostgresError
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -41,6 +42,7 @@ from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.inbox import SqlTurnInbox
 from threadline.backends.sql.notify import Listener, announce, channel_for, encode
 from threadline.backends.sql.operations import FEW_ROWS_READ, FEW_TURNS_WRITTEN
+from threadline.backends.sql.pg_pool import DATABASE_AWAY
 from threadline.backends.sql.schema import to_micros
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history.changes import (
@@ -69,8 +71,10 @@ log = structlog.get_logger("threadline.store")
 T = TypeVar("T")
 
 MAX_BATCH = 500
-# Failures that mean "the database is not there right now", as opposed to a bug in a query.
-_UNAVAILABLE = (OperationalError, InterfaceError, OSError, TimeoutError, sqlite3.OperationalError)
+# Failures that mean "the database is not there right now", as opposed to a bug in a query:
+# SQLAlchemy's (the migrations), SQLite's and asyncpg's.
+_UNAVAILABLE = (
+    OperationalError, InterfaceError, sqlite3.OperationalError, *DATABASE_AWAY)
 # Turns waiting for the next group commit, their token counts, and who awaits the result.
 _AppendRequest = tuple[Sequence[StoredMessage], list[int], "asyncio.Future[list[bool]]"]
 
@@ -157,14 +161,9 @@ class SqlConversationStore:
             return await runner(fn, *args)
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, action) from exc
-        except (DBAPIError, sqlite3.Error) as exc:
-            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-                # The server or the network dropped the connection: the database is away.
-                raise self._unavailable(exc, action) from exc
+        except (sqlite3.Error, PostgresError) as exc:  # the database refused the statement
             raise StoreError(
-                f"conversation store {self._describe()} could not {action}: "
-                f"{getattr(exc, 'orig', exc)}"
-            ) from exc
+                f"conversation store {self._describe()} could not {action}: {exc}") from exc
 
     async def _inbox_call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
                           few: bool = False) -> T:
