@@ -14,7 +14,6 @@ from functools import lru_cache
 from typing import Any
 
 import asyncpg
-from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util import await_only
 
 from threadline.backends.sql.lexeme_counts import KeptLexemeCounts, english_stems
@@ -50,18 +49,24 @@ def _months(query: SearchQuery, params: dict[str, Any]) -> str:
     return month_factor(query, params, year=_YEAR, month=_MONTH)
 
 
+# A `:name` parameter, as SQLAlchemy's `text()` finds one: not a `::type` cast, not an
+# escaped `\:name`.
+_PARAMETER = re.compile(r"(?<![:\w\x5c]):(\w+)(?![:\w])")
+
+
 @lru_cache(maxsize=512)
 def numbered(sql: str) -> tuple[str, tuple[str, ...]]:
     """`sql` with its `:name` parameters numbered as asyncpg takes them (`$1`, `$2`, a name
     used twice keeping its number), and the names in that order.
 
-    Parameters are found by SQLAlchemy `text()`'s own rule, so `::casts` and `'a:b'` stay."""
+    Parameters are found by the rule SQLAlchemy's `text()` uses (`_PARAMETER`), so the
+    operations' SQL means on asyncpg what it meant through `text()`: `::casts` stay."""
     names: dict[str, int] = {}
 
     def number(found: re.Match[str]) -> str:
         return f"${names.setdefault(found.group(1), len(names) + 1)}"
 
-    return TextClause._bind_params_regex.sub(number, sql), tuple(names)
+    return _PARAMETER.sub(number, sql), tuple(names)
 
 
 class PostgresRunner:
