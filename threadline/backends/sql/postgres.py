@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 import asyncpg
-from sqlalchemy.util import await_only
+from sqlalchemy.util import await_
 
 from threadline.backends.sql.lexeme_counts import KeptLexemeCounts, english_stems
 from threadline.backends.sql.operations import (
@@ -82,14 +82,13 @@ class PostgresRunner:
 
     def rows(self, sql: str, params: Params) -> list[Sequence[Any]]:
         numbered_sql, names = numbered(sql)
-        return await_only(self.connection.fetch(numbered_sql, *[params[n] for n in names]))
+        return await_(self.connection.fetch(numbered_sql, *[params[n] for n in names]))
 
     def rowcount(self, sql: str, params: Params) -> int:
         """Rows the statement changed, from its status ('UPDATE 3', 'INSERT 0 1'); -1 for a
         statement whose status carries no count."""
         numbered_sql, names = numbered(sql)
-        status = await_only(self.connection.execute(numbered_sql,
-                                                    *[params[n] for n in names]))
+        status = await_(self.connection.execute(numbered_sql, *[params[n] for n in names]))
         count = status.rpartition(" ")[2]
         return int(count) if count.isdigit() else -1
 
