@@ -273,7 +273,7 @@ class ReplyRecorder:
                         agent=dropped.agent.name, max_pending=self._max_pending)
         self._pending.append(turn)
         if self._writer is None or self._writer.done():
-            self._now.clear()  # a flush asked of an earlier writer is done
+            self._now = asyncio.Event()  # a flush asked of an earlier writer is done
             self._writer = asyncio.get_running_loop().create_task(self._write_pending())
 
     async def _write_pending(self) -> None:
