@@ -19,7 +19,12 @@ from threadline.history import (
     ToolExchange,
     ToolResult,
 )
-from threadline.history.tokens import PER_MESSAGE_OVERHEAD, default_counter, message_tokens
+from threadline.history.tokens import (
+    LONGEST_KEPT,
+    PER_MESSAGE_OVERHEAD,
+    default_counter,
+    message_tokens,
+)
 
 
 @pytest.fixture
@@ -114,7 +119,8 @@ async def test_tokens_are_counted_once_at_append_and_stored(kind: str, tmp_path:
 
 
 def test_a_text_counted_again_is_not_encoded_again() -> None:
-    """A turn is counted in every prompt that shows it: the count is kept, long texts aside."""
+    """A turn is counted in every prompt that shows it, a summary or recall block by the
+    assembler and again by the reply record: the count is kept, very long texts aside."""
     counter = TiktokenCounter()
     encoded: list[str] = []
     encoding = counter._encoding
@@ -126,9 +132,12 @@ def test_a_text_counted_again_is_not_encoded_again() -> None:
 
     counter._encoding = Watched()  # type: ignore[assignment]
     turn_text = "[Ann]: where is my order 4401?"
-    document = "word " * 1000
+    block = "Summary of the earlier conversation:\n" + "Ann asked about order 4401. " * 100
+    document = "word " * (LONGEST_KEPT // 5 + 1)
     counts = [counter.count(turn_text) for _ in range(3)]
-    long_counts = [counter.count(document) for _ in range(2)]
+    block_counts = [counter.count(block) for _ in range(2)]
+    document_counts = [counter.count(document) for _ in range(2)]
     assert counts == [len(encoding.encode(turn_text))] * 3
-    assert long_counts == [len(encoding.encode(document))] * 2
-    assert encoded == [turn_text, document, document]
+    assert block_counts == [len(encoding.encode(block))] * 2
+    assert document_counts == [len(encoding.encode(document))] * 2
+    assert encoded == [turn_text, block, document, document]

