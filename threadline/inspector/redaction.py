@@ -56,21 +56,15 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string redacted (mappings become dicts, sequences
         lists)."""
-        # Exact types first: a reply record's detail is hundreds of plain strings, dicts and
-        # lists, and an isinstance check against Mapping goes through the ABC machinery.
-        kind = type(value)
-        if kind is str:
-            return self.text(value) if self._secrets else value
-        if kind is dict:
-            return {k: self.value(v) for k, v in value.items()}
-        if kind is list or kind is tuple:
-            return [self.value(v) for v in value]
+        # Sequences before mappings, and a plain dict by its type: a reply record's detail is
+        # hundreds of strings, dicts and lists, and an isinstance check against Mapping goes
+        # through the ABC machinery.
         if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {k: self.value(v) for k, v in value.items()}
+            return self.text(value) if self._secrets else value
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
+        if type(value) is dict or isinstance(value, Mapping):
+            return {k: self.value(v) for k, v in value.items()}
         return value
 
 
