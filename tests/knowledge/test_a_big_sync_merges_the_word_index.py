@@ -2,14 +2,19 @@
 index in one segment (every transaction that writes turns leaves one more, and a search looks
 each word up in every segment); on PostgreSQL, the GIN index's pending list empty (every
 search walks it whole until it is merged). A smaller sync leaves the index as the writes left
-it. On a real SQLite file and a real PostgreSQL.
+it. On PostgreSQL only the index's owner may merge it: a role granted the tables alone syncs
+all the same, and leaves the merge to autovacuum. On a real SQLite file and a real PostgreSQL.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
+from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.knowledge.helpers import documents_source, write
 from threadline.backends.sql import SqlConversationStore
 from threadline.history.tokens import default_counter
@@ -56,3 +61,28 @@ async def test_a_smaller_sync_leaves_the_index_as_written(
     written = await synced(sql_store, tmp_path / "help", merge_after=1_000)
     assert written < 1_000
     assert await unmerged(sql_store) > 0
+
+
+async def test_a_role_that_does_not_own_the_index_syncs_all_the_same(tmp_path: Path) -> None:
+    owner_url = await fresh_pg_schema(pg_url_or_skip())
+    schema = owner_url.rsplit("search_path=", 1)[-1]
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(owner_url.partition("?")[0].replace("postgresql+asyncpg://",
+                                                                      "postgresql://"))
+    try:
+        async with SqlConversationStore(owner_url) as owner:  # the tables, made by their owner
+            await admin.execute(f"CREATE ROLE {role} LOGIN")
+            await admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+            await admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                                f"{schema} TO {role}")
+            await admin.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+            granted_url = owner_url.replace("://postgres@", f"://{role}@")
+            assert granted_url != owner_url, "the test's URL names no user to replace"
+            async with SqlConversationStore(granted_url) as granted:
+                written = await synced(granted, tmp_path / "help", merge_after=10)
+            assert written >= 10
+            assert await unmerged(owner) > 0  # left as written, for autovacuum
+    finally:
+        await drop_pg_schema(owner_url)
+        await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()

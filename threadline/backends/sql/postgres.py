@@ -138,8 +138,10 @@ class LongWeights:
 @one_write
 def merge_pending_words(runner: SqlRunner) -> None:
     """Merge the words index's pending list (GIN's `fastupdate`: new entries kept in a list
-    that every search walks whole, up to 4 MB, until VACUUM or the list's limit merges them)."""
-    runner.rows("SELECT gin_clean_pending_list(CAST(:index AS regclass))",
+    that every search walks whole, up to 4 MB, until VACUUM or the list's limit merges them).
+    Only the index's owner may (a role granted the tables alone leaves it to autovacuum)."""
+    runner.rows("SELECT gin_clean_pending_list(c.oid) FROM pg_class c "
+                "WHERE c.oid = CAST(:index AS regclass) AND pg_has_role(c.relowner, 'USAGE')",
                 {"index": "ix_threadline_messages_search"})
 
 
