@@ -54,7 +54,7 @@ from threadline.history.beside import parts_beside  # noqa: E402
 from threadline.history.embedding_model import shared_embedder  # noqa: E402
 from threadline.history.indexer import VectorIndexer  # noqa: E402
 from threadline.history.search import ENGLISH_STOP_WORDS  # noqa: E402
-from threadline.history.store import ConversationStore  # noqa: E402
+from threadline.history.store import ConversationStore, SearchIndexMerging  # noqa: E402
 from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.knowledge.documents import Document  # noqa: E402
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource  # noqa: E402
@@ -222,6 +222,8 @@ async def scale_latency(store: ConversationStore, data: Path, questions: list[Qu
             batch = []
     if batch:
         await store.append_many(batch)
+    if isinstance(store, SearchIndexMerging):  # as a sync of this many sections does
+        await store.merge_search_index()
     vectors, embedder = parts_beside(store).vectors, await shared_embedder()
     if vectors is not None and embedder is not None:
         await VectorIndexer(store, vectors, embedder).fill()

@@ -178,3 +178,19 @@ class SpeakerSearchStore(Protocol):
         """Best-ranked turns carrying one of `keys`, outside `exclude_conversation`, said
         before `before`."""
         ...
+
+
+@runtime_checkable
+class SearchIndexMerging(Protocol):
+    """A store whose word index keeps a bulk load's writes apart until they are merged, and
+    can merge them now.
+
+    Optional: a store without it is searched as it is. A knowledge sync that wrote many
+    sections asks for it, so its searches do not walk the load's pieces one by one until the
+    database gets round to merging them (`threadline.knowledge.sync`).
+    """
+
+    async def merge_search_index(self) -> None:
+        """Merge the word index's separately kept writes (for example FTS5's segments, or a
+        PostgreSQL GIN index's pending list)."""
+        ...

@@ -29,6 +29,7 @@ from threadline.backends.sql.operations import (
     conversation_size,
     conversation_sizes,
     month_factor,
+    one_write,
     scoped,
 )
 from threadline.backends.sql.schema import SELECT_LIST_M
@@ -154,6 +155,16 @@ class LongWeights:
         """Whether the words may match more than LONG_RANKED turns (then only the newest
         LONG_RANKED matches are ranked, as on SQLite: ranking 30,000 took a second)."""
         return sum(self.postings) > LONG_RANKED
+
+
+@one_write
+def merge_pending_words(runner: SqlRunner) -> None:
+    """Merge the words index's pending list (GIN's `fastupdate`: new entries kept in a list
+    that every search walks whole, up to 4 MB, until VACUUM or the list's limit merges them).
+    Only the index's owner may (a role granted the tables alone leaves it to autovacuum)."""
+    runner.rows("SELECT gin_clean_pending_list(c.oid) FROM pg_class c "
+                "WHERE c.oid = CAST(:index AS regclass) AND pg_has_role(c.relowner, 'USAGE')",
+                {"index": "ix_threadline_messages_search"})
 
 
 def websearch_text(query: SearchQuery) -> str | None:

@@ -43,7 +43,9 @@ from threadline.backends.sql.inbox import SqlTurnInbox
 from threadline.backends.sql.notify import Listener, announce, channel_for, encode
 from threadline.backends.sql.operations import FEW_ROWS_READ, FEW_TURNS_WRITTEN
 from threadline.backends.sql.pg_pool import DATABASE_AWAY
+from threadline.backends.sql.postgres import merge_pending_words
 from threadline.backends.sql.schema import to_micros
+from threadline.backends.sql.sqlite import merge_segments_step
 from threadline.errors import StoreError, StoreUnavailableError
 from threadline.history.changes import (
     ChangeListener,
@@ -187,6 +189,17 @@ class SqlConversationStore:
         without a hop on SQLite.
         """
         return await self._call(action, write, fn, *args, few=few)
+
+    async def merge_search_index(self) -> None:
+        """`SearchIndexMerging`: on SQLite, the FTS5 indexes' segments merged into one, a step
+        (a write of its own) at a time; on PostgreSQL, the words index's pending list merged
+        (what autovacuum would do within a minute or so)."""
+        if self.dialect == "sqlite":
+            started = False
+            while await self._call("merge the word index", True, merge_segments_step, started):
+                started = True
+        else:
+            await self._call("merge the word index", True, merge_pending_words)
 
     async def _ensure_ready(self) -> None:
         if self._schema_ready:

@@ -44,6 +44,7 @@ from threadline.backends.sql.conversation_vectors import (
     stored_matrix,
 )
 from threadline.backends.sql.operations import (
+    FEW_ROWS_READ,
     FEW_TURNS_WRITTEN,
     MAX_SPEAKER_KEYS,
     SqlRunner,
@@ -246,8 +247,12 @@ class SqlVectorIndex:
         wanted = sorted({sequence for found in places for sequence, _ in found})
         if not wanted:
             return [[] for _ in places]
+        # One statement for a few rows (three texts' 30 places at most), read as the store
+        # reads a few (on SQLite, on the loop's connection): in a reader thread it queued
+        # behind the question's lexical searches, and ended after them.
         turns: list[StoredMessage] = await self.store.run(
-            "read the turns found by meaning", _turns_at, conversation_id, wanted)
+            "read the turns found by meaning", _turns_at, conversation_id, wanted,
+            few=len(wanted) <= FEW_ROWS_READ)
         at = {turn.sequence: turn for turn in turns}
         return [[(at[sequence], score) for sequence, score in found if sequence in at]
                 for found in places]
