@@ -10,25 +10,18 @@ transaction of another replica), while the team's own conversation writes freely
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
-from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
-from threadline.agents.agent import Agent
+from tests.interceptors.scripted import RecordingChannel, say
+from tests.spend.teams import spending_team
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.backends.sql import SqlConversationStore
-from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.interceptors.capture import DurableWriter
 from threadline.interceptors.outbox import Outbox
-from threadline.spend import DailyBudgets, SpendDay
-from threadline.spend.limit import SpendLimitInterceptor
-from threadline.team import Team
-
-DAY = datetime(2026, 3, 5, 12, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -64,12 +57,7 @@ async def test_a_reply_waits_behind_outboxed_turns_and_its_turn_is_answered(
         outbox = Outbox(tmp_path / "outbox.jsonl")
         held = say("said while the store was away", conversation_id="c0")
         await outbox.add([held])
-        ledger = SqlSpendLedger(store)
-        limit = SpendLimitInterceptor(ledger, budgets=DailyBudgets(per_conversation=10_000),
-                                      day=SpendDay(clock=lambda: DAY), reserve=400)
-        team = Team([Agent(name="support", conversation_history=store,
-                           provider=ScriptedModel(answer), interceptors=[limit])],
-                    writer=DurableWriter(store, outbox))
+        team, ledger = spending_team(store, answer, writer=DurableWriter(store, outbox))
         channel = RecordingChannel()
         team.attach(channel)
         await team.start()  # the writer's replay of `held` now waits on the row lock

@@ -6,23 +6,16 @@ spend's write adds, so writing it again would count the turn twice)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 
 import pytest
 
-from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
+from tests.interceptors.scripted import RecordingChannel, say
+from tests.spend.teams import spending_team
 from threadline.after_delivery import Committed, ReplyWrites, WritesTogether
-from threadline.agents.agent import Agent
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.backends.parts import parts_of, remember
 from threadline.backends.sql import SqlConversationStore
-from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.errors import StoreError
-from threadline.spend import DailyBudgets, SpendDay
-from threadline.spend.limit import SpendLimitInterceptor
-from threadline.team import Team
-
-DAY = datetime(2026, 3, 5, 12, tzinfo=UTC)
 
 
 class LostConnection:
@@ -52,14 +45,9 @@ async def test_a_joint_write_that_raises_leaves_each_write_made_once(
     backend = parts_of(sql_store)
     assert backend.together is not None
     remember(replace(backend, together=LostConnection(backend.together, landed=landed)))
-    ledger = SqlSpendLedger(sql_store)
     heard: list[tuple[int, int]] = []
-    limit = SpendLimitInterceptor(
-        ledger, budgets=DailyBudgets(per_conversation=10_000), day=SpendDay(clock=lambda: DAY),
-        reserve=400, on_spend=lambda agent, totals: heard.append((totals.turns,
-                                                                  totals.spent.tokens)))
-    team = Team([Agent(name="support", conversation_history=sql_store,
-                       provider=ScriptedModel(answer), interceptors=[limit])])
+    team, ledger = spending_team(sql_store, answer, on_spend=lambda agent, totals: heard.append(
+        (totals.turns, totals.spent.tokens)))
     channel = RecordingChannel()
     team.attach(channel)
     await team.start()

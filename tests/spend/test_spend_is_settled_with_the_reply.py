@@ -3,18 +3,10 @@ commit, `threadline.after_delivery`), and a turn that fails still gives back wha
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
-from threadline.agents.agent import Agent
+from tests.interceptors.scripted import RecordingChannel, say
+from tests.spend.teams import spending_team
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.backends.sql import SqlConversationStore
-from threadline.backends.sql.spend import SqlSpendLedger
-from threadline.spend import DailyBudgets, SpendDay
-from threadline.spend.limit import SpendLimitInterceptor
-from threadline.team import Team
-
-DAY = datetime(2026, 3, 5, 12, tzinfo=UTC)
 
 
 def answer_or_fail(request: ModelRequest) -> ModelResponse:
@@ -25,13 +17,9 @@ def answer_or_fail(request: ModelRequest) -> ModelResponse:
 
 async def test_spend_is_settled_with_the_reply_and_after_a_failed_turn(
         sql_store: SqlConversationStore) -> None:
-    ledger = SqlSpendLedger(sql_store)
     heard: list[int] = []
-    limit = SpendLimitInterceptor(ledger, budgets=DailyBudgets(per_conversation=10_000),
-                                  day=SpendDay(clock=lambda: DAY), reserve=400,
-                                  on_spend=lambda agent, totals: heard.append(totals.turns))
-    team = Team([Agent(name="support", conversation_history=sql_store,
-                       provider=ScriptedModel(answer_or_fail), interceptors=[limit])])
+    team, ledger = spending_team(sql_store, answer_or_fail,
+                                 on_spend=lambda agent, totals: heard.append(totals.turns))
     channel = RecordingChannel()
     team.attach(channel)
     await team.start()
