@@ -205,17 +205,23 @@ def _search_sqlite(
     are matched by `_long_words`, any other's by `_scoped_words`. The conversation's size is
     read in the ranking statement and picks the plan of its next search."""
     key = conversation_key(conversation_id)
+    # A conversation of at most MAX_RANKED turns has no more matches than that: no floor is
+    # looked for (its statement walked the conversation's matches for nothing, 0.4 ms of a
+    # plain turn's recall). Its size is its last search's (`conversation_size`): one search
+    # stale at most, which at worst ranks every match once instead of the newest.
+    few = conversation_size(conn, conversation_id) <= MAX_RANKED
     ranked: list[tuple[float, Sequence[Any]]] = []
     # bm25() weights: conversation key 0, text 1, speaker name 0.5 (a name in the question
     # counts for that participant's turns, but less than the words of the turn itself).
     for table, weights in ((_WORDS, "0.0, 1.0, 0.5"), (_TRIGRAMS, "0.0, 1.0")):
         if table == _TRIGRAMS:
             match = fts5_trigram_match(query, key)
-            floor = _ranking_floor(conn, table, match) if match is not None else None
+            floor = (_ranking_floor(conn, table, match)
+                     if match is not None and not few else None)
         elif long:
             query, match, floor = _long_words(conn, query)
         else:
-            query, match, floor = _scoped_words(conn, query, key)
+            query, match, floor = _scoped_words(conn, query, key, few=few)
         if match is None:
             continue
         params = {"match": match, "cid": conversation_id, "limit": limit, "floor": floor or 0}
@@ -260,14 +266,15 @@ def _ranking(conn: SqlRunner, table: str, weights: str, query: SearchQuery,
         "ORDER BY rank LIMIT :limit", params)
 
 
-def _scoped_words(conn: SqlRunner, query: SearchQuery, key: str
+def _scoped_words(conn: SqlRunner, query: SearchQuery, key: str, *, few: bool
                   ) -> tuple[SearchQuery, str | None, int | None]:
     """(query, MATCH, ranking floor) for a conversation's words, the conversation's key inside
     MATCH; when more than MAX_RANKED of its turns match, the words most common in it are
-    dropped first (`prune_common`, counted in the conversation)."""
+    dropped first (`prune_common`, counted in the conversation). `few`: the conversation has
+    no more turns than MAX_RANKED."""
     match = fts5_word_match(query, key)
-    if match is None:
-        return query, None, None
+    if match is None or few:
+        return query, match, None
     floor = _ranking_floor(conn, _WORDS, match)
     if floor is not None:
         query = prune_common(query, lambda word: _count_matches(
