@@ -33,6 +33,7 @@ from threadline.agents.llm import ModelProvider
 from threadline.agents.observe import TurnObserver
 from threadline.backends import Backend, BackendOptions, build_backend
 from threadline.channels.base import Channel
+from threadline.channels.delivery_status import DeliveryStatuses
 from threadline.channels.files import FileIntake
 from threadline.channels.platform import ChannelContext
 from threadline.channels.registry import platform_for
@@ -156,9 +157,11 @@ def build_agents(settings: Settings, *, backend: Backend, provider: ModelProvide
 
 def attach_channels(settings: Settings, team: Team, backend: Backend, *,
                     intakes: Mapping[str, FileIntake], interactive: bool,
-                    request_stop: Callable[[], None]) -> dict[str, Channel]:
+                    request_stop: Callable[[], None],
+                    delivery_statuses: DeliveryStatuses | None) -> dict[str, Channel]:
     """Each channel of the settings, built by its platform and attached to the team with the
-    agents that join it (a channel no agent joins is left out, and said)."""
+    agents that join it (a channel no agent joins is left out, and said); a platform that
+    reports what became of posted replies tells `delivery_statuses`."""
     channels: dict[str, Channel] = {}
     for name, channel_settings in settings.channels.items():
         joined = [(a, e) for a in team.agents for e in settings.agents[a.name].channels
@@ -171,7 +174,7 @@ def attach_channels(settings: Settings, team: Team, backend: Backend, *,
                                  platform_part=backend.platform_part(channel_settings.type),
                                  shard_leases=backend.shard_leases,
                                  history=backend.history,
-                                 delivery_statuses=backend.records,
+                                 delivery_statuses=delivery_statuses,
                                  broadcasters=frozenset(a.name for a, _ in joined
                                                         if settings.agents[a.name].broadcast))
         channel = platform_for(channel_settings.type).build(name, channel_settings, context)
@@ -290,7 +293,8 @@ class Runtime:
         stop_requested = asyncio.Event()
         channels.update(attach_channels(settings, team, backend, intakes=own_intake,
                                         interactive=interactive,
-                                        request_stop=stop_requested.set))
+                                        request_stop=stop_requested.set,
+                                        delivery_statuses=inspector.delivery_statuses))
         return cls(settings=settings, backend=backend, team=team, channels=list(channels.values()),
                    metrics=metrics, inspector=inspector, features=features.services,
                    stop_requested=stop_requested)

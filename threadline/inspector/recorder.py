@@ -32,6 +32,7 @@ import structlog
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.observe import TurnTrace
+from threadline.channels.delivery_status import PartStatus
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.prompt import AssembledPrompt
 from threadline.history.tokens import default_counter
@@ -324,3 +325,24 @@ class ReplyRecorder:
         if not self._writer.done():
             log.warning("inspector.records_unwritten", pending=len(self._pending))
             await cancel_and_wait(self._writer)
+
+
+class StatusesAfterRecords:
+    """The reply records as the keeper of a platform's statuses of posted replies
+    (`DeliveryStatuses`), noting each once the recorder's queued records are written: records
+    gather for `GATHER_SECONDS` before their write, and a platform's first status (WhatsApp's
+    "sent") can come back within that, before the record it belongs on exists. The wait is
+    bounded by `patience` (the database may be away, and the platform's callback waits)."""
+
+    def __init__(self, records: ReplyRecords, recorder: ReplyRecorder, *,
+                 patience: float = 1.0) -> None:
+        self.records = records
+        self.recorder = recorder
+        self.patience = patience
+
+    async def note_delivery(self, conversation_id: str, platform_id: str,
+                            status: PartStatus) -> bool:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.patience):
+                await self.recorder.flush()
+        return await self.records.note_delivery(conversation_id, platform_id, status)

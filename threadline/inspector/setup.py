@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from threadline.channels.delivery_status import DeliveryStatuses
 from threadline.history.store import ConversationStore
 from threadline.inspector.console.server import console_app
-from threadline.inspector.recorder import ReplyRecorder
+from threadline.inspector.recorder import ReplyRecorder, StatusesAfterRecords
 from threadline.inspector.records import ReplyRecords
 from threadline.inspector.redaction import Redactor, redactor_for
 from threadline.inspector.replay import Replayer
@@ -41,6 +42,14 @@ class Inspector:
         self.retention = (RecordRetention(self.records, retention_days)
                           if retention_days is not None and self.records is not None else None)
         self.token = token
+
+    @property
+    def delivery_statuses(self) -> DeliveryStatuses | None:
+        """Where a platform's statuses of posted replies are kept: on the records, once the
+        recorder's queued ones are written (`StatusesAfterRecords`); None without records."""
+        if self.records is None or self.recorder is None:
+            return self.records
+        return StatusesAfterRecords(self.records, self.recorder)
 
     @classmethod
     def for_settings(cls, settings: Settings, backend: Backend) -> Inspector:
