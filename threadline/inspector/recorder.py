@@ -23,7 +23,8 @@ import contextlib
 import json
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ import structlog
 
 from threadline.agents.llm import ModelRequest, ModelResponse, ModelUsage
 from threadline.agents.observe import TurnTrace
-from threadline.channels.delivery_status import PartStatus
+from threadline.channels.delivery_status import PartStatus, advanced
 from threadline.history.model import StoredMessage, utc_now
 from threadline.history.prompt import AssembledPrompt
 from threadline.history.tokens import default_counter
@@ -52,6 +53,10 @@ MAX_PENDING = 1000
 # Seconds a finished turn's record waits for the records of other turns to join its write: a
 # tenth of a second later in the console is nothing to the person reading it.
 GATHER_SECONDS = 0.1
+# Posted replies whose platform statuses are held until their turn's record is built (the
+# statuses that came back while the turn still ran: after the reply was posted, before the turn
+# ended); beyond it the oldest reply's are dropped.
+MAX_EARLY_STATUSES = 1000
 
 
 @dataclass(slots=True)
@@ -78,6 +83,8 @@ class _Turn:
     result: AgentResult | None = None
     error: BaseException | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # What the platform said of its posted parts before the turn ended (`hold_status`).
+    early_statuses: dict[str, Any] | None = None
     # The whole turn as the person waits for it: prompt, model, tools, delivery, storing.
     began: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0
@@ -141,7 +148,7 @@ class _Turn:
             prompt_tokens=self.prompt.token_count if self.prompt else 0, token_budget=budget,
             reply=redactor.text(result.output if result else ""),
             error=redactor.text(f"{type(error).__name__}: {error}") if error else None,
-            detail=detail, trace_id=self.trace_id,
+            detail=detail, trace_id=self.trace_id, delivery_status=self.early_statuses,
         )
 
     def _prompt_detail(self, budget: int) -> dict[str, Any]:
@@ -262,12 +269,16 @@ class ReplyRecorder:
         self._gather_seconds = gather_seconds
         self._writer: asyncio.Task[None] | None = None
         self._now = asyncio.Event()  # set: write what is queued without gathering more
+        self._early: OrderedDict[tuple[str, str], list[PartStatus]] = OrderedDict()
         self.written = 0
 
     def begin(self, agent: Agent, context: TurnContext) -> TurnTrace:
         return _Turn(self, agent, context.inbound, context.reason, utc_now())
 
     def enqueue(self, turn: _Turn) -> None:
+        if turn.result is not None:
+            turn.early_statuses = self._early_statuses(turn.inbound.conversation_id,
+                                                       turn.result.delivered_ids)
         if len(self._pending) >= self._max_pending:
             dropped = self._pending.popleft()
             log.warning("inspector.record_dropped", conversation_id=dropped.inbound.conversation_id,
@@ -300,6 +311,28 @@ class ReplyRecorder:
             log.debug("inspector.recorded", count=len(batch),
                       ms=round((time.perf_counter() - started) * 1000, 2))
 
+    def hold_status(self, conversation_id: str, platform_id: str, status: PartStatus) -> None:
+        """Keep a platform's status of a posted part for the record of its turn, which is
+        built when the turn ends: a status can come back while the turn still runs (a hand-off,
+        a second reply). Released once the status is noted on a written record."""
+        key = (conversation_id, platform_id)
+        self._early[key] = [*self._early.pop(key, []), status]
+        while len(self._early) > MAX_EARLY_STATUSES:
+            self._early.popitem(last=False)
+
+    def release_status(self, conversation_id: str, platform_id: str) -> None:
+        self._early.pop((conversation_id, platform_id), None)
+
+    def _early_statuses(self, conversation_id: str, platform_ids: Sequence[str]
+                        ) -> dict[str, Any] | None:
+        """The held statuses of a finished turn's posted parts, as its record keeps them (the
+        furthest along of each), taken from the held ones."""
+        statuses: dict[str, Any] | None = None
+        for platform_id in platform_ids:
+            for status in self._early.pop((conversation_id, platform_id), []):
+                statuses = advanced(statuses, platform_id, status) or statuses
+        return statuses
+
     def _give_up(self, failure: UnrecordableTurn) -> None:
         turn = failure.turn
         with contextlib.suppress(ValueError):  # dropped meanwhile (queue was full)
@@ -329,10 +362,13 @@ class ReplyRecorder:
 
 class StatusesAfterRecords:
     """The reply records as the keeper of a platform's statuses of posted replies
-    (`DeliveryStatuses`), noting each once the recorder's queued records are written: records
-    gather for `GATHER_SECONDS` before their write, and a platform's first status (WhatsApp's
-    "sent") can come back within that, before the record it belongs on exists. The wait is
-    bounded by `patience` (the database may be away, and the platform's callback waits)."""
+    (`DeliveryStatuses`). A platform's first status (WhatsApp's "sent") can come back before
+    the record it belongs on is written: while its turn still runs (the record is built when
+    the turn ends), or while the record gathers for `GATHER_SECONDS` before its write. So a
+    status is first held for a record still to be built (`ReplyRecorder.hold_status`), then
+    noted once the recorder's queued records are written; the wait is bounded by `patience`
+    (the database may be away, and the platform's callback waits). A status noted on a written
+    record is no longer held; one that found no record waits for its turn's."""
 
     def __init__(self, records: ReplyRecords, recorder: ReplyRecorder, *,
                  patience: float = 1.0) -> None:
@@ -342,7 +378,11 @@ class StatusesAfterRecords:
 
     async def note_delivery(self, conversation_id: str, platform_id: str,
                             status: PartStatus) -> bool:
+        self.recorder.hold_status(conversation_id, platform_id, status)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.patience):
                 await self.recorder.flush()
-        return await self.records.note_delivery(conversation_id, platform_id, status)
+        noted = await self.records.note_delivery(conversation_id, platform_id, status)
+        if noted:
+            self.recorder.release_status(conversation_id, platform_id)
+        return noted

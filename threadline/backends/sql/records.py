@@ -31,8 +31,9 @@ _COLUMNS = (
 )
 _LIST = ", ".join(_COLUMNS)
 _READ = f"{_LIST}, delivery_status_json"  # what every read returns; detail only when asked
-_INSERT = (f"INSERT INTO threadline_reply_records ({_LIST}, detail_json) VALUES "
-           f"({', '.join(':' + c for c in _COLUMNS)}, :detail_json) ON CONFLICT DO NOTHING")
+_INSERT = (f"INSERT INTO threadline_reply_records ({_LIST}, detail_json, delivery_status_json) "
+           f"VALUES ({', '.join(':' + c for c in _COLUMNS)}, :detail_json, :statuses) "
+           "ON CONFLICT DO NOTHING")
 
 
 def _row(record: ReplyRecord) -> dict[str, Any]:
@@ -40,6 +41,9 @@ def _row(record: ReplyRecord) -> dict[str, Any]:
     values["created_us"] = to_micros(record.created_at)
     values["detail_json"] = json.dumps(record.detail or {}, ensure_ascii=False,
                                        sort_keys=True, default=str)
+    # Statuses a platform sent before the record was written (`ReplyRecorder.hold_status`).
+    values["statuses"] = (json.dumps(dict(record.delivery_status), sort_keys=True)
+                          if record.delivery_status else None)
     return values
 
 

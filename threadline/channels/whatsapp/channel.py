@@ -243,7 +243,8 @@ class WhatsAppChannel(Channel):
                                                  error_code=status.error_code,
                                                  error_title=status.error_title))
         if status.status != "failed":
-            # kept=False: no reply record has this message id, or it already has a later status.
+            # kept=False: no reply record has this message id yet (the status is held for the
+            # record of a turn still running), or it already has a later status.
             bound.info("whatsapp.status", status=status.status, kept=kept)
             return
         reason = "; ".join(status.errors) or "no reason given"
