@@ -54,8 +54,10 @@ SQLITE_STATEMENTS = 15
 # back by a SELECT of its row (one statement, on the loop) rather than an UPDATE.
 SQLITE_TRANSACTIONS = 6
 # Of those, sent to the store's threads (each a hop costing more than a small statement): the
-# recall search only; the other reads and writes touch a few rows and run on the event loop
-# (`SqliteBackend.read_few`, `write_few`).
+# recall search only, as this turn asks about a word no search counted yet ("4402"; a search
+# of counted words in a short conversation runs on the loop: `sqlite.searches_few`); the other
+# reads and writes touch a few rows and run on the event loop (`SqliteBackend.read_few`,
+# `write_few`).
 SQLITE_HOPS = 1
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):

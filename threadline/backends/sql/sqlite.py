@@ -16,6 +16,7 @@ import snowballstemmer
 
 from threadline.backends.sql.operations import (
     CONVERSATION_SIZE,
+    FEW_ROWS_READ,
     LONG_CONVERSATION,
     LONG_COUNTED,
     LONG_RANKED,
@@ -51,6 +52,37 @@ _TRIGRAMS = "threadline_messages_trigram"
 # Leaf pages one step of merging an index's segments writes at most (about 30 ms a step here):
 # other writes wait for a step, never for the whole merge.
 MERGE_PAGES = 500
+
+
+# Turns of the whole word index a search on the event loop may weigh at most: bm25() walks
+# every posting of every query word once (about 40 ns each, 3 ms for a word in 77,000 turns),
+# so 0.4 ms at most, what the loop spends reading FEW_ROWS_READ turns.
+FEW_POSTINGS = 10_000
+
+
+def searches_few(word_counts: WordCounts, conversation_id: str, query: SearchQuery) -> bool:
+    """Whether a search of one conversation is known to cost no more than a read of a few rows,
+    so it runs on the event loop (`SqliteBackend.read_few`) instead of costing a hop to a
+    reader thread and the GIL traded with it at every statement (p50 of a plain turn 6.7 ->
+    5.4 ms in bench/versus.py's shape, all on the loop, 80 turns a conversation at most).
+
+    The conversation holds at most FEW_ROWS_READ turns (as its last search in this process
+    saw it, `conversation_sizes`): its words' ranking and its windows read no more; and every
+    word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the whole
+    index together. Anything not known yet (a conversation not searched, a word not counted),
+    and a search of the trigram index (whose postings nobody counts), goes to a reader
+    thread, which learns it for the next search.
+    """
+    size = conversation_sizes.get(conversation_id)
+    if size is None or size > FEW_ROWS_READ or query.trigrams:
+        return False
+    postings = 0
+    for word in {*query.terms, *(word for phrase in query.phrases for word in phrase)}:
+        count = word_counts.get(word)
+        if count is None:
+            return False
+        postings += count
+    return postings <= FEW_POSTINGS
 
 
 def _months(query: SearchQuery, params: dict[str, Any]) -> str:
