@@ -2,10 +2,11 @@
 as a read of a few rows does (`sqlite.searches_few`, `SqliteBackend.read_few`): no hop to a
 reader thread, the same windows as there.
 
-What is not known yet goes to a reader thread, which learns it: the conversation's first search
-(its size), a word never counted, a conversation longer than FEW_ROWS_READ turns, text searched
-through the trigram index. A search run on the loop while another connection holds the write
-lock still answers at once (in WAL mode a reader waits on no writer).
+A search of words never counted goes to a reader thread, which counts them; so do a
+conversation longer than FEW_ROWS_READ turns (its size read at each search: another process
+may have grown it since the last) and text searched through the trigram index. A search run on
+the loop while another connection holds the write lock still answers at once, from what was
+committed (in WAL mode a reader waits on no writer).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ async def test_a_known_search_of_a_short_conversation_takes_no_hop(
         await store.append_many(turns("c1", 40))
         with hops_counted(monkeypatch) as hops:
             first = await search(store, "where is parcel 4403?")
-            assert len(hops) == 1  # its size and its words' counts, learned there
+            assert len(hops) == 1  # its words' counts, learned there
             again = await search(store, "parcel 4403, where is it?")
             assert len(hops) == 1
             assert shown(again) == shown(first) and first
@@ -80,6 +81,19 @@ async def test_a_long_conversation_is_searched_in_a_reader_thread(
             again = await search(store, "parcel 4403, where is it?")
             assert len(hops) == 2
             assert shown(again) == shown(first) and first
+
+
+async def test_a_conversation_another_process_grew_is_searched_in_a_reader_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    async with SqlConversationStore(url) as store, SqlConversationStore(url) as other:
+        await store.append_many(turns("c1", 40))
+        await search(store, "where is parcel 4403?")
+        await other.append_many(turns("c1", FEW_ROWS_READ))  # the other worker on the file
+        with hops_counted(monkeypatch) as hops:
+            again = await search(store, "parcel 4403, where is it?")
+        assert len(hops) == 1
+        assert len({m.id for w in again for m in w.messages}) > 0
 
 
 async def test_a_search_on_the_loop_answers_beside_a_held_write_lock(

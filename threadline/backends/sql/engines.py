@@ -316,8 +316,14 @@ class SqliteBackend:
 
     def search_is_few(self, conversation_id: str, query: SearchQuery) -> bool:
         """Whether a search of one conversation reads few enough rows for `read_few`
-        (`sqlite.searches_few`)."""
-        return searches_few(self._word_counts, conversation_id, query)
+        (`sqlite.searches_few`, asked on the loop's connection); False while the database
+        is locked."""
+        try:
+            return searches_few(self._loop_runner(), conversation_id, query)
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
+        return False
 
     async def migrate(self) -> None:
         if not self.path.parent.exists():

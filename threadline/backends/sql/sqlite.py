@@ -60,29 +60,31 @@ MERGE_PAGES = 500
 FEW_POSTINGS = 10_000
 
 
-def searches_few(word_counts: WordCounts, conversation_id: str, query: SearchQuery) -> bool:
-    """Whether a search of one conversation is known to cost no more than a read of a few rows,
-    so it runs on the event loop (`SqliteBackend.read_few`) instead of costing a hop to a
-    reader thread and the GIL traded with it at every statement (p50 of a plain turn 6.7 ->
-    5.4 ms in bench/versus.py's shape, all on the loop, 80 turns a conversation at most).
+def searches_few(runner: SqliteRunner, conversation_id: str, query: SearchQuery) -> bool:
+    """Whether a search of one conversation costs no more than a read of a few rows, so it
+    runs on the event loop (`SqliteBackend.read_few`) instead of costing a hop to a reader
+    thread and the GIL traded with it at every statement (p50 of a plain turn 6.7 -> 5.4 ms in
+    bench/versus.py's shape, 80 turns a conversation at most).
 
-    The conversation holds at most FEW_ROWS_READ turns (as its last search in this process
-    saw it, `conversation_sizes`): its words' ranking and its windows read no more; and every
-    word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the whole
-    index together. Anything not known yet (a conversation not searched, a word not counted),
-    and a search of the trigram index (whose postings nobody counts), goes to a reader
-    thread, which learns it for the next search.
+    Every word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the
+    whole index together, and the conversation holds at most FEW_ROWS_READ turns, read now
+    (one statement, `runner` being the loop's): its words' ranking and its windows read no
+    more. A word not counted yet, and a search of the trigram index (whose postings nobody
+    counts), go to a reader thread, which counts them for the next search.
     """
-    size = conversation_sizes.get(conversation_id)
-    if size is None or size > FEW_ROWS_READ or query.trigrams:
+    if query.trigrams:
         return False
     postings = 0
     for word in {*query.terms, *(word for phrase in query.phrases for word in phrase)}:
-        count = word_counts.get(word)
+        count = runner.word_counts.get(word)
         if count is None:
             return False
         postings += count
-    return postings <= FEW_POSTINGS
+    if postings > FEW_POSTINGS:
+        return False
+    size = int(runner.rows(f"SELECT {CONVERSATION_SIZE}", {"cid": conversation_id})[0][0])
+    conversation_sizes.remember(conversation_id, size)
+    return size <= FEW_ROWS_READ
 
 
 def _months(query: SearchQuery, params: dict[str, Any]) -> str:
