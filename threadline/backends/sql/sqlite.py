@@ -63,8 +63,8 @@ FEW_POSTINGS = 10_000
 def searches_few(runner: SqliteRunner, conversation_id: str, query: SearchQuery) -> bool:
     """Whether a search of one conversation costs no more than a read of a few rows, so it
     runs on the event loop (`SqliteBackend.read_few`) instead of costing a hop to a reader
-    thread and the GIL traded with it at every statement (p50 of a plain turn 6.7 -> 5.4 ms in
-    bench/versus.py's shape, 80 turns a conversation at most).
+    thread and the GIL traded with it at every statement, which cost more than the search
+    (bench/turn_walk.py, alternated on a loaded 2-core machine: p50 4.3 -> 3.5 ms a turn).
 
     Every word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the
     whole index together, and the conversation holds at most FEW_ROWS_READ turns, read now
