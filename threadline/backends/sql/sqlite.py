@@ -69,8 +69,10 @@ def searches_few(runner: SqliteRunner, conversation_id: str, query: SearchQuery)
     Every word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the
     whole index together, and the conversation holds at most FEW_ROWS_READ turns, read now
     (one statement, `runner` being the loop's): its words' ranking and its windows read no
-    more. A word not counted yet, and a search of the trigram index (whose postings nobody
-    counts), go to a reader thread, which counts them for the next search.
+    more (80 turns every one of which matched took 0.6 ms to rank here, and ranking costs 5
+    to 10 us a match: 2 ms at most). A word not counted yet, and a search of the trigram index
+    (whose postings nobody counts), go to a reader thread, which counts them for the next
+    search.
     """
     if query.trigrams:
         return False
