@@ -54,9 +54,17 @@ SQLITE_STATEMENTS = 15
 # back by a SELECT of its row (one statement, on the loop) rather than an UPDATE.
 SQLITE_TRANSACTIONS = 6
 # Of those, sent to the store's threads (each a hop costing more than a small statement): the
-# recall search only; the other reads and writes touch a few rows and run on the event loop
-# (`SqliteBackend.read_few`, `write_few`).
+# recall search only, as this turn asks about a word no search counted yet ("4402"); the other
+# reads and writes touch a few rows and run on the event loop (`SqliteBackend.read_few`,
+# `write_few`).
 SQLITE_HOPS = 1
+# A turn whose words an earlier search counted ("4401") is searched on the loop
+# (`sqlite.searches_few`): no hop. The conversation's size is read before that search, a
+# statement the search in a thread did not send (it planned with the size its conversation's
+# last search remembered): 14 statements and 1 hop before, 15 and none now, as many as the
+# turn above, whose thread counts its new word.
+COUNTED_WORDS_HOPS = 0
+COUNTED_WORDS_STATEMENTS = 15
 POSTGRES_STATEMENTS = 12
 # Writes of one statement alone are sent without BEGIN and COMMIT (`operations.one_write`):
 # the inbox's two before the answer, the turn's copy in the history and the ledger's claim.
@@ -194,7 +202,8 @@ def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tal
 
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
-                         lock: ConversationLock | None = None, *, spend: bool = False) -> None:
+                         lock: ConversationLock | None = None, *, spend: bool = False,
+                         asks: str = "and order 4402?") -> None:
     model = ScriptedModel()
     limits = [SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets())] if spend else []
     team = Team([Agent(name="support", conversation_history=store, provider=model,
@@ -208,12 +217,12 @@ async def one_plain_turn(store: SqlConversationStore, tally: Tally,
     while team.pipeline.owners.owned:  # noqa: ASYNC110 - its owner lets go of it
         await asyncio.sleep(0.01)
     tally.counting = True
-    results = await team.handle(say("@support and order 4402?", conversation_id="c1"), channel)
+    results = await team.handle(say(f"@support {asks}", conversation_id="c1"), channel)
     await team.stop()
     await asyncio.sleep(0)  # asyncpg calls a query logger soon after its statement, not in it
     tally.counting = False
-    assert [r.output for r in results] == ["re: Ann: @support and order 4402?"]
-    assert [text for _, text, _ in channel.sent][-1] == "re: Ann: @support and order 4402?"
+    assert [r.output for r in results] == [f"re: Ann: @support {asks}"]
+    assert [text for _, text, _ in channel.sent][-1] == f"re: Ann: @support {asks}"
 
 
 @pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
@@ -227,6 +236,18 @@ async def test_a_plain_turn_on_sqlite_costs_few_statements(
     assert (len(tally.statements), tally.transactions) == (
         SQLITE_STATEMENTS + spend * WITH_SPEND, SQLITE_TRANSACTIONS)
     assert tally.hops == SQLITE_HOPS
+
+
+async def test_a_plain_turn_of_counted_words_on_sqlite_takes_no_hop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tally = Tally()
+    with sqlite_traced(monkeypatch, tally):
+        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
+            await one_plain_turn(store, tally, asks="and order 4401?")
+    tally.show("SQLite")
+    assert (len(tally.statements), tally.transactions) == (
+        COUNTED_WORDS_STATEMENTS, SQLITE_TRANSACTIONS)
+    assert tally.hops == COUNTED_WORDS_HOPS
 
 
 @pytest.mark.postgres

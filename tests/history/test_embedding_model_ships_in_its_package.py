@@ -50,6 +50,18 @@ def test_vectors_are_unit_float32_one_per_text_in_order(model: str) -> None:
     assert embedder.name.startswith(MODELS[model].name_prefix)
 
 
+@pytest.mark.parametrize("model", list(MODELS))
+def test_a_text_embedded_alone_is_the_vector_a_batch_gives_it(model: str) -> None:
+    """A question is embedded alone on the event loop; the turns it is compared with were
+    embedded in batches by the indexer: the same text gives the same bytes either way."""
+    embedder = load_embedder(model)
+    assert embedder is not None
+    texts = ["Which sport does she coach?", "", "  ", "order 4401 東京の天気 " * 3,
+             "x" * (embedding_model.MAX_EMBEDDED_CHARS + 50)]
+    together = embedder.embed(texts)
+    assert [embedder.embed([text])[0] for text in texts] == together
+
+
 def test_the_default_model_is_wordllama_and_another_is_chosen_by_name(
         monkeypatch: pytest.MonkeyPatch) -> None:
     default = load_embedder()

@@ -34,11 +34,17 @@ from threadline.backends.sql.database_url import sqlite_file
 from threadline.backends.sql.idle_ping import ping_when_idle
 from threadline.backends.sql.lexeme_counts import KeptLexemeCounts
 from threadline.backends.sql.locks import advisory_key
-from threadline.backends.sql.operations import WordCounts, waits_for_disk, writes_once
+from threadline.backends.sql.operations import (
+    WordCounts,
+    reads_several,
+    waits_for_disk,
+    writes_once,
+)
 from threadline.backends.sql.pg_pool import ConnectionPool, connection_pool
 from threadline.backends.sql.postgres import PostgresRunner
-from threadline.backends.sql.sqlite import SqliteRunner
+from threadline.backends.sql.sqlite import SqliteRunner, searches_few
 from threadline.errors import ConfigError, StoreUnavailableError
+from threadline.history.search import SearchQuery
 from threadline.locks import lock_file, unlock_file
 
 log = structlog.get_logger("threadline.store")
@@ -81,8 +87,9 @@ class SqliteBackend:
 
     An operation of a few rows runs on the event loop instead, without the hop (a turn made
     about fifteen, each costing more than the statements it carried):
-    - a read of one statement (`read_few`) on the loop's own connection: in WAL mode a
-      reader takes no lock a writer holds, so it never waits;
+    - a read (`read_few`) on the loop's own connection: in WAL mode a reader takes no lock a
+      writer holds, so it never waits; one of several statements (`several_reads`: a
+      search of a short conversation, `search_is_few`) in one snapshot;
     - a write (`write_few`) on the writer thread's own connection, when that thread has
       nothing to do (no job queued or running: writes still commit in the order they were
       asked for, and the connection is never used by two threads at once).
@@ -293,16 +300,30 @@ class SqliteBackend:
         return await loop.run_in_executor(self._readers, partial(self._in_read, fn, *args))
 
     async def read_few(self, fn: Callable[..., T], *args: Any) -> T:
-        """`read`, for an operation that reads a few rows with one statement (a bounded LIMIT,
-        a few ids): on the event loop's own connection, or in a reader thread when the
-        database is locked. One statement is its own snapshot: no BEGIN and ROLLBACK (each
-        call into sqlite3 lets another thread take the GIL from the loop)."""
+        """`read`, for an operation that reads a few rows (a bounded LIMIT, a few ids, a
+        search of a short conversation): on the event loop's own connection, or in a reader
+        thread when the database is locked. One statement is its own snapshot: no BEGIN and
+        ROLLBACK (each call into sqlite3 lets another thread take the GIL from the loop);
+        several (`operations.several_reads`) share one, as in a reader thread."""
         try:
+            if reads_several(fn):
+                return self._read_on(self._loop_runner(), fn, *args)
             return fn(self._loop_runner(), *args)
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise
         return await self.read(fn, *args)
+
+    def search_is_few(self, conversation_id: str, query: SearchQuery) -> bool:
+        """Whether a search of one conversation reads few enough rows for `read_few`
+        (`sqlite.searches_few`, asked on the loop's connection); False while the database
+        is locked."""
+        try:
+            return searches_few(self._loop_runner(), conversation_id, query)
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
+        return False
 
     async def migrate(self) -> None:
         if not self.path.parent.exists():
@@ -459,6 +480,10 @@ class PostgresBackend:
     async def read_few(self, fn: Callable[..., T], *args: Any) -> T:
         """`read`: a pooled connection is as near for a few rows as for many."""
         return await self.read(fn, *args)
+
+    def search_is_few(self, conversation_id: str, query: SearchQuery) -> bool:
+        """Whatever the search, `read_few` is `read` here."""
+        return False
 
     async def write_few(self, fn: Callable[..., T], *args: Any) -> T:
         """`write`: a pooled connection is as near for a few rows as for many."""

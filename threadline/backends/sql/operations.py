@@ -81,7 +81,8 @@ def writes_once(operation: Callable[..., Any]) -> bool:
 
 # Operations of a few rows run on the event loop on SQLite, without a hop to a thread
 # (`SqliteBackend.read_few`, `write_few`): a read of at most FEW_ROWS_READ turns (the
-# assembler's newest turns, `max_turns_to_load` and half again, fit), a write of at most
+# assembler's newest turns, `max_turns_to_load` and half again, fit; a search of a
+# conversation no longer than that, `sqlite.searches_few`), a write of at most
 # FEW_TURNS_WRITTEN turns or their vectors (a turn's question or answer; a batch that
 # indexes hundreds of turns would hold the loop for milliseconds).
 FEW_ROWS_READ = 200
@@ -106,6 +107,23 @@ def durable_later(operation: Operation) -> Operation:
     """
     setattr(operation, _DURABLE_LATER, True)
     return operation
+
+
+_SEVERAL_READS = "threadline_several_reads"
+
+
+def several_reads(operation: Operation) -> Operation:
+    """Mark a read of a few rows that sends more than one statement (a search: its ranking,
+    then its windows' turns). Run on the event loop (`SqliteBackend.read_few`), its statements
+    share one snapshot (BEGIN and ROLLBACK around them), as those of a read in a reader thread
+    always do; a read of one statement is a snapshot by itself and goes without."""
+    setattr(operation, _SEVERAL_READS, True)
+    return operation
+
+
+def reads_several(operation: Callable[..., Any]) -> bool:
+    """Whether `operation` (or the function a `functools.partial` wraps) is `several_reads`."""
+    return bool(getattr(getattr(operation, "func", operation), _SEVERAL_READS, False))
 
 
 def waits_for_disk(operation: Callable[..., Any]) -> bool:

@@ -16,6 +16,7 @@ import snowballstemmer
 
 from threadline.backends.sql.operations import (
     CONVERSATION_SIZE,
+    FEW_ROWS_READ,
     LONG_CONVERSATION,
     LONG_COUNTED,
     LONG_RANKED,
@@ -51,6 +52,41 @@ _TRIGRAMS = "threadline_messages_trigram"
 # Leaf pages one step of merging an index's segments writes at most (about 30 ms a step here):
 # other writes wait for a step, never for the whole merge.
 MERGE_PAGES = 500
+
+
+# Turns of the whole word index a search on the event loop may weigh at most: bm25() walks
+# every posting of every query word once (about 40 ns each, 3 ms for a word in 77,000 turns),
+# so 0.4 ms at most, what the loop spends reading FEW_ROWS_READ turns.
+FEW_POSTINGS = 10_000
+
+
+def searches_few(runner: SqliteRunner, conversation_id: str, query: SearchQuery) -> bool:
+    """Whether a search of one conversation costs no more than a read of a few rows, so it
+    runs on the event loop (`SqliteBackend.read_few`) instead of costing a hop to a reader
+    thread and the GIL traded with it at every statement, which cost more than the search
+    (bench/turn_walk.py, alternated on a loaded 2-core machine: p50 4.3 -> 3.5 ms a turn).
+
+    Every word of the query is counted (`WordCounts`), in at most FEW_POSTINGS turns of the
+    whole index together, and the conversation holds at most FEW_ROWS_READ turns, read now
+    (one statement, `runner` being the loop's): its words' ranking and its windows read no
+    more (80 turns every one of which matched took 0.6 ms to rank here, and ranking costs 5
+    to 10 us a match: 2 ms at most). A word not counted yet, and a search of the trigram index
+    (whose postings nobody counts), go to a reader thread, which counts them for the next
+    search.
+    """
+    if query.trigrams:
+        return False
+    postings = 0
+    for word in {*query.terms, *(word for phrase in query.phrases for word in phrase)}:
+        count = runner.word_counts.get(word)
+        if count is None:
+            return False
+        postings += count
+    if postings > FEW_POSTINGS:
+        return False
+    size = int(runner.rows(f"SELECT {CONVERSATION_SIZE}", {"cid": conversation_id})[0][0])
+    conversation_sizes.remember(conversation_id, size)
+    return size <= FEW_ROWS_READ
 
 
 def _months(query: SearchQuery, params: dict[str, Any]) -> str:

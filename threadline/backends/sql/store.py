@@ -150,8 +150,8 @@ class SqlConversationStore:
     async def _call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
                     few: bool = False) -> T:
         """`fn(runner, *args)` in one transaction, its failures in the store's terms; `few`
-        says it reads a few rows with one statement, or writes a few rows (see
-        `operations.FEW_ROWS_READ`)."""
+        says it reads a few rows (with one statement, or several marked
+        `operations.several_reads`), or writes a few rows (see `operations.FEW_ROWS_READ`)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         await self._ensure_ready()
@@ -427,9 +427,11 @@ class SqlConversationStore:
             return []
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
-                                limit, around(context), token_cap, scope, similar)
+                                limit, around(context), token_cap, scope, similar,
+                                few=self._backend.search_is_few(conversation_id, parsed))
 
     @staticmethod
+    @ops.several_reads
     def _search_windows(
         connection: ops.SqlRunner, conversation_id: str, query: SearchQuery, limit: int,
         context: tuple[int, int], token_cap: int, scope: SearchScope,
