@@ -22,6 +22,7 @@ import pytest
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import SqliteBackend
 from threadline.backends.sql.operations import FEW_ROWS_READ
+from threadline.errors import StoreError
 from threadline.history.model import Participant, StoredMessage
 from threadline.history.store import SearchWindow
 
@@ -113,3 +114,17 @@ async def test_a_search_on_the_loop_answers_beside_a_held_write_lock(
         finally:
             other.execute("ROLLBACK")
             other.close()
+
+
+async def test_a_database_that_refuses_the_look_at_a_search_fails_in_the_stores_terms(
+        tmp_path: Path) -> None:
+    """Whether a search runs on the loop is asked of the database too (the conversation's
+    size): a refusal there is the store's error, saying what it could not do, as any other."""
+    path = tmp_path / "refusing.db"
+    async with SqlConversationStore(f"sqlite:///{path}") as store:
+        await store.append_many(turns("c1", 5))
+        assert await search(store, "parcel")  # its words counted: the next search asks
+        with sqlite3.connect(path) as other:
+            other.execute("ALTER TABLE threadline_conversations RENAME TO elsewhere")
+        with pytest.raises(StoreError, match="could not search"):
+            await search(store, "parcel")

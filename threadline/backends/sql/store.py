@@ -148,18 +148,21 @@ class SqlConversationStore:
         )
 
     async def _call(self, action: str, write: bool, fn: Callable[..., T], *args: Any,
-                    few: bool = False) -> T:
+                    few: bool | Callable[[], bool] = False) -> T:
         """`fn(runner, *args)` in one transaction, its failures in the store's terms; `few`
         says it reads a few rows (with one statement, or several marked
-        `operations.several_reads`), or writes a few rows (see `operations.FEW_ROWS_READ`)."""
+        `operations.several_reads`), or writes a few rows (see `operations.FEW_ROWS_READ`),
+        or asks the backend whether it does once the store is ready (a search)."""
         if self._closed:
             raise StoreError(f"conversation store {self._describe()} is closed")
         await self._ensure_ready()
-        if write:
-            runner = self._backend.write_few if few else self._backend.write
-        else:
-            runner = self._backend.read_few if few else self._backend.read
         try:
+            if callable(few):
+                few = few()
+            if write:
+                runner = self._backend.write_few if few else self._backend.write
+            else:
+                runner = self._backend.read_few if few else self._backend.read
             return await runner(fn, *args)
         except _UNAVAILABLE as exc:
             raise self._unavailable(exc, action) from exc
@@ -428,7 +431,8 @@ class SqlConversationStore:
         scope = SearchScope(frozenset(exclude_ids), through_sequence)
         return await self._call("search", False, self._search_windows, conversation_id, parsed,
                                 limit, around(context), token_cap, scope, similar,
-                                few=self._backend.search_is_few(conversation_id, parsed))
+                                few=partial(self._backend.search_is_few, conversation_id,
+                                            parsed))
 
     @staticmethod
     @ops.several_reads
