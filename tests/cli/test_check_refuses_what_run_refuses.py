@@ -21,10 +21,10 @@ def write(tmp_path: Path, body: str) -> Path:
 
 def test_a_tool_that_cannot_be_imported_fails_the_check(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "shop_tools.py").write_text("def price(item: str) -> str:\n"
+    (tmp_path / "checked_tools.py").write_text("def price(item: str) -> str:\n"
                                             "    return '3 EUR'\n", encoding="utf-8")
-    path = write(tmp_path, "agents:\n  support:\n    tools: [shop_tools:price, "
-                           "missing_tools:lookup]\n  billing:\n    tools: [shop_tools:refund]\n")
+    path = write(tmp_path, "agents:\n  support:\n    tools: [checked_tools:price, "
+                           "missing_tools:lookup]\n  billing:\n    tools: [checked_tools:refund]\n")
     outcome = run_cli(capsys, "check", str(path))
     assert outcome.code == 1
     failures = [line for line in outcome.err.splitlines() if line.startswith("FAIL")]
@@ -32,16 +32,16 @@ def test_a_tool_that_cannot_be_imported_fails_the_check(
     assert any(line.startswith("FAIL  agent support tools: agents.support.tools: cannot import "
                                "module 'missing_tools'") for line in failures), failures
     assert any(line.startswith("FAIL  agent billing tools: agents.billing.tools: module "
-                               "'shop_tools' has no 'refund'") for line in failures), failures
+                               "'checked_tools' has no 'refund'") for line in failures), failures
 
 
 def test_tools_that_import_are_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "shop_tools.py").write_text("def price(item: str) -> str:\n"
+    (tmp_path / "checked_tools.py").write_text("def price(item: str) -> str:\n"
                                             "    return '3 EUR'\n", encoding="utf-8")
-    path = write(tmp_path, "agents:\n  support:\n    tools: [shop_tools:price]\n")
+    path = write(tmp_path, "agents:\n  support:\n    tools: [checked_tools:price]\n")
     outcome = run_cli(capsys, "check", str(path))
     assert outcome.code == 0, outcome.err
-    assert "ok    agent support tools: 1 tool(s) import: shop_tools:price" in outcome.out
+    assert "ok    agent support tools: 1 tool(s) import: checked_tools:price" in outcome.out
 
 
 async def test_a_webhook_on_a_polled_token_fails_the_check_with_what_to_do(
