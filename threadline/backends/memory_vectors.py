@@ -17,7 +17,7 @@ from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import StoredMessage
 from threadline.history.similarity import as_matrix, best, checked, embeddable
 from threadline.history.speakers import speaker_keys
-from threadline.history.vectors import VectorHit
+from threadline.history.vectors import NearestTurns, VectorHit
 
 
 class MemoryVectorIndex:
@@ -99,7 +99,8 @@ class MemoryVectorIndex:
 
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
-    ) -> list[list[tuple[StoredMessage, float]]]:
+        also_at: Collection[int] = (),
+    ) -> NearestTurns:
         found = []
         for vector in vectors:
             hits = await self.nearest(conversation_id, vector, model, limit=limit)
@@ -107,7 +108,10 @@ class MemoryVectorIndex:
                 conversation_id, [hit.message_id for hit in hits])}
             found.append([(turns[hit.message_id], hit.score) for hit in hits
                           if hit.message_id in turns])
-        return found
+        wanted = set(also_at)
+        at = {turn.sequence or 0: turn for turn in await self.history.get(conversation_id)
+              if turn.sequence in wanted} if wanted else {}
+        return NearestTurns(found, at)
 
     async def nearest_for_speakers(
         self,

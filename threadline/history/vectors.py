@@ -60,6 +60,16 @@ class VectorHit:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class NearestTurns:
+    """What `VectorIndex.nearest_turns` read: for each vector, its nearest turns (turn, cosine
+    similarity) best first, and the turns at the other places asked for, by sequence (a turn
+    deleted since is in neither)."""
+
+    nearest: list[list[tuple[StoredMessage, float]]]
+    at: dict[int, StoredMessage]
+
+
 @runtime_checkable
 class VectorIndex(Protocol):
     """The backend part that keeps turns' vectors (`Backend.vectors`; None: no dense recall).
@@ -112,9 +122,11 @@ class VectorIndex(Protocol):
 
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
-    ) -> list[list[tuple[StoredMessage, float]]]:
+        also_at: Collection[int] = (),
+    ) -> NearestTurns:
         """For each of `vectors`, the turns of one conversation closest to it, best first,
-        read together (a search asking with several texts at once reads their turns once)."""
+        read together with the turns at the sequences `also_at` (found otherwise, by their
+        words): a search asking with several texts at once reads its turns once."""
         ...
 
     async def nearest_for_speakers(
