@@ -244,7 +244,7 @@ async def scale_latency(store: ConversationStore, data: Path, questions: list[Qu
     if words is not None:  # the steady state: the source's words kept (built off the turns)
         started = time.perf_counter()
         index = await words.ready(source_conversation("scale"))
-        print(f"kept word index: {index.sections if index else 0:,} sections, "
+        print(f"kept word index: {index.words.sections if index else 0:,} sections, "
               f"{index.size / 2**20 if index else 0:.1f} MiB, built in "
               f"{time.perf_counter() - started:.1f} s")
     latency = []

@@ -17,7 +17,7 @@ from threadline.history.memory import InMemoryConversationStore
 from threadline.history.model import StoredMessage
 from threadline.history.similarity import as_matrix, best, checked, embeddable
 from threadline.history.speakers import speaker_keys
-from threadline.history.vectors import NearestTurns, VectorHit
+from threadline.history.vectors import VectorHit
 
 
 class MemoryVectorIndex:
@@ -97,10 +97,21 @@ class MemoryVectorIndex:
                                   through_sequence=through_sequence)
         return [(hit.sequence, hit.score) for hit in hits]
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        return [await self.nearest_places(conversation_id, vector, model, limit=limit)
+                for vector in vectors]
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        wanted = set(sequences)
+        return {turn.sequence or 0: turn for turn in await self.history.get(conversation_id)
+                if turn.sequence in wanted} if wanted else {}
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
-        also_at: Collection[int] = (),
-    ) -> NearestTurns:
+    ) -> list[list[tuple[StoredMessage, float]]]:
         found = []
         for vector in vectors:
             hits = await self.nearest(conversation_id, vector, model, limit=limit)
@@ -108,10 +119,7 @@ class MemoryVectorIndex:
                 conversation_id, [hit.message_id for hit in hits])}
             found.append([(turns[hit.message_id], hit.score) for hit in hits
                           if hit.message_id in turns])
-        wanted = set(also_at)
-        at = {turn.sequence or 0: turn for turn in await self.history.get(conversation_id)
-              if turn.sequence in wanted} if wanted else {}
-        return NearestTurns(found, at)
+        return found
 
     async def nearest_for_speakers(
         self,

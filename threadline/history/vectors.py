@@ -60,16 +60,6 @@ class VectorHit:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class NearestTurns:
-    """What `VectorIndex.nearest_turns` read: for each vector, its nearest turns (turn, cosine
-    similarity) best first, and the turns at the other places asked for, by sequence (a turn
-    deleted since is in neither)."""
-
-    nearest: list[list[tuple[StoredMessage, float]]]
-    at: dict[int, StoredMessage]
-
-
 @runtime_checkable
 class VectorIndex(Protocol):
     """The backend part that keeps turns' vectors (`Backend.vectors`; None: no dense recall).
@@ -120,13 +110,24 @@ class VectorIndex(Protocol):
         search that reads the turns anyway (`FoundByMeaning`), which drops it there."""
         ...
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        """For each of `vectors`, `nearest_places` (scored together, not checked against the
+        history): for a search that reads only the turns it keeps (`turns_at`)."""
+        ...
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        """The turns of one conversation at these sequences, read in one statement, by
+        sequence (a turn deleted since is not there)."""
+        ...
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
-        also_at: Collection[int] = (),
-    ) -> NearestTurns:
+    ) -> list[list[tuple[StoredMessage, float]]]:
         """For each of `vectors`, the turns of one conversation closest to it, best first,
-        read together with the turns at the sequences `also_at` (found otherwise, by their
-        words): a search asking with several texts at once reads its turns once."""
+        read together (a search asking with several texts at once reads their turns once)."""
         ...
 
     async def nearest_for_speakers(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +52,8 @@ _ROW_BITS = 32
 
 @dataclass(frozen=True, slots=True)
 class WordIndex:
-    """A conversation's words (see the module docstring); row i is the turn `sequences[i]`."""
+    """A conversation's words (see the module docstring); row i is the turn `sequences[i]`,
+    in the order the turns were given (by sequence, as a conversation is read)."""
 
     stems: list[str]
     starts: npt.NDArray[np.int64]
@@ -85,6 +86,14 @@ class WordIndex:
             np.float64, copy=False)
         top = top_rows(scores, limit=limit)
         return [int(self.sequences[row]) for row in top if scores[row] > 0]
+
+    def rows_at(self, sequences: Collection[int]) -> dict[int, int]:
+        """The rows of the turns at these sequences that are kept here, by sequence."""
+        wanted = np.fromiter(sequences, dtype=np.int64, count=len(sequences))
+        rows = np.minimum(np.searchsorted(self.sequences, wanted), max(self.sections - 1, 0))
+        held = self.sequences[rows] == wanted if self.sections else np.zeros(0, dtype=bool)
+        return {int(sequence): int(row)
+                for sequence, row in zip(wanted[held], rows[held], strict=True)}
 
     def _postings(self, exact: str, prefix: str | None) -> tuple[int, int]:
         """The postings of a term: of its stem, or of every stem starting with `prefix`."""

@@ -11,23 +11,23 @@ from, and the best section's page opens with its first lines (`threadline.knowle
 Each search is recall's own (the store's BM25 and the embedding model's nearest, fused as
 recall fuses them, `threadline.history.fusion`, except that the ranking by meaning counts as
 much as the lexical one: a page is worded by the team, not by the user who asks) scoped to
-one source's conversation of sections.
+one source's conversation of sections; a big source's words are ranked in this process instead
+(`threadline.knowledge.kept_words`), and only the sections shown are read (`_search_kept`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from threadline.history.fusion import Fusion, fuse_messages, fuse_rankings
+from threadline.history.fusion import Fusion, fuse_found, fuse_messages, fuse_rankings
 from threadline.history.meaning import MeaningSearch, meaning_search
 from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
 from threadline.history.search import MAX_QUERY_CHARS, SearchQuery
 from threadline.history.store import ConversationStore
-from threadline.history.vectors import NearestTurns
-from threadline.knowledge.kept_words import kept_words
+from threadline.knowledge.kept_words import KeptSource, kept_words
 from threadline.knowledge.ranking import rank_sections, with_lead
 from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
@@ -56,6 +56,9 @@ MEANING_WEIGHT = 1.0
 CANDIDATES = 30
 # A search's token cap: sections are chosen by the block's own room, not by the search.
 UNCAPPED_TOKENS = 1_000_000_000
+# Sections read beyond a search's limit from a big source's kept ranking, in place of any
+# deleted since the kept words were built (`_search_kept`).
+READ_SPARE = 4
 # Characters of a query (the search's own limit; the newest text is kept).
 QUERY_CHARS = MAX_QUERY_CHARS // 2
 
@@ -97,11 +100,16 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     (`threadline.knowledge.ranking`)."""
     conversation = source_conversation(source)
     meaning = await meaning_search(store) if by_meaning else None
+    queries = ask_queries(ask)
+    words = kept_words(store) if meaning is not None and queries else None
+    kept = words.usable(conversation) if words is not None else None
+    parsed = [SearchQuery.parse(query.text) for query in queries] if kept is not None else []
+    if kept is not None and meaning is not None and all(map(kept.words.answers, parsed)):
+        return await _search_kept(kept, meaning, conversation, queries, parsed, limit=limit)
     rankings: list[tuple[float, list[str]]] = []
     pages: list[tuple[float, list[str]]] = []
     turns: dict[str, StoredMessage] = {}
     sections: dict[str, FoundSection] = {}
-    queries = ask_queries(ask)
     found = await _ranked_turns(store, meaning, conversation, [q.text for q in queries])
     for query, ranked_turns in zip(queries, found, strict=True):
         ranked: list[str] = []
@@ -128,6 +136,48 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     return [sections[i] for i in with_lead(best, lead)[:limit]]
 
 
+async def _search_kept(kept: KeptSource, meaning: MeaningSearch, conversation: str,
+                       queries: Sequence[Query], parsed: Sequence[SearchQuery], *,
+                       limit: int) -> list[FoundSection]:
+    """`search_source` over a big source's kept words (`threadline.knowledge.kept_words`):
+    each text ranked by them and by meaning, fused, and the sections ranked with their
+    documents counted, all by sequence, before any is read; then the best `limit` and the
+    lead are read in one statement (the ones read first were 125 rows a question at 100,000
+    sections, most of them never shown). A section the kept words do not know (added since
+    they were built, found by meaning) is read before the ranking, for its document; one
+    deleted since is left out where it was ranked, which READ_SPARE more read make up for."""
+    by_words = [kept.words.best(query, limit=CANDIDATES) for query in parsed]
+    vectors = await meaning.embedder_vectors([query.text for query in queries])
+    nearest = await meaning.index.nearest_places_each(
+        conversation, vectors, meaning.embedder.name, limit=CANDIDATES)
+    fusion = document_fusion(meaning.fusion)
+    fused = [fuse_found(lexical, [sequence for sequence, _ in found], fusion=fusion,
+                        limit=CANDIDATES)
+             for lexical, found in zip(by_words, nearest, strict=True)]
+    found = {s for ranked in fused for s in ranked}
+    documents = kept.documents_at(found)
+    unknown = found - documents.keys()
+    read = await meaning.index.turns_at(conversation, unknown) if unknown else {}
+    for sequence, turn in read.items():
+        section = found_section(turn)
+        if section is not None:
+            documents[sequence] = (section.document, None)
+    fused = [[s for s in ranked if s in documents] for ranked in fused]
+
+    rankings = [(query.weight, ranked) for query, ranked in zip(queries, fused, strict=True)]
+    best = rank_sections(rankings, pages=[(query.weight, ranked) for query, ranked
+                                          in zip(queries, fused, strict=True)
+                                          if query.with_conversation],
+                         document=lambda sequence: documents[sequence][0], k=FUSION_K)
+    if not best:
+        return []
+    ordered = with_lead(best, documents[best[0]][1])
+    wanted = [s for s in ordered[:limit + READ_SPARE] if s not in read]
+    read |= await meaning.index.turns_at(conversation, wanted)
+    shown = (found_section(read[s]) for s in ordered if s in read)
+    return [section for section in shown if section is not None][:limit]
+
+
 async def _opening(store: ConversationStore, conversation: str, lead: str | None,
                    sections: dict[str, FoundSection]) -> str | None:
     """`lead` (a document's opening section), read into `sections` when no search found it;
@@ -142,41 +192,22 @@ async def _opening(store: ConversationStore, conversation: str, lead: str | None
 
 async def _ranked_turns(store: ConversationStore, meaning: MeaningSearch | None,
                         conversation: str, texts: Sequence[str]) -> list[list[StoredMessage]]:
-    """Each text's search of a source's sections, best first: BM25 (the store's `search`, or
-    a big source's words kept in process: `threadline.knowledge.kept_words`) and, when the
-    model and vectors are there, the nearest by meaning, fused as person memory fuses them
-    (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits, and a
-    document's sections are neighbours. Every search runs at once (the store's threads and
-    the model's), the texts are embedded in one call and the sections found by meaning (and
-    by the kept words) read in one statement for all of them (`nearest_turns`): each step was
-    a thread hop per text, and on a loaded machine the hops, not the work, were most of a
-    search's time."""
-    words = kept_words(store) if meaning is not None and texts else None
-    index = words.usable(conversation) if words is not None else None
-    # The ranking by kept words is on the loop: about 0.6 ms a text at 100,000 sections.
-    by_words = [index.best(query, limit=CANDIDATES) if index.answers(query) else None
-                for query in map(SearchQuery.parse, texts)] if index is not None else []
-    asked = [text for text, found in zip(texts, _padded(by_words, len(texts)), strict=True)
-             if found is None]
+    """Each text's search of a source's sections, best first: BM25 (the store's `search`)
+    and, when the model and vectors are there, the nearest by meaning, fused as person memory
+    fuses them (`fuse_messages`). Recall's windows are not used: they merge neighbouring hits,
+    and a document's sections are neighbours. Every search runs at once (the store's threads
+    and the model's), the texts are embedded in one call and the sections found by meaning
+    read in one statement for all of them (`nearest_turns`): each step was a thread hop per
+    text, and on a loaded machine the hops, not the work, were most of a search's time."""
     searched = asyncio.gather(*(
         store.search(conversation, text, limit=CANDIDATES, token_cap=UNCAPPED_TOKENS)
-        for text in asked))
+        for text in texts))
     if meaning is None or not texts:
         return list(await searched)
-    found_by_words = {sequence for found in by_words if found for sequence in found}
-    by_store, read = await asyncio.gather(searched, _nearest(meaning, conversation, texts,
-                                                              also_at=found_by_words))
-    stored = iter(by_store)
-    lexical = [[read.at[s] for s in found if s in read.at] if found is not None
-               else next(stored) for found in _padded(by_words, len(texts))]
+    lexical, nearest = await asyncio.gather(searched, _nearest(meaning, conversation, texts))
     fusion = document_fusion(meaning.fusion)
     return [fuse_messages(turns, [turn for turn, _ in found], fusion=fusion, limit=CANDIDATES)
-            for turns, found in zip(lexical, read.nearest, strict=True)]
-
-
-def _padded(found: list[list[int] | None], texts: int) -> list[list[int] | None]:
-    """`found` (the texts' places by kept words) with None for each text past it."""
-    return found + [None] * (texts - len(found))
+            for turns, found in zip(lexical, nearest, strict=True)]
 
 
 def document_fusion(model: Fusion) -> Fusion:
@@ -185,11 +216,11 @@ def document_fusion(model: Fusion) -> Fusion:
     return replace(model, weight=MEANING_WEIGHT)
 
 
-async def _nearest(meaning: MeaningSearch, conversation: str, texts: Sequence[str], *,
-                   also_at: Collection[int]) -> NearestTurns:
+async def _nearest(meaning: MeaningSearch, conversation: str, texts: Sequence[str]
+                   ) -> list[list[tuple[StoredMessage, float]]]:
     vectors = await meaning.embedder_vectors(texts)
     return await meaning.index.nearest_turns(conversation, vectors, meaning.embedder.name,
-                                             limit=CANDIDATES, also_at=also_at)
+                                             limit=CANDIDATES)
 
 
 def fuse_sources(found: Sequence[Sequence[FoundSection]], *, limit: int) -> list[FoundSection]:

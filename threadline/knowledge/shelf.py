@@ -75,6 +75,14 @@ def lead_id(turn: StoredMessage) -> str | None:
                       str(kept["digest"]), part=0)
 
 
+def section_document(turn: StoredMessage) -> tuple[str, str, int] | None:
+    """(document key, digest, part) of the section `turn` keeps (None: not a section)."""
+    kept = turn.metadata.extra.get(EXTRA_KEY)
+    if not isinstance(kept, dict) or not turn.conversation_id.startswith(PREFIX):
+        return None
+    return str(kept["document"]), str(kept["digest"]), int(kept.get("part", 0))
+
+
 def found_section(turn: StoredMessage) -> FoundSection | None:
     """The section a stored turn keeps (None: the turn is not a section)."""
     kept = turn.metadata.extra.get(EXTRA_KEY)

@@ -54,7 +54,7 @@ from threadline.backends.sql.schema import SELECT_LIST_M, row_to_message, to_mic
 from threadline.history.changes import ChangeListener, HistoryChange, Unsubscribe
 from threadline.history.model import StoredMessage
 from threadline.history.similarity import best, checked
-from threadline.history.vectors import NearestTurns, VectorHit
+from threadline.history.vectors import VectorHit
 
 # The turns that get a vector (as `threadline.history.similarity.embeddable` says).
 EMBEDDABLE = "m.is_summary = false AND m.content <> ''"
@@ -236,29 +236,43 @@ class SqlVectorIndex:
             self.cache.keep(conversation_id, model, vectors)
         return vectors
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        return (await self._vectors(conversation_id, model)).nearest(vectors, limit=limit)
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        """Read as the store reads a few rows (on SQLite, on the loop's connection), as
+        `nearest_turns` reads its own."""
+        wanted = sorted(set(sequences))
+        if not wanted:
+            return {}
+        turns: list[StoredMessage] = await self.store.run(
+            "read the turns found", _turns_at, conversation_id, wanted,
+            few=len(wanted) <= FEW_ROWS_READ)
+        return {turn.sequence or 0: turn for turn in turns}
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
-        also_at: Collection[int] = (),
-    ) -> NearestTurns:
-        """Each vector's nearest places (`nearest_places`, scored together), their turns and
-        those at `also_at` read in one statement for all of them (a turn deleted since is left
-        out): a knowledge search asks with three texts, and reading each one's ids, then the
-        turns not found by words, took a read per text and one more."""
+    ) -> list[list[tuple[StoredMessage, float]]]:
+        """Each vector's nearest places (`nearest_places`, scored together), their turns read
+        in one statement for all of them (a turn deleted since is left out): a knowledge
+        search asks with three texts, and reading each one's ids, then the turns not found by
+        words, took a read per text and one more."""
         places = (await self._vectors(conversation_id, model)).nearest(vectors, limit=limit)
-        wanted = sorted({sequence for found in places for sequence, _ in found}
-                        | set(also_at))
+        wanted = sorted({sequence for found in places for sequence, _ in found})
         if not wanted:
-            return NearestTurns([[] for _ in places], {})
-        # One statement for a few rows (three texts' 30 places and as many found by words at
-        # most), read as the store reads a few (on SQLite, on the loop's connection): in a
-        # reader thread it queued behind the question's lexical searches, and ended after them.
+            return [[] for _ in places]
+        # One statement for a few rows (three texts' 30 places at most), read as the store
+        # reads a few (on SQLite, on the loop's connection): in a reader thread it queued
+        # behind the question's lexical searches, and ended after them.
         turns: list[StoredMessage] = await self.store.run(
             "read the turns found by meaning", _turns_at, conversation_id, wanted,
             few=len(wanted) <= FEW_ROWS_READ)
-        at = {turn.sequence or 0: turn for turn in turns}
-        return NearestTurns([[(at[sequence], score) for sequence, score in found
-                              if sequence in at] for found in places],
-                            {sequence: at[sequence] for sequence in also_at if sequence in at})
+        at = {turn.sequence: turn for turn in turns}
+        return [[(at[sequence], score) for sequence, score in found if sequence in at]
+                for found in places]
 
     async def nearest_for_speakers(
         self,
