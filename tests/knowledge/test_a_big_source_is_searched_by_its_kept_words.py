@@ -24,7 +24,7 @@ from threadline.backends.sql import SqlConversationStore
 from threadline.history.search import SearchQuery
 from threadline.history.store import ConversationStore
 from threadline.knowledge import kept_words as kept_words_module
-from threadline.knowledge.kept_words import kept_words
+from threadline.knowledge.kept_words import KeptWords, kept_words
 from threadline.knowledge.library import Library
 from threadline.knowledge.retrieval import UNCAPPED_TOKENS
 from threadline.knowledge.shelf import source_conversation
@@ -235,3 +235,21 @@ async def test_one_agents_source_never_answers_another(
         library, "support", "ledger code for month end magenta refunds booked", limit=10))
     assert not any(s.source == "help" for s in await search(
         library, "finance", "gift vouchers refunded redeemed card purchases", limit=10))
+
+
+async def test_the_least_recently_searched_source_is_dropped_beyond_the_bound(
+        store: ConversationStore, tmp_path: Path) -> None:
+    await helpdesk(store, tmp_path / "help")
+    await synced(documents_source(store, write(tmp_path / "ledger", {
+        "ledger.md": "# Ledger\n\n## Month end\nThe ledger code for month end is MAGENTA-42.\n"}),
+        name="ledger"))
+    unbound = KeptWords(store)
+    sizes = [kept.size for name in ("help", "ledger")
+             if (kept := await unbound.ready(source_conversation(name))) is not None]
+    assert len(sizes) == 2
+
+    words = KeptWords(store, max_bytes=max(sizes) + min(sizes) - 1)
+    assert await words.ready(source_conversation("help")) is not None
+    assert await words.ready(source_conversation("ledger")) is not None
+    assert words.usable(source_conversation("ledger")) is not None
+    assert words.usable(source_conversation("help")) is None, "both kept beyond the bound"

@@ -79,11 +79,7 @@ class KeptSource:
     document_of_row: array[int]
     # Each document's key, and the sequence of its opening section (None: not kept).
     documents: list[tuple[str, int | None]]
-
-    @property
-    def size(self) -> int:
-        return (self.words.size + self.document_of_row.itemsize * len(self.document_of_row)
-                + sum(120 + len(key) for key, _ in self.documents))
+    size: int
 
     def documents_at(self, sequences: Collection[int]) -> dict[int, tuple[str, int | None]]:
         """(document key, its opening section's sequence) of the sections at these
@@ -187,11 +183,12 @@ async def _built(store: ConversationStore, conversation_id: str, *, newest: int
             log.info("knowledge.words_indexing", conversation_id=conversation_id,
                      read_through=after + READ_SEQUENCES, newest=newest,
                      sections=builder.turns)
-    words = await asyncio.to_thread(builder.index)
-    kept = KeptSource(words, documents.document_of_row, documents.kept())
+    # Finished in the thread too: a source of 100,000 documents is 100,000 tuples to make.
+    kept = await asyncio.to_thread(lambda: documents.kept(builder.index()))
     log.info("knowledge.words_indexed", conversation_id=conversation_id,
-             sections=words.sections, stems=len(words.stems), postings=len(words.rows),
-             bytes=kept.size, seconds=round(time.perf_counter() - started, 2))
+             sections=kept.words.sections, stems=len(kept.words.stems),
+             postings=len(kept.words.rows), bytes=kept.size,
+             seconds=round(time.perf_counter() - started, 2))
     return kept
 
 
@@ -204,16 +201,21 @@ class _Documents:
     numbers: dict[tuple[str, str], int] = field(default_factory=dict)
     leads: dict[int, int] = field(default_factory=dict)
 
-    def kept(self) -> list[tuple[str, int | None]]:
-        return [(key, self.leads.get(number)) for (key, _), number in self.numbers.items()]
+    def kept(self, words: WordIndex) -> KeptSource:
+        """These documents beside `words`, the index of the same sections."""
+        documents = [(key, self.leads.get(number)) for (key, _), number in self.numbers.items()]
+        # A tuple, a key and an int a document.
+        size = (words.size + self.document_of_row.itemsize * len(self.document_of_row)
+                + sum(120 + len(key) for key, _ in documents))
+        return KeptSource(words, self.document_of_row, documents, size)
 
 
 def _count(builder: WordIndexBuilder, documents: _Documents,
            turns: Sequence[StoredMessage]) -> None:
-    sections = [turn for turn in turns if section_document(turn) is not None]
-    builder.add(sections)
-    for turn in sections:
-        key, digest, part = section_document(turn) or ("", "", 0)
+    """The words and documents of the sections among `turns` (the next ones by sequence)."""
+    placed = [(turn, place) for turn in turns if (place := section_document(turn))]
+    builder.add(turn for turn, _ in placed)
+    for turn, (key, digest, part) in placed:
         number = documents.numbers.setdefault((key, digest), len(documents.numbers))
         documents.document_of_row.append(number)
         if part == 0:
