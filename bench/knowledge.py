@@ -59,10 +59,11 @@ from threadline.history.tokens import default_counter  # noqa: E402
 from threadline.knowledge.documents import Document  # noqa: E402
 from threadline.knowledge.documents_source import DocumentsSettings, DocumentsSource  # noqa: E402
 from threadline.knowledge.grounding import CANDIDATES, block_room, fit_sections  # noqa: E402
+from threadline.knowledge.kept_words import kept_words  # noqa: E402
 from threadline.knowledge.library import Library  # noqa: E402
 from threadline.knowledge.sections import Section, split_sections  # noqa: E402
 from threadline.knowledge.settings import KnowledgeSettings  # noqa: E402
-from threadline.knowledge.shelf import section_turn  # noqa: E402
+from threadline.knowledge.shelf import section_turn, source_conversation  # noqa: E402
 from threadline.knowledge.source import FoundSection, KnowledgeAsk, SourceContext  # noqa: E402
 from threadline.knowledge.tool import search_ask, search_result  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
@@ -239,6 +240,13 @@ async def scale_latency(store: ConversationStore, data: Path, questions: list[Qu
         name="scale", options=DocumentsSettings(), history=store, config_dir=data,
         counter=counter))
     library = Library({"scale": source}, agents={AGENT: ["scale"]})
+    words = kept_words(store)
+    if words is not None:  # the steady state: the source's words kept (built off the turns)
+        started = time.perf_counter()
+        index = await words.ready(source_conversation("scale"))
+        print(f"kept word index: {index.words.sections if index else 0:,} sections, "
+              f"{index.size / 2**20 if index else 0:.1f} MiB, built in "
+              f"{time.perf_counter() - started:.1f} s")
     latency = []
     for q in questions[:1] + questions[::10]:
         ask = KnowledgeAsk(q.question, tuple(text for _, text in q.turns))

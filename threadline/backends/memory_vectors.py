@@ -97,6 +97,18 @@ class MemoryVectorIndex:
                                   through_sequence=through_sequence)
         return [(hit.sequence, hit.score) for hit in hits]
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        return [await self.nearest_places(conversation_id, vector, model, limit=limit)
+                for vector in vectors]
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        wanted = set(sequences)
+        return {turn.sequence or 0: turn for turn in await self.history.get(conversation_id)
+                if turn.sequence in wanted} if wanted else {}
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
     ) -> list[list[tuple[StoredMessage, float]]]:

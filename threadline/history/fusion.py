@@ -75,9 +75,18 @@ def fuse_messages(lexical: Sequence[StoredMessage], similar: Sequence[StoredMess
                   fusion: Fusion, limit: int) -> list[StoredMessage]:
     """Turns found by words and by meaning (one person's, across conversations) in one
     ranking, best first."""
-    by_id = {m.id: m for m in [*lexical, *similar]}  # ties go to the lexical order
-    keys = {message_id: n for n, message_id in enumerate(by_id)}
-    ranked = fuse_ranks([keys[m.id] for m in lexical],
-                        FoundByMeaning(tuple(keys[m.id] for m in similar), fusion), limit=limit)
-    ids = list(by_id)
-    return [by_id[ids[n]] for n in ranked]
+    by_id = {m.id: m for m in [*lexical, *similar]}
+    return [by_id[message_id] for message_id in fuse_found(
+        [m.id for m in lexical], [m.id for m in similar], fusion=fusion, limit=limit)]
+
+
+def fuse_found(lexical: Sequence[Key], similar: Sequence[Key], *, fusion: Fusion,
+               limit: int) -> list[Key]:
+    """Keys of turns found by words and by meaning in one ranking, best first (ties go to the
+    lexical order, then meaning's)."""
+    places = {key: n for n, key in enumerate(dict.fromkeys([*lexical, *similar]))}
+    ranked = fuse_ranks([places[key] for key in lexical],
+                        FoundByMeaning(tuple(places[key] for key in similar), fusion),
+                        limit=limit)
+    keys = list(places)
+    return [keys[n] for n in ranked]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -78,7 +79,7 @@ def best(matrix: Matrix, question: bytes, *, limit: int) -> list[tuple[int, floa
     return [(int(row), float(scores[row])) for row in top_rows(scores, limit=limit)]
 
 
-def top_rows(scores: npt.NDArray[np.float32], *, limit: int) -> npt.NDArray[np.intp]:
+def top_rows(scores: npt.NDArray[np.floating[Any]], *, limit: int) -> npt.NDArray[np.intp]:
     """The places of the `limit` highest scores, highest first (ties in place order)."""
     if limit < scores.shape[0]:
         top = np.argpartition(-scores, limit - 1)[:limit]

@@ -110,6 +110,19 @@ class VectorIndex(Protocol):
         search that reads the turns anyway (`FoundByMeaning`), which drops it there."""
         ...
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        """For each of `vectors`, `nearest_places` (scored together, not checked against the
+        history): for a search that reads only the turns it keeps (`turns_at`)."""
+        ...
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        """The turns of one conversation at these sequences, read in one statement, by
+        sequence (a turn deleted since is not there)."""
+        ...
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
     ) -> list[list[tuple[StoredMessage, float]]]:

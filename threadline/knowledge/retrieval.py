@@ -11,7 +11,8 @@ from, and the best section's page opens with its first lines (`threadline.knowle
 Each search is recall's own (the store's BM25 and the embedding model's nearest, fused as
 recall fuses them, `threadline.history.fusion`, except that the ranking by meaning counts as
 much as the lexical one: a page is worded by the team, not by the user who asks) scoped to
-one source's conversation of sections.
+one source's conversation of sections; a big source's words are ranked in this process instead
+(`threadline.knowledge.kept_words`), and only the sections shown are read (`_search_kept`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from threadline.history.fusion import Fusion, fuse_messages, fuse_rankings
+from threadline.history.fusion import Fusion, fuse_found, fuse_messages, fuse_rankings
 from threadline.history.meaning import MeaningSearch, meaning_search
 from threadline.history.model import StoredMessage
 from threadline.history.recall import worth_recalling
-from threadline.history.search import MAX_QUERY_CHARS
+from threadline.history.search import MAX_QUERY_CHARS, SearchQuery
 from threadline.history.store import ConversationStore
+from threadline.knowledge.kept_words import KeptSource, kept_words
 from threadline.knowledge.ranking import rank_sections, with_lead
 from threadline.knowledge.shelf import found_section, lead_id, source_conversation
 from threadline.knowledge.source import FoundSection, KnowledgeAsk
@@ -54,6 +56,9 @@ MEANING_WEIGHT = 1.0
 CANDIDATES = 30
 # A search's token cap: sections are chosen by the block's own room, not by the search.
 UNCAPPED_TOKENS = 1_000_000_000
+# Sections read beyond a search's limit from a big source's kept ranking, in place of any
+# deleted since the kept words were built (`_search_kept`).
+READ_SPARE = 4
 # Characters of a query (the search's own limit; the newest text is kept).
 QUERY_CHARS = MAX_QUERY_CHARS // 2
 
@@ -95,11 +100,16 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     (`threadline.knowledge.ranking`)."""
     conversation = source_conversation(source)
     meaning = await meaning_search(store) if by_meaning else None
+    queries = ask_queries(ask)
+    words = kept_words(store) if meaning is not None and queries else None
+    kept = words.usable(conversation) if words is not None else None
+    parsed = [SearchQuery.parse(query.text) for query in queries] if kept is not None else []
+    if kept is not None and meaning is not None and all(map(kept.words.answers, parsed)):
+        return await _search_kept(kept, meaning, conversation, queries, parsed, limit=limit)
     rankings: list[tuple[float, list[str]]] = []
     pages: list[tuple[float, list[str]]] = []
     turns: dict[str, StoredMessage] = {}
     sections: dict[str, FoundSection] = {}
-    queries = ask_queries(ask)
     found = await _ranked_turns(store, meaning, conversation, [q.text for q in queries])
     for query, ranked_turns in zip(queries, found, strict=True):
         ranked: list[str] = []
@@ -124,6 +134,48 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
         return []
     lead = await _opening(store, conversation, lead_id(turns[best[0]]), sections)
     return [sections[i] for i in with_lead(best, lead)[:limit]]
+
+
+async def _search_kept(kept: KeptSource, meaning: MeaningSearch, conversation: str,
+                       queries: Sequence[Query], parsed: Sequence[SearchQuery], *,
+                       limit: int) -> list[FoundSection]:
+    """`search_source` over a big source's kept words (`threadline.knowledge.kept_words`):
+    each text ranked by them and by meaning, fused, and the sections ranked with their
+    documents counted, all by sequence, before any is read; then the best `limit` and the
+    lead are read in one statement (the ones read first were 125 rows a question at 100,000
+    sections, most of them never shown). A section the kept words do not know (added since
+    they were built, found by meaning) is read before the ranking, for its document; one
+    deleted since is left out where it was ranked, which READ_SPARE more read make up for."""
+    by_words = [kept.words.best(query, limit=CANDIDATES) for query in parsed]
+    vectors = await meaning.embedder_vectors([query.text for query in queries])
+    nearest = await meaning.index.nearest_places_each(
+        conversation, vectors, meaning.embedder.name, limit=CANDIDATES)
+    fusion = document_fusion(meaning.fusion)
+    fused = [fuse_found(lexical, [sequence for sequence, _ in found], fusion=fusion,
+                        limit=CANDIDATES)
+             for lexical, found in zip(by_words, nearest, strict=True)]
+    found = {s for ranked in fused for s in ranked}
+    documents = kept.documents_at(found)
+    unknown = found - documents.keys()
+    read = await meaning.index.turns_at(conversation, unknown) if unknown else {}
+    for sequence, turn in read.items():
+        section = found_section(turn)
+        if section is not None:
+            documents[sequence] = (section.document, None)
+    fused = [[s for s in ranked if s in documents] for ranked in fused]
+
+    rankings = [(query.weight, ranked) for query, ranked in zip(queries, fused, strict=True)]
+    best = rank_sections(rankings, pages=[(query.weight, ranked) for query, ranked
+                                          in zip(queries, fused, strict=True)
+                                          if query.with_conversation],
+                         document=lambda sequence: documents[sequence][0], k=FUSION_K)
+    if not best:
+        return []
+    ordered = with_lead(best, documents[best[0]][1])
+    wanted = [s for s in ordered[:limit + READ_SPARE] if s not in read]
+    read |= await meaning.index.turns_at(conversation, wanted)
+    shown = (found_section(read[s]) for s in ordered if s in read)
+    return [section for section in shown if section is not None][:limit]
 
 
 async def _opening(store: ConversationStore, conversation: str, lead: str | None,

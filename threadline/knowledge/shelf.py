@@ -68,11 +68,19 @@ def section_id(source: str, document: str, digest: str, *, part: int) -> str:
 def lead_id(turn: StoredMessage) -> str | None:
     """The id of the opening section of the document whose section `turn` keeps (None: the
     turn is not a section)."""
+    place = section_document(turn)
+    if place is None:
+        return None
+    document, digest, _ = place
+    return section_id(turn.conversation_id[len(PREFIX):], document, digest, part=0)
+
+
+def section_document(turn: StoredMessage) -> tuple[str, str, int] | None:
+    """(document key, digest, part) of the section `turn` keeps (None: not a section)."""
     kept = turn.metadata.extra.get(EXTRA_KEY)
     if not isinstance(kept, dict) or not turn.conversation_id.startswith(PREFIX):
         return None
-    return section_id(turn.conversation_id[len(PREFIX):], str(kept["document"]),
-                      str(kept["digest"]), part=0)
+    return str(kept["document"]), str(kept["digest"]), int(kept.get("part", 0))
 
 
 def found_section(turn: StoredMessage) -> FoundSection | None:

@@ -236,6 +236,23 @@ class SqlVectorIndex:
             self.cache.keep(conversation_id, model, vectors)
         return vectors
 
+    async def nearest_places_each(
+        self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
+    ) -> list[list[tuple[int, float]]]:
+        return (await self._vectors(conversation_id, model)).nearest(vectors, limit=limit)
+
+    async def turns_at(self, conversation_id: str, sequences: Collection[int]
+                       ) -> dict[int, StoredMessage]:
+        """Read as the store reads a few rows (on SQLite, on the loop's connection), as
+        `nearest_turns` reads its own."""
+        wanted = sorted(set(sequences))
+        if not wanted:
+            return {}
+        turns: list[StoredMessage] = await self.store.run(
+            "read the turns found", _turns_at, conversation_id, wanted,
+            few=len(wanted) <= FEW_ROWS_READ)
+        return {turn.sequence or 0: turn for turn in turns}
+
     async def nearest_turns(
         self, conversation_id: str, vectors: Sequence[bytes], model: str, *, limit: int,
     ) -> list[list[tuple[StoredMessage, float]]]:
