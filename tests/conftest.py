@@ -83,6 +83,14 @@ async def pg_url() -> AsyncIterator[str]:
     await drop_pg_schema(url)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """Each SQL database's URL: a SQLite file, or a fresh PostgreSQL schema (dropped after)."""
+    if request.param == "sqlite":
+        return sqlite_url
+    return str(request.getfixturevalue("pg_url"))
+
+
 @asynccontextmanager
 async def opened_store(kind: str, tmp_path: Path) -> AsyncIterator[ConversationStore]:
     """A fresh store of `kind` ("memory", "sqlite" or "postgresql"), closed (and its

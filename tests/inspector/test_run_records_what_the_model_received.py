@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli.helpers import run_cli
-from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.fakes.anthropic import FakeAnthropic, text, tool_use
 from tests.fakes.telegram import FakeTelegram, TgUser, private_chat
 from tests.inspector.helpers import threadline_run
@@ -31,24 +29,12 @@ SAID = ["my parcel code is ZEBRA-4417, please keep it", "the weather is nice tod
         "which parcel code did I give you?"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}"
-        return
-    url = await fresh_pg_schema(pg_url_or_skip())
-    try:
-        yield url
-    finally:
-        await drop_pg_schema(url)
-
-
 def canonical(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True).encode()
 
 
 async def test_the_record_holds_the_exact_request(
-        tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, sql_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     async with FakeTelegram() as telegram, FakeAnthropic() as anthropic:
         anthropic.script(text("Noted."), text("It is."),
                          tool_use("conversation_search", {"query": "parcel code"}),
@@ -56,7 +42,7 @@ async def test_the_record_holds_the_exact_request(
         config = tmp_path / "threadline.yaml"
         config.write_text(f"""\
 store:
-  url: {store_url}
+  url: {sql_url}
 model:
   provider: anthropic
   api_key: ${{ANTHROPIC_API_KEY}}
@@ -87,7 +73,7 @@ agents:
         posted = telegram.sent[-1]
 
     conversation = f"telegram:{PERSON.id}"
-    async with SqlConversationStore(store_url) as store:
+    async with SqlConversationStore(sql_url) as store:
         turns = await store.get(conversation)
         records = await SqlReplyRecords(store).recent(conversation)
         assert [r.inbound_id for r in reversed(records)] == [
@@ -142,12 +128,12 @@ agents:
     # The same record on the command line.
     capsys.readouterr()  # what the store logged above is not the command's output
     shown = await asyncio.to_thread(run_cli, capsys, "inspect", "show", newest.id[:10], "--url",
-                                    store_url, "--json")
+                                    sql_url, "--json")
     assert shown.code == 0, shown.err
     assert json.loads(shown.out)["detail"]["model_calls"][1]["request"]["messages"] == \
         received[-1]["messages"]
     listed = await asyncio.to_thread(run_cli, capsys, "inspect", "list", conversation, "--url",
-                                     store_url)
+                                     sql_url)
     assert listed.code == 0 and len(listed.out.splitlines()) == 3
     assert listed.out.splitlines()[0].startswith(f"{newest.id}  ")
     assert "support (dm)" in listed.out

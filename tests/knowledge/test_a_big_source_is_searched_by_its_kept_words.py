@@ -11,13 +11,12 @@ never returned by the index built before it, and a sync made through another sto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import drop_pg_schema, fresh_pg_schema, pg_url_or_skip
 from tests.history.embedding import index_everything
 from tests.knowledge.helpers import documents_source, search, synced, write
 from threadline.backends.sql import SqlConversationStore
@@ -176,26 +175,14 @@ async def test_sections_a_sync_replaced_or_deleted_are_not_returned_by_the_old_i
     assert not any("cannot be refunded" in s.text for s in found)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'kb.db'}"
-        return
-    url = await fresh_pg_schema(pg_url_or_skip())
-    try:
-        yield url
-    finally:
-        await drop_pg_schema(url)
-
-
 async def test_a_sync_through_another_store_object_is_picked_up(
-        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every search looks at the source's size and newest sequence (no waiting for the clock).
     monkeypatch.setattr(kept_words_module, "CHECK_SECONDS", 0.0)
     folder = tmp_path / "help"
     conversation = source_conversation("help")
-    async with SqlConversationStore(database_url) as bot, \
-            SqlConversationStore(database_url) as command:
+    async with SqlConversationStore(sql_url) as bot, \
+            SqlConversationStore(sql_url) as command:
         library = await helpdesk(bot, folder)
         words = kept_words(bot)
         assert words is not None

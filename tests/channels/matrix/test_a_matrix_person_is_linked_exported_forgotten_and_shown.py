@@ -83,26 +83,19 @@ async def _console_shows(url: str, tmp_path: Path, conversation: str) -> None:
         await process.wait()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    return str(request.getfixturevalue("pg_url"))
-
-
 async def test_a_matrix_person_works_wherever_ids_are_used(
-        db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sql_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async with FakeMatrix() as fake:
-        _room, thread = await _speak(fake, db_url)
+        _room, thread = await _speak(fake, sql_url)
 
     linked = await asyncio.to_thread(run_cli, capsys, "people", "link", IDENTITY,
-                                     "telegram:456", "--url", db_url)
+                                     "telegram:456", "--url", sql_url)
     assert linked.code == 0, linked.err
     shown = await asyncio.to_thread(run_cli, capsys, "people", "show", "telegram:456",
-                                    "--url", db_url)
+                                    "--url", sql_url)
     assert IDENTITY in shown.out + shown.err
 
-    async with SqlConversationStore(db_url) as store:
+    async with SqlConversationStore(sql_url) as store:
         person = await people_for(store).person_of(IDENTITY)
         assert person is not None and set(person.identities) == {IDENTITY, "telegram:456"}
         asking = StoredMessage(conversation_id="telegram:456", scope="dm", content="my code?",
@@ -116,12 +109,12 @@ async def test_a_matrix_person_works_wherever_ids_are_used(
         assert counts["turns"] == 1 and SECRET in exported.getvalue()
         assert all(json.loads(line) for line in exported.getvalue().splitlines())
 
-    await _console_shows(db_url, tmp_path, thread)
+    await _console_shows(sql_url, tmp_path, thread)
 
     forgot = await asyncio.to_thread(run_cli, capsys, "people", "forget", IDENTITY, "--url",
-                                     db_url, "--yes")
+                                     sql_url, "--yes")
     assert forgot.code == 0, forgot.err
-    async with SqlConversationStore(db_url) as store:
+    async with SqlConversationStore(sql_url) as store:
         left = await store.get(thread)
         assert not any(SECRET in m.content for m in left)
         assert [m.content for m in left if m.participant.kind == "user"] == [

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from tests.channels.matrix.rig import matrix_channel, matrix_team
 from tests.channels.recording import RecordingEvents
 from tests.fakes.matrix import ALICE, FakeMatrix
@@ -15,31 +13,24 @@ from threadline.backends.parts import parts_of
 from threadline.backends.sql import SqlConversationStore
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    return str(request.getfixturevalue("pg_url"))
-
-
-async def test_a_restart_misses_nothing_and_repeats_nothing(db_url: str) -> None:
+async def test_a_restart_misses_nothing_and_repeats_nothing(sql_url: str) -> None:
     async with FakeMatrix() as fake:
         dm = fake.add_room("Alice", members=[ALICE])
         fake.message(dm, ALICE, "said before the bot ever ran")
-        async with matrix_team(fake, db_url):
+        async with matrix_team(fake, sql_url):
             fake.message(dm, ALICE, "first question")
             await fake.wait_for_sent(1)
             await fake.wait_for_sync_past(fake.position)
         fake.message(dm, ALICE, "second question, while it is stopped")
         fake.message(dm, ALICE, "third question, while it is stopped")
-        async with matrix_team(fake, db_url):
+        async with matrix_team(fake, sql_url):
             await fake.wait_for_sent(3)
             await fake.wait_for_sync_past(fake.position)
-        async with matrix_team(fake, db_url):  # a third run: nothing new, nothing again
+        async with matrix_team(fake, sql_url):  # a third run: nothing new, nothing again
             await fake.wait_for_sync_past(fake.position)
         sinces = fake.sync_requests
     assert sinces.count(None) == 1  # only the very first sync reads without a position
-    async with SqlConversationStore(db_url) as store:
+    async with SqlConversationStore(sql_url) as store:
         turns = await store.get(f"matrix:{dm}")
         kept = await parts_of(store).platform_part("matrix").position(  # type: ignore[union-attr]
             "@support:fake.test")
