@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
-import os
 import pstats
 import sys
 from collections import Counter
@@ -22,10 +21,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from versus import CONVERSATIONS, pg_turns, threadline_turns  # noqa: E402
+from versus import CONVERSATIONS, our_pg_turns  # noqa: E402
 
 import threadline  # noqa: E402
-from threadline.log import configure_logging  # noqa: E402
 
 PACKAGES = ("threadline", "sqlalchemy", "asyncpg", "asyncio", "greenlet", "structlog")
 profile = cProfile.Profile()
@@ -64,13 +62,8 @@ def calls_by_package(stats: pstats.Stats) -> Counter[str]:
 
 
 async def main() -> None:
-    pg = os.environ.get("THREADLINE_TEST_PG_URL")
-    if not pg:
-        print("set THREADLINE_TEST_PG_URL (postgresql+asyncpg://...)")
+    if await our_pg_turns(profile_turns) is None:
         return
-    configure_logging("warning")
-    profile_turns()
-    await pg_turns(pg, threadline_turns)
     turns = said["turns"] - CONVERSATIONS
     counts = calls_by_package(pstats.Stats(profile))
     print(f"{turns} turns profiled: {sum(counts.values()) / turns:,.0f} Python calls a turn")

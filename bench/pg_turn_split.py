@@ -14,7 +14,6 @@ instant model, a fresh schema) and prints, per turn:
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 import time
@@ -27,10 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asyncpg.connection import Connection  # noqa: E402
-from versus import pg_turns, threadline_turns  # noqa: E402
+from versus import our_pg_turns  # noqa: E402
 
 import threadline  # noqa: E402
-from threadline.log import configure_logging  # noqa: E402
 
 waits: dict[str, list[float]] = defaultdict(list)
 counting = {"on": False, "idle": 0.0}
@@ -92,14 +90,9 @@ def count_turns() -> None:
 
 
 async def main() -> None:
-    pg = os.environ.get("THREADLINE_TEST_PG_URL")
-    if not pg:
-        print("set THREADLINE_TEST_PG_URL (postgresql+asyncpg://...)")
+    timings = await our_pg_turns(lambda: (watch_select(), count_turns()))
+    if timings is None:
         return
-    configure_logging("warning")
-    watch_select()
-    count_turns()
-    timings = await pg_turns(pg, threadline_turns)
     turns, total = len(timings), sum(timings)
     print(f"{turns} turns   p50 {statistics.median(timings) * 1000:.2f} ms   mean "
           f"{total / turns * 1000:.2f} ms")

@@ -213,6 +213,19 @@ async def pg_turns(pg: str, turns: Any) -> list[float]:
         await drop_pg_schema(url)
 
 
+async def our_pg_turns(prepare: Any) -> list[float] | None:
+    """Our side's turns on PostgreSQL for a bench that watches them (`pg_turn_calls`,
+    `pg_turn_split`): logging kept to warnings, `prepare()` (its watching) called first; None,
+    after saying how to set it, without THREADLINE_TEST_PG_URL."""
+    pg = os.environ.get("THREADLINE_TEST_PG_URL")
+    if not pg:
+        print("set THREADLINE_TEST_PG_URL (postgresql+asyncpg://...)")
+        return None
+    configure_logging("warning")
+    prepare()
+    return await pg_turns(pg, threadline_turns)
+
+
 def overhead(label: str, mine: list[float], peer: str, theirs: list[float],
              target: str) -> str:
     line = f"{label}ours p50 {ms(mine):.2f} ms p99 {ms(mine, 0.99):.2f} ms   "
