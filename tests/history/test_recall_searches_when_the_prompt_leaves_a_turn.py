@@ -19,6 +19,7 @@ from tests.history.transcripts import ANN, BILLING, BOB, SUPPORT, Transcript
 from threadline.backends.sql import SqlConversationStore
 from threadline.history import InMemoryConversationStore
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.prompt import AssembledPrompt
 from threadline.history.store import SearchWindow
 
 STORES = ["memory", "sqlite", "postgresql"]
@@ -80,13 +81,30 @@ async def test_a_short_conversation_all_in_the_prompt_is_not_searched(
         assert store.searches == 1
 
 
-async def recalled(kind: str, tmp_path: Path, t: Transcript,
-                   options: AssemblerOptions) -> Collection[str]:
+async def assembled(kind: str, tmp_path: Path, t: Transcript,
+                    options: AssemblerOptions) -> AssembledPrompt:
     async with opened_store(kind, tmp_path) as store:
         await t.store_in(store)
         prompt = await assemble_prompt(store, t.conversation_id, "support", "Support", options)
     assert prompt.token_count <= options.token_budget
-    return prompt.recalled_ids
+    return prompt
+
+
+async def recalled(kind: str, tmp_path: Path, t: Transcript,
+                   options: AssemblerOptions) -> Collection[str]:
+    return (await assembled(kind, tmp_path, t, options)).recalled_ids
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_a_short_conversation_that_fits_is_shown_whole_on_every_store(
+        kind: str, tmp_path: Path) -> None:
+    # The whole conversation takes 259 tokens. Recall's windows (of turns the prompt has
+    # anyway) used to claim their share of the budget first and push the first turns out,
+    # into a recall block of three of them: 174 tokens shown of the 300.
+    t = parcel_chat(6)
+    prompt = await assembled(kind, tmp_path, t, AssemblerOptions(token_budget=300))
+    assert prompt.included_ids == [m.id for m in t.turns]
+    assert prompt.recalled_ids == []
 
 
 @pytest.mark.parametrize("kind", STORES)

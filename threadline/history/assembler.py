@@ -271,11 +271,12 @@ async def assemble_prompt(
         options=options, head=head, beside=beside, room=room, newest=newest, counter=counter,
         visible=_recallable(through, forgotten),
         show=partial(show_recall, kept_recall, store, conversation_id, agent_id))
-    if found is None and not _recall_needless(whole, loaded, kept):
-        found = await _recall_for(store, conversation_id, answering, options)
-    fitted = fitting.fit(found or [])
-    if found is None and fitted.dropped:  # the budget left turns out after all
-        found = await _recall_for(store, conversation_id, answering, options)
+    # A prompt with every turn recall may show needs no recall (on every store, so each
+    # gives the same prompt); one the budget leaves a turn out of does.
+    fitted = fitting.fit([]) if _recall_needless(whole, loaded, kept) else None
+    if fitted is None or fitted.dropped:
+        if found is None:
+            found = await _recall_for(store, conversation_id, answering, options)
         fitted = fitting.fit(found)
     notes.extend(fitted.notes)
     recalled, included = fitted.recalled, fitted.included
