@@ -3,11 +3,12 @@
 Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary or
 forget marker, up to the turn being answered, commands left out) -> addressed-only filter, plus
 the immediate context said just before that turn -> processors (store, channel, agent) ->
-rolling summary -> recall search -> token budget (newest turns first; the answered turn always
-kept; recall fills what the turns leave; an agent's kept recall block stands just before the
-turn it was made for while the topic holds: `history.kept_recall`) -> projection to this
-agent's point of view -> exact count. The result says what was included, dropped, filtered,
-recalled and summarized, so a person can see why an agent knew what it knew.
+rolling summary -> recall search (when the prompt may leave out a turn it could show) -> token
+budget (newest turns first; the answered turn always kept; recall fills what the turns leave;
+an agent's kept recall block stands just before the turn it was made for while the topic
+holds: `history.kept_recall`) -> projection to this agent's point of view -> exact count.
+The result says what was included, dropped, filtered, recalled and summarized, so a person can
+see why an agent knew what it knew.
 
 Recall also searches the turns a rolling summary covers: a summary is a model's short retelling
 and drops the details people come back for (an order number, a date), so the turn itself may
