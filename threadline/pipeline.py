@@ -78,7 +78,8 @@ outside is told anything on the strength of them. While the store is away, 6 is 
 apart, each write as it handles its failure: the reply waits in capture's outbox, the ledger
 and the spend log theirs, and the inbox's keeps the turn open to be taken again.
 
-Reads: the prompt (history and summary at once, recall in one statement), and on
+Reads: the prompt (history and summary at once, recall in one statement: beside them on
+PostgreSQL, after them on SQLite, and only when the prompt leaves a turn to recall), and on
 PostgreSQL `pg_try_advisory_lock` when the conversation is not still held from its last turns
 (`threadline.backends.sql.locks`: held a moment past them).
 

@@ -11,8 +11,10 @@ reads there run outside transactions), on PostgreSQL every commit: a transaction
 write sent alone (autocommit). Each commit waits for the disk (about 1 to 4 ms here), which
 makes commits, not statements, most of what a turn costs there. On SQLite, how many of the
 transactions were sent to the store's threads rather than run on the event loop. The turn
-counted is a conversation's second, so the history and the recall index hold something; the
-team is stopped inside the count, so nothing the turn left running escapes it.
+counted is a conversation's second, so the history and the recall index hold something (on
+SQLite recall searches only when the prompt leaves it a turn to show: the turns counted with
+`recalled`); the team is stopped inside the count, so nothing the turn left running escapes
+it.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ import pytest
 from asyncpg.connection import LoggedQuery
 
 from tests.interceptors.scripted import RecordingChannel, ScriptedModel, say
-from threadline.agents.agent import Agent
+from threadline.agents.agent import Agent, Memory
 from threadline.backends.sql import SqlConversationStore
 from threadline.backends.sql.engines import PostgresBackend, SqliteBackend
 from threadline.backends.sql.locks import PostgresConversationLock
 from threadline.backends.sql.pg_pool import PING
 from threadline.backends.sql.spend import SqlSpendLedger
 from threadline.backends.sql.sqlite import SqliteRunner
+from threadline.history.assembler import AssemblerOptions
 from threadline.locks import ConversationLock
 from threadline.spend import DailyBudgets
 from threadline.spend.limit import SpendLimitInterceptor
@@ -44,7 +47,13 @@ from threadline.team import Team
 
 # What one plain turn costs. Lower them when a change saves one; raise them only on purpose,
 # with the reason here.
-SQLITE_STATEMENTS = 15
+SQLITE_STATEMENTS = 12
+# 15 before (and 6 transactions, 1 hop): a short conversation's every turn is in the prompt,
+# and on SQLite the history is read before recall searches, so recall does not search
+# (`assembler._recall_needless`). The turns below ask recall, in a conversation longer than
+# the agent loads: RECALLED_STATEMENTS, RECALLED_TRANSACTIONS, SQLITE_HOPS.
+SQLITE_TRANSACTIONS = 5
+RECALLED_STATEMENTS = 15
 # 16 before: recall looked for the row id above which a conversation's newest MAX_RANKED
 # matches lie even when the conversation has fewer turns than that (`sqlite._search_sqlite`).
 # 11 before: the reads of one statement on the event loop (the newest turns, the summary, the
@@ -52,11 +61,11 @@ SQLITE_STATEMENTS = 15
 # the delivered reply's ledger entry, its copy in the history and the turn marked answered are
 # written in one transaction (`threadline.after_delivery`). 7 before the stored turn was read
 # back by a SELECT of its row (one statement, on the loop) rather than an UPDATE.
-SQLITE_TRANSACTIONS = 6
+RECALLED_TRANSACTIONS = 6
 # Of those, sent to the store's threads (each a hop costing more than a small statement): the
 # recall search only, as this turn asks about a word no search counted yet ("4402"); the other
 # reads and writes touch a few rows and run on the event loop (`SqliteBackend.read_few`,
-# `write_few`).
+# `write_few`). A turn that recall does not search for takes none.
 SQLITE_HOPS = 1
 # A turn whose words an earlier search counted ("4401") is searched on the loop
 # (`sqlite.searches_few`): no hop. The conversation's size is read before that search, a
@@ -203,11 +212,14 @@ def logged_connections(connect: Callable[[], Awaitable[asyncpg.Connection]], tal
 
 async def one_plain_turn(store: SqlConversationStore, tally: Tally,
                          lock: ConversationLock | None = None, *, spend: bool = False,
-                         asks: str = "and order 4402?") -> None:
+                         asks: str = "and order 4402?", recalled: bool = False) -> None:
+    """The conversation's second turn, counted; `recalled`: the agent loads one turn, so
+    the first is left to recall, which searches."""
     model = ScriptedModel()
     limits = [SpendLimitInterceptor(SqlSpendLedger(store), budgets=DailyBudgets())] if spend else []
+    memory = Memory(AssemblerOptions(max_turns_to_load=1)) if recalled else None
     team = Team([Agent(name="support", conversation_history=store, provider=model,
-                       interceptors=limits)],
+                       interceptors=limits, memory=memory)],
                 lock=lock, scan_interval=3600)
     channel = RecordingChannel()
     team.attach(channel)
@@ -235,18 +247,30 @@ async def test_a_plain_turn_on_sqlite_costs_few_statements(
     tally.show("SQLite")
     assert (len(tally.statements), tally.transactions) == (
         SQLITE_STATEMENTS + spend * WITH_SPEND, SQLITE_TRANSACTIONS)
-    assert tally.hops == SQLITE_HOPS
+    assert tally.hops == 0
 
 
-async def test_a_plain_turn_of_counted_words_on_sqlite_takes_no_hop(
+async def test_a_recalled_turn_of_a_new_word_on_sqlite_searches_in_a_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tally = Tally()
     with sqlite_traced(monkeypatch, tally):
         async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
-            await one_plain_turn(store, tally, asks="and order 4401?")
+            await one_plain_turn(store, tally, recalled=True)
     tally.show("SQLite")
     assert (len(tally.statements), tally.transactions) == (
-        COUNTED_WORDS_STATEMENTS, SQLITE_TRANSACTIONS)
+        RECALLED_STATEMENTS, RECALLED_TRANSACTIONS)
+    assert tally.hops == SQLITE_HOPS
+
+
+async def test_a_recalled_turn_of_counted_words_on_sqlite_takes_no_hop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tally = Tally()
+    with sqlite_traced(monkeypatch, tally):
+        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
+            await one_plain_turn(store, tally, asks="and order 4401?", recalled=True)
+    tally.show("SQLite")
+    assert (len(tally.statements), tally.transactions) == (
+        COUNTED_WORDS_STATEMENTS, RECALLED_TRANSACTIONS)
     assert tally.hops == COUNTED_WORDS_HOPS
 
 

@@ -3,11 +3,12 @@
 Steps, in order: load (scope, time window, `max_turns_to_load`, after the standing summary or
 forget marker, up to the turn being answered, commands left out) -> addressed-only filter, plus
 the immediate context said just before that turn -> processors (store, channel, agent) ->
-rolling summary -> recall search -> token budget (newest turns first; the answered turn always
-kept; recall fills what the turns leave; an agent's kept recall block stands just before the
-turn it was made for while the topic holds: `history.kept_recall`) -> projection to this
-agent's point of view -> exact count. The result says what was included, dropped, filtered,
-recalled and summarized, so a person can see why an agent knew what it knew.
+rolling summary -> recall search (when the prompt may leave out a turn it could show) -> token
+budget (newest turns first; the answered turn always kept; recall fills what the turns leave;
+an agent's kept recall block stands just before the turn it was made for while the topic
+holds: `history.kept_recall`) -> projection to this agent's point of view -> exact count.
+The result says what was included, dropped, filtered, recalled and summarized, so a person can
+see why an agent knew what it knew.
 
 Recall also searches the turns a rolling summary covers: a summary is a model's short retelling
 and drops the details people come back for (an order number, a date), so the turn itself may
@@ -22,10 +23,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 
 from threadline.errors import ConfigError
 from threadline.history.addressing import Addressee, addressed_turns
-from threadline.history.kept_recall import KeptRecall, RecallAsk, show_recall
+from threadline.history.kept_recall import KeptRecall, RecallAsk, RecallBlocks, show_recall
 from threadline.history.model import Scope, StoredMessage, utc_now
 from threadline.history.person_memory import PersonMemory, person_block
 from threadline.history.processors import Processor, TokenLimiter, apply_processors
@@ -36,7 +38,7 @@ from threadline.history.recall import (
     only,
     worth_recalling,
 )
-from threadline.history.store import ConversationStore, SearchWindow
+from threadline.history.store import ConversationStore, LoopReadingStore, SearchWindow
 from threadline.history.summary import (
     Summarizer,
     forgotten_through,
@@ -204,11 +206,19 @@ async def assemble_prompt(
         answering = newest_stored[-1] if newest_stored else None
 
     # Recall searches for the answered turn while the history loads (one round trip less);
-    # turns stored after the answered one are taken out of its windows below.
-    (summary, loaded), found, elsewhere = await asyncio.gather(
-        _load(store, conversation_id, agent_id, options, answering, since),
-        _recall_for(store, conversation_id, answering, options),
-        _person_hits(person, answering, options))
+    # turns stored after the answered one are taken out of its windows below. A store that
+    # reads on the loop gains nothing from that: there the history comes first, and recall
+    # searches only when the prompt leaves it a turn to show (`_recall_needless`).
+    found: list[SearchWindow] | None = None
+    if isinstance(store, LoopReadingStore) and store.reads_on_the_loop:
+        summary, loaded, whole = await _load(store, conversation_id, agent_id, options,
+                                             answering, since)
+        elsewhere = await _person_hits(person, answering, options)
+    else:
+        (summary, loaded, whole), found, elsewhere = await asyncio.gather(
+            _load(store, conversation_id, agent_id, options, answering, since),
+            _recall_for(store, conversation_id, answering, options),
+            _person_hits(person, answering, options))
     if not loaded:
         return AssembledPrompt(messages=[], token_count=0, notes=["no turns in this conversation"],
                                forgotten_through=forgotten_through(summary))
@@ -257,55 +267,28 @@ async def assemble_prompt(
     stored = [m for m in loaded if m.sequence is not None]
     through = stored[-1].sequence if stored else None
     forgotten = forgotten_through(summary)
-    visible = _recallable(through, forgotten)
-    windows = only(found, visible)
-    # Recall may always claim its share of the budget; the rest goes to the kept turns first.
-    wanted = sum(w.token_count for w in windows)
-    turns_budget = max(room - min(wanted, int(options.token_budget * options.recall_share)),
-                       newest.token_count or 0, 0)
-
-    # Every speaker the prompt may show, labelled once (unique labels; see `projection`).
-    labels = SpeakerLabels([*kept, *(m for w in windows for m in w.messages)])
-    recall_room = room
-    while True:
-        included, dropped = _stable_split(kept, turns_budget, options.cache_stride)
-        if included and (included[-1].token_count or 0) > turns_budget:
-            included[-1] = _truncate(included[-1], turns_budget, counter)
-            notes.append(f"newest turn {newest.id} truncated to fit the budget")
-        earlier, just_before, answered = _project(included, context, agent_id, labels,
-                                                  tool_trace=options.tool_trace)
-        turns_total = prompt_tokens(
-            merge_roles([*head, *earlier, *beside, *just_before, answered]), counter)
-        recall_room = min(recall_room, options.token_budget - turns_total)
-        in_prompt = {m.id for m in included}
-        earlier_ids = [m.id for m in included if m.id not in context_ids][:-1]
-        recalled = show_recall(kept_recall, store, conversation_id, agent_id, RecallAsk(
-            found=windows, room=recall_room,
-            steady_room=int(options.token_budget * options.recall_share),
-            usable=lambda m, shown=in_prompt: (  # type: ignore[misc]
-                m.id not in shown and visible(m)),
-            counter=counter, labels=labels, made_for=newest, earlier_ids=earlier_ids))
-        at = recalled.at
-        messages = merge_roles([*head, *earlier[:at], *_some(recalled.kept_message),
-                                *earlier[at:], *_some(recalled.fresh_message), *beside,
-                                *just_before, answered])
-        total = prompt_tokens(messages, counter)
-        if total <= options.token_budget:
-            break
-        if recalled.shown:
-            recall_room -= total - options.token_budget  # merging differs with the block in
-        elif turns_budget > 0:
-            turns_budget = max(turns_budget - (total - options.token_budget), 0)
-        else:
-            break
+    fitting = _Fitting(
+        kept=kept, context=context, context_ids=context_ids, agent_id=agent_id,
+        options=options, head=head, beside=beside, room=room, newest=newest, counter=counter,
+        visible=_recallable(through, forgotten),
+        show=partial(show_recall, kept_recall, store, conversation_id, agent_id))
+    # A prompt with every turn recall may show needs no recall (on every store, so each
+    # gives the same prompt); one the budget leaves a turn out of does.
+    fitted = fitting.fit([]) if _recall_needless(whole, loaded, kept) else None
+    if fitted is None or fitted.dropped:
+        if found is None:
+            found = await _recall_for(store, conversation_id, answering, options)
+        fitted = fitting.fit(found)
+    notes.extend(fitted.notes)
+    recalled, included = fitted.recalled, fitted.included
     return AssembledPrompt(
-        messages=messages,
-        token_count=total,
+        messages=fitted.messages,
+        token_count=fitted.total,
         included_ids=[m.id for m in included],
-        dropped_for_budget_ids=[m.id for m in dropped],
+        dropped_for_budget_ids=[m.id for m in fitted.dropped],
         filtered_ids=[m.id for m in filtered],
         recalled_ids=[m.id for w in recalled.shown for m in w.messages],
-        recall_hit_ids=_ranked_hits(windows, recalled.shown),
+        recall_hit_ids=_ranked_hits(fitted.windows, recalled.shown),
         elsewhere_ids=elsewhere_ids,
         context_ids=[m.id for m in included if m.id in context_ids],
         summary_used=summary is not None and not is_forget_marker(summary),
@@ -313,6 +296,94 @@ async def assemble_prompt(
         notes=notes,
         forgotten_through=forgotten,
     )
+
+
+def _recall_needless(whole: bool, loaded: list[StoredMessage], kept: list[StoredMessage]
+                     ) -> bool:
+    """Whether recall could show nothing: every turn it may show was loaded (`whole`) and
+    kept for the prompt (none filtered, summarized now or dropped by a processor); the
+    budget may still leave some out (`_Fitting.fit` says which)."""
+    return whole and {m.id for m in loaded} <= {m.id for m in kept}
+
+
+@dataclass(frozen=True, slots=True)
+class _Fitted:
+    """One fitting of the turns and recall into the budget."""
+
+    included: list[StoredMessage]
+    dropped: list[StoredMessage]
+    windows: list[SearchWindow]
+    recalled: RecallBlocks
+    messages: list[PromptMessage]
+    total: int
+    notes: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Fitting:
+    """What the budget is fitted from, once the history is loaded: the kept turns, the
+    context said just before the answered turn (and its ids), the summary (`head`) and person memory
+    (`beside`) blocks and the `room` they leave; `show` makes recall's blocks."""
+
+    kept: list[StoredMessage]
+    context: list[StoredMessage]
+    context_ids: set[str]
+    agent_id: str
+    options: AssemblerOptions
+    head: list[PromptMessage]
+    beside: list[PromptMessage]
+    room: int
+    newest: StoredMessage
+    counter: TokenCounter
+    visible: Callable[[StoredMessage], bool]
+    show: Callable[[RecallAsk], RecallBlocks]
+
+    def fit(self, found: list[SearchWindow]) -> _Fitted:
+        """The prompt with what recall `found`: recall may always claim its share of the
+        budget; the rest goes to the kept turns first, newest first."""
+        options, counter, newest = self.options, self.counter, self.newest
+        windows = only(found, self.visible)
+        wanted = sum(w.token_count for w in windows)
+        turns_budget = max(
+            self.room - min(wanted, int(options.token_budget * options.recall_share)),
+            newest.token_count or 0, 0)
+        # Every speaker the prompt may show, labelled once (unique labels; see `projection`).
+        labels = SpeakerLabels([*self.kept, *(m for w in windows for m in w.messages)])
+        recall_room = self.room
+        notes: list[str] = []
+        while True:
+            included, dropped = _stable_split(self.kept, turns_budget, options.cache_stride)
+            if included and (included[-1].token_count or 0) > turns_budget:
+                included[-1] = _truncate(included[-1], turns_budget, counter)
+                notes = [f"newest turn {newest.id} truncated to fit the budget"]
+            earlier, just_before, answered = _project(included, self.context, self.agent_id,
+                                                      labels, tool_trace=options.tool_trace)
+            turns_total = prompt_tokens(
+                merge_roles([*self.head, *earlier, *self.beside, *just_before, answered]),
+                counter)
+            recall_room = min(recall_room, options.token_budget - turns_total)
+            in_prompt = {m.id for m in included}
+            recalled = self.show(RecallAsk(
+                found=windows, room=recall_room,
+                steady_room=int(options.token_budget * options.recall_share),
+                usable=lambda m, shown=in_prompt: (  # type: ignore[misc]
+                    m.id not in shown and self.visible(m)),
+                counter=counter, labels=labels, made_for=newest,
+                earlier_ids=[m.id for m in included if m.id not in self.context_ids][:-1]))
+            at = recalled.at
+            messages = merge_roles([*self.head, *earlier[:at], *_some(recalled.kept_message),
+                                    *earlier[at:], *_some(recalled.fresh_message),
+                                    *self.beside, *just_before, answered])
+            total = prompt_tokens(messages, counter)
+            if total <= options.token_budget:
+                break
+            if recalled.shown:
+                recall_room -= total - options.token_budget  # merging differs with the block
+            elif turns_budget > 0:
+                turns_budget = max(turns_budget - (total - options.token_budget), 0)
+            else:
+                break
+        return _Fitted(included, dropped, windows, recalled, messages, total, notes)
 
 
 def _ranked_hits(found: list[SearchWindow], shown: Sequence[SearchWindow]) -> list[str]:
@@ -381,18 +452,23 @@ async def _person_hits(
 async def _load(
     store: ConversationStore, conversation_id: str, agent_id: str, options: AssemblerOptions,
     answering: StoredMessage | None, since: datetime | None,
-) -> tuple[StoredMessage | None, list[StoredMessage]]:
-    """The standing summary and the turns after it, up to and including the one answered."""
+) -> tuple[StoredMessage | None, list[StoredMessage], bool]:
+    """The standing summary, the turns after it up to and including the one answered, and
+    whether those are all the turns recall may show (no scope or time window left any out,
+    the read took all there were, a summary covers none the agent did not forget)."""
 
     limit = options.max_turns_to_load
     stride = max(limit // 2, 1) if options.cache_stride else 1
+    read_all = since is None and options.scope is None  # recall searches every scope
 
     async def recent(through: int | None) -> list[StoredMessage]:
         # Its first turn moves in steps of `stride` sequence numbers, not one turn per turn:
         # every turn's prompt would otherwise start with a different turn, and no provider's
         # prompt cache could ever serve the history.
+        nonlocal read_all
         loaded = await store.get(conversation_id, scope=options.scope, since=since,
                                  limit=limit + stride - 1, through_sequence=through)
+        read_all = read_all and len(loaded) < limit + stride - 1
         if len(loaded) <= limit or stride == 1:
             return loaded
         first = loaded[-limit].sequence
@@ -418,11 +494,14 @@ async def _load(
                 loaded = [m for m in loaded if m.timestamp <= answering.timestamp]
                 loaded.append(replace(answering, token_count=message_tokens(answering)))
     summary_range = summary.metadata.summary_of if summary else None
+    forgotten = forgotten_through(summary)
+    whole = read_all and (summary_range is None
+                          or (forgotten is not None and forgotten >= summary_range[1]))
     # Commands and their answers are the people's controls, not conversation (the turn being
     # answered is never one: the pipeline answers commands itself).
     return summary, [m for m in loaded
                      if (summary_range is None or (m.sequence or 0) > summary_range[1]
-                         or m.sequence is None) and not m.is_command]
+                         or m.sequence is None) and not m.is_command], whole
 
 
 def immediate_context(

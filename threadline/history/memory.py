@@ -75,6 +75,11 @@ class InMemoryConversationStore:
         self._ids: dict[str, str] = {}
         self._closed = False
 
+    @property
+    def reads_on_the_loop(self) -> bool:
+        """`LoopReadingStore`: every read is a walk of this process's memory."""
+        return True
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("this InMemoryConversationStore is closed; create a new one")

@@ -181,6 +181,23 @@ class SpeakerSearchStore(Protocol):
 
 
 @runtime_checkable
+class LoopReadingStore(Protocol):
+    """A store that answers a short read on the event loop itself, without waiting on a
+    server or a thread (SQLite's loop connection, the memory store).
+
+    Optional. Two such reads at once take as long as one after the other, so the assembler
+    reads a turn's history first and searches for recall only when the prompt leaves
+    something to recall (`history.assembler`); a store that waits on a server is asked for
+    both at once instead, one round trip rather than two.
+    """
+
+    @property
+    def reads_on_the_loop(self) -> bool:
+        """Whether this store's short reads run on the event loop."""
+        ...
+
+
+@runtime_checkable
 class SearchIndexMerging(Protocol):
     """A store whose word index keeps a bulk load's writes apart until they are merged, and
     can merge them now.

@@ -1,5 +1,6 @@
 """`threadline run` on Teams killed with SIGKILL mid-reply, then started again: every question
-Teams was told we received (HTTP 200) is answered exactly once, and what was not acknowledged,
+Teams was told we received (HTTP 200) is answered exactly once (a reply the dead process was
+posting is reported uncertain rather than posted again), and what was not acknowledged,
 delivered again as Teams would, is answered once too.
 
 Three people each ask four questions in their own 1:1 chat, against the real Teams SDK in the
@@ -24,6 +25,7 @@ from tests.runtime.platforms import Platform, write_config
 from tests.runtime.test_run_kill9_answers_everything import (
     answer_the_newest_question,
     start,
+    uncertain_questions,
     until,
 )
 from threadline.backends.sql.store import SqlConversationStore
@@ -102,8 +104,15 @@ async def test_kill_9_mid_reply_then_restart_answers_every_question_once(
         try:
             for tag in unacknowledged + [tag for _, tag in questions]:
                 assert await say(tag)
+            # A reply the dead process had claimed and was posting is not posted again (the
+            # person may have it): the pipeline logs `pipeline.delivery_uncertain` for it
+            # instead. Every other question is answered.
+            def uncertain() -> set[str]:
+                return uncertain_questions(tmp_path / "second.log", tmp_path / "threadline.db")
+
             try:
-                await until(lambda: {t.split()[-1] for t in teams.texts.values()} >= expected)
+                await until(lambda: expected - {t.split()[-1] for t in teams.texts.values()}
+                            <= uncertain())
             except TimeoutError:
                 raise AssertionError(
                     f"answered {sorted(teams.texts.values())}; after the restart the process "
@@ -121,7 +130,7 @@ async def test_kill_9_mid_reply_then_restart_answers_every_question_once(
                 await second.wait()
 
     answers = Counter(t.split()[-1] for t in teams.texts.values())
-    assert set(answers) == expected
+    assert set(answers) <= expected and expected - set(answers) <= uncertain()
     assert [tag for tag, times in answers.items() if times > 1] == []
     async with SqlConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'threadline.db'}") as store:
         conversations = await store.list_conversations()

@@ -123,6 +123,11 @@ class SqlConversationStore:
     def dialect(self) -> str:
         return self.url.get_backend_name()
 
+    @property
+    def reads_on_the_loop(self) -> bool:
+        """`LoopReadingStore`: SQLite reads a few rows on the loop's own connection."""
+        return self.dialect == "sqlite"
+
     def _describe(self) -> str:
         return self.url.render_as_string(hide_password=True)
 
