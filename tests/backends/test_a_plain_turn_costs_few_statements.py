@@ -237,41 +237,24 @@ async def one_plain_turn(store: SqlConversationStore, tally: Tally,
     assert [text for _, text, _ in channel.sent][-1] == f"re: Ann: @support {asks}"
 
 
-@pytest.mark.parametrize("spend", [False, True], ids=["plain", "with_spend"])
+@pytest.mark.parametrize(("spend", "asks", "recalled", "cost"), [
+    (False, "and order 4402?", False, (SQLITE_STATEMENTS, SQLITE_TRANSACTIONS, 0)),
+    (True, "and order 4402?", False,
+     (SQLITE_STATEMENTS + WITH_SPEND, SQLITE_TRANSACTIONS, 0)),
+    # Recall searches: for a word no search counted yet, in a thread; for counted words, not.
+    (False, "and order 4402?", True, (RECALLED_STATEMENTS, RECALLED_TRANSACTIONS, SQLITE_HOPS)),
+    (False, "and order 4401?", True,
+     (COUNTED_WORDS_STATEMENTS, RECALLED_TRANSACTIONS, COUNTED_WORDS_HOPS)),
+], ids=["plain", "with_spend", "recalled_new_word", "recalled_counted_words"])
 async def test_a_plain_turn_on_sqlite_costs_few_statements(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spend: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spend: bool, asks: str,
+        recalled: bool, cost: tuple[int, int, int]) -> None:
     tally = Tally()
     with sqlite_traced(monkeypatch, tally):
         async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
-            await one_plain_turn(store, tally, spend=spend)
+            await one_plain_turn(store, tally, spend=spend, asks=asks, recalled=recalled)
     tally.show("SQLite")
-    assert (len(tally.statements), tally.transactions) == (
-        SQLITE_STATEMENTS + spend * WITH_SPEND, SQLITE_TRANSACTIONS)
-    assert tally.hops == 0
-
-
-async def test_a_recalled_turn_of_a_new_word_on_sqlite_searches_in_a_thread(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tally = Tally()
-    with sqlite_traced(monkeypatch, tally):
-        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
-            await one_plain_turn(store, tally, recalled=True)
-    tally.show("SQLite")
-    assert (len(tally.statements), tally.transactions) == (
-        RECALLED_STATEMENTS, RECALLED_TRANSACTIONS)
-    assert tally.hops == SQLITE_HOPS
-
-
-async def test_a_recalled_turn_of_counted_words_on_sqlite_takes_no_hop(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tally = Tally()
-    with sqlite_traced(monkeypatch, tally):
-        async with SqlConversationStore(f"sqlite:///{tmp_path / 't.db'}") as store:
-            await one_plain_turn(store, tally, asks="and order 4401?", recalled=True)
-    tally.show("SQLite")
-    assert (len(tally.statements), tally.transactions) == (
-        COUNTED_WORDS_STATEMENTS, RECALLED_TRANSACTIONS)
-    assert tally.hops == COUNTED_WORDS_HOPS
+    assert (len(tally.statements), tally.transactions, tally.hops) == cost
 
 
 @pytest.mark.postgres
