@@ -3,7 +3,8 @@ event loop (the history is read first there); what it shows is the same on every
 
 A short conversation whose every turn is in the prompt has nothing to recall; one whose
 budget or addressed-only filter leaves a turn out is searched, as before (and one a summary
-covers: tests/history/test_assembler_summaries.py).
+covers: tests/history/test_assembler_summaries.py). There the history itself is read after
+the summary, from the first turn it does not cover.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import opened_store
+from tests.history.test_assembler_summaries import CountingSummarizer
 from tests.history.transcripts import ANN, BILLING, BOB, SUPPORT, Transcript
 from threadline.backends.sql import SqlConversationStore
 from threadline.history import InMemoryConversationStore
 from threadline.history.assembler import AssemblerOptions, assemble_prompt
+from threadline.history.model import StoredMessage
 from threadline.history.prompt import AssembledPrompt
 from threadline.history.store import SearchWindow
 
@@ -124,3 +127,33 @@ async def test_a_turn_filtered_out_of_a_short_conversation_is_recalled(
     assert t.turns[-1].content == QUESTION
     assert t.turns[0].id in await recalled(kind, tmp_path, t, AssemblerOptions())
 
+
+
+class ReadCountingMemory(InMemoryConversationStore):
+    """The memory store, counting the turns each read of the history returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[int] = []
+
+    async def get(self, conversation_id: str, **kwargs: Any) -> list[StoredMessage]:
+        turns = await super().get(conversation_id, **kwargs)
+        if kwargs.get("limit", 1) > 1:
+            self.read.append(len(turns))
+        return turns
+
+
+async def test_on_a_store_that_reads_on_the_loop_turns_a_summary_covers_are_not_read() -> None:
+    store = ReadCountingMemory()
+    t = parcel_chat(15)
+    await t.store_in(store)
+    options = AssemblerOptions(rolling_summary_threshold=10)
+    first = await assemble_prompt(store, t.conversation_id, "support", "Support", options,
+                                  CountingSummarizer())
+    assert first.summary_created
+    store.read = []
+    second = await assemble_prompt(store, t.conversation_id, "support", "Support", options,
+                                   CountingSummarizer())
+    assert second.summary_used and not second.summary_created
+    # The turns after the summary, not the conversation's 32.
+    assert store.read == [len(first.included_ids)]

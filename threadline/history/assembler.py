@@ -210,13 +210,14 @@ async def assemble_prompt(
     # reads on the loop gains nothing from that: there the history comes first, and recall
     # searches only when the prompt leaves it a turn to show (`_recall_needless`).
     found: list[SearchWindow] | None = None
-    if isinstance(store, LoopReadingStore) and store.reads_on_the_loop:
+    in_turn = isinstance(store, LoopReadingStore) and store.reads_on_the_loop
+    if in_turn:
         summary, loaded, whole = await _load(store, conversation_id, agent_id, options,
-                                             answering, since)
+                                             answering, since, in_turn=True)
         elsewhere = await _person_hits(person, answering, options)
     else:
         (summary, loaded, whole), found, elsewhere = await asyncio.gather(
-            _load(store, conversation_id, agent_id, options, answering, since),
+            _load(store, conversation_id, agent_id, options, answering, since, in_turn=False),
             _recall_for(store, conversation_id, answering, options),
             _person_hits(person, answering, options))
     if not loaded:
@@ -451,15 +452,19 @@ async def _person_hits(
 
 async def _load(
     store: ConversationStore, conversation_id: str, agent_id: str, options: AssemblerOptions,
-    answering: StoredMessage | None, since: datetime | None,
+    answering: StoredMessage | None, since: datetime | None, *, in_turn: bool,
 ) -> tuple[StoredMessage | None, list[StoredMessage], bool]:
     """The standing summary, the turns after it up to and including the one answered, and
     whether those are all the turns recall may show (no scope or time window left any out,
-    the read took all there were, a summary covers none the agent did not forget)."""
+    the read took all there were, a summary covers none the agent did not forget).
+
+    `in_turn`: the store reads on the loop, so the summary is read first and only the turns
+    after it are read and decoded; otherwise both at once, and the covered turns dropped."""
 
     limit = options.max_turns_to_load
     stride = max(limit // 2, 1) if options.cache_stride else 1
     read_all = since is None and options.scope is None  # recall searches every scope
+    after: int | None = None
 
     async def recent(through: int | None) -> list[StoredMessage]:
         # Its first turn moves in steps of `stride` sequence numbers, not one turn per turn:
@@ -467,7 +472,8 @@ async def _load(
         # prompt cache could ever serve the history.
         nonlocal read_all
         loaded = await store.get(conversation_id, scope=options.scope, since=since,
-                                 limit=limit + stride - 1, through_sequence=through)
+                                 limit=limit + stride - 1, after_sequence=after,
+                                 through_sequence=through)
         read_all = read_all and len(loaded) < limit + stride - 1
         if len(loaded) <= limit or stride == 1:
             return loaded
@@ -477,11 +483,14 @@ async def _load(
         boundary = first // stride * stride
         return [m for m in loaded if m.sequence is None or m.sequence >= boundary]
 
-    # Both reads at once: the newest turns after the summary are the newest turns, less
-    # those the summary covers.
-    summary, loaded = await asyncio.gather(
-        latest_summary(store, conversation_id, agent_id),
-        recent(answering.sequence if answering is not None else None))
+    through = answering.sequence if answering is not None else None
+    if in_turn:
+        summary = await latest_summary(store, conversation_id, agent_id)
+        after = summary.metadata.summary_of[1] if summary and summary.metadata.summary_of else None
+        loaded = await recent(through)
+    else:  # the newest turns after the summary are the newest turns, less those it covers
+        summary, loaded = await asyncio.gather(
+            latest_summary(store, conversation_id, agent_id), recent(through))
     if answering is not None and answering.sequence is None:
         position = next((i for i, m in enumerate(loaded) if m.id == answering.id), None)
         if position is not None:
