@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from figures import percentile  # noqa: E402
 
+from tests.conftest import drop_pg_schema, fresh_pg_schema  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.backends.sql.operations import SqlRunner, one_write  # noqa: E402
 from threadline.history.beside import parts_beside  # noqa: E402
@@ -67,8 +68,6 @@ from threadline.knowledge.shelf import section_turn, source_conversation  # noqa
 from threadline.knowledge.source import FoundSection, KnowledgeAsk, SourceContext  # noqa: E402
 from threadline.knowledge.tool import search_ask, search_result  # noqa: E402
 from threadline.log import configure_logging  # noqa: E402
-
-from tests.conftest import drop_pg_schema, fresh_pg_schema  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "kb-dev"
 BUDGET = 3000  # the default token budget (AssemblerOptions)
