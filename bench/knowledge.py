@@ -44,10 +44,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from figures import percentile  # noqa: E402
-from recall import fresh_pg_schema  # noqa: E402
 
+from tests.conftest import drop_pg_schema, fresh_pg_schema  # noqa: E402
 from threadline.backends.sql import SqlConversationStore  # noqa: E402
 from threadline.backends.sql.operations import SqlRunner, one_write  # noqa: E402
 from threadline.history.beside import parts_beside  # noqa: E402
@@ -286,14 +287,15 @@ async def print_scale(data: Path, questions: list[Question]) -> None:
             print("postgresql: set THREADLINE_TEST_PG_URL for its figure")
             continue
         with tempfile.TemporaryDirectory() as folder:
-            if url is None:
-                url = f"sqlite:///{folder}/scale.db"
-            else:
-                await fresh_pg_schema(url, "knowledge_scale")
-                url = f"{url}?search_path=knowledge_scale"
-            async with SqlConversationStore(url) as store:
-                p50, p99, built = await scale_latency(store, data, questions,
-                                                      sections=SCALE_SECTIONS)
+            # PostgreSQL: a schema of this run's own (another run may be measuring beside it)
+            url = f"sqlite:///{folder}/scale.db" if url is None else await fresh_pg_schema(url)
+            try:
+                async with SqlConversationStore(url) as store:
+                    p50, p99, built = await scale_latency(store, data, questions,
+                                                          sections=SCALE_SECTIONS)
+            finally:
+                if name == "postgresql":
+                    await drop_pg_schema(url)
         print(f"{name}: knowledge search at {SCALE_SECTIONS:,} sections p50 {p50:.1f} ms, "
               f"p99 {p99:.1f} ms ({len(questions[::10])} questions; stored and embedded in "
               f"{built:.0f} s)")

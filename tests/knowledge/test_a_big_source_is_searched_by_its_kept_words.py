@@ -2,7 +2,8 @@
 stores (memory, SQLite files, PostgreSQL), the size from which a source counts as big lowered
 to one section so a test's few pages are one.
 
-The kept words find what the store's own search finds; the first search of a source does not
+The kept words find what the store's own search finds, and rank a quoted phrase by its words
+without asking the store; the first search of a source does not
 wait for them (the store's search answers it); a section replaced or deleted by a sync is
 never returned by the index built before it, and a sync made through another store object
 (another process) is picked up; one agent's source's words never answer another's.
@@ -115,6 +116,19 @@ async def test_the_kept_words_find_what_the_stores_search_finds(
         by_words = kept.words.best(SearchQuery.parse(question), limit=10)
         assert by_words[:1] == by_store[:1], question
         assert set(by_words) == set(by_store), question
+
+
+async def test_a_quoted_phrase_is_ranked_by_the_kept_words(
+        store: ConversationStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    library = await helpdesk(store, tmp_path / "help")
+    words = kept_words(store)
+    assert words is not None
+    assert await words.ready(source_conversation("help")) is not None
+    asked = searches_counted(store, monkeypatch)
+    [first, *_] = await search(library, "support", 'You said "gift vouchers": can mine be '
+                                                   'refunded once redeemed?')
+    assert first.headings == ("Gift vouchers",)
+    assert asked == [], "the store's search ranked the phrase"
 
 
 async def test_the_first_search_is_the_stores_own_and_does_not_wait(

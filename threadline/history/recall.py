@@ -48,8 +48,12 @@ DATE_LINE_TOKENS = 10  # "[Fri 2024-03-01]" and its line break
 
 def worth_recalling(text: str) -> bool:
     """Whether a message has any word beyond stop words to search with ("ok thanks" has not)."""
-    parsed = SearchQuery.parse(text[:2000])
-    return any(t not in ENGLISH_STOP_WORDS for t in parsed.terms) or bool(parsed.trigrams)
+    return worth_searching(SearchQuery.parse(text[:2000]))
+
+
+def worth_searching(query: SearchQuery) -> bool:
+    """`worth_recalling` of a text already parsed (a search that ranks it parses it once)."""
+    return any(t not in ENGLISH_STOP_WORDS for t in query.terms) or bool(query.trigrams)
 
 
 async def find_recall(

@@ -80,11 +80,23 @@ def best(matrix: Matrix, question: bytes, *, limit: int) -> list[tuple[int, floa
 
 
 def top_rows(scores: npt.NDArray[np.floating[Any]], *, limit: int) -> npt.NDArray[np.intp]:
-    """The places of the `limit` highest scores, highest first (ties in place order)."""
-    if limit < scores.shape[0]:
-        top = np.argpartition(-scores, limit - 1)[:limit]
-        return top[np.argsort(-scores[top], kind="stable")]
-    return np.argsort(-scores, kind="stable")
+    """The places of the `limit` highest scores, highest first (ties in place order).
+
+    The `limit`-th highest score is found by partitioning the places (`argpartition`: fast
+    also where most scores are equal, as a big source's BM25 scores are zero for the sections
+    a query's words miss; partitioning the values themselves took 1.7-2.5 ms there against
+    0.15-0.4 ms, 100,000 scores); the places above it are sorted, and the places tied with it
+    taken in place order until `limit`."""
+    rows = scores.shape[0]
+    if limit >= rows:
+        return np.argsort(-scores, kind="stable")
+    if limit <= 0:
+        return np.zeros(0, dtype=np.intp)
+    negated = -scores
+    cut = negated[np.argpartition(negated, limit - 1)[limit - 1]]
+    above = np.flatnonzero(negated < cut)
+    tied = np.flatnonzero(negated == cut)[:limit - above.shape[0]]
+    return np.concatenate([above[np.lexsort((above, negated[above]))], tied])
 
 
 def checked(vector: bytes, *, message_id: str, model: str) -> bytes:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from threadline.history.fusion import Fusion, fuse_found, fuse_messages, fuse_rankings
 from threadline.history.meaning import MeaningSearch, meaning_search
 from threadline.history.model import StoredMessage
-from threadline.history.recall import worth_recalling
+from threadline.history.recall import worth_searching
 from threadline.history.search import MAX_QUERY_CHARS, SearchQuery
 from threadline.history.store import ConversationStore
 from threadline.knowledge.kept_words import KeptSource, kept_words
@@ -65,12 +65,18 @@ QUERY_CHARS = MAX_QUERY_CHARS // 2
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """One search made for a turn: its text, how much its ranking counts, and whether it
-    carries the conversation (only those say which page the conversation is on)."""
+    """One search made for a turn: its text (and its words, parsed once: whether it is worth
+    a search and the kept words' ranking both read them), how much its ranking counts, and
+    whether it carries the conversation (only those say which page the conversation is on)."""
 
     weight: float
     text: str
     with_conversation: bool
+    words: SearchQuery
+
+    @classmethod
+    def of(cls, weight: float, text: str, *, with_conversation: bool) -> Query:
+        return cls(weight, text, with_conversation, SearchQuery.parse(text))
 
 
 def ask_queries(ask: KnowledgeAsk) -> list[Query]:
@@ -78,15 +84,19 @@ def ask_queries(ask: KnowledgeAsk) -> list[Query]:
     question = ask.question.strip()
     queries: list[Query] = []
     if not ask.earlier:
-        queries.append(Query(FOLLOW_UP_WEIGHT, question[:QUERY_CHARS], False))
+        queries.append(Query.of(FOLLOW_UP_WEIGHT, question[:QUERY_CHARS],
+                                with_conversation=False))
     else:
         recent = [question, *reversed(ask.earlier[-FOLLOW_UP_TURNS:])]
-        queries.append(Query(FOLLOW_UP_WEIGHT, _newest_first(recent), True))
+        queries.append(Query.of(FOLLOW_UP_WEIGHT, _newest_first(recent),
+                                with_conversation=True))
         if len(ask.earlier) > FOLLOW_UP_TURNS:
-            queries.append(Query(CONVERSATION_WEIGHT,
-                                 _newest_first([question, *reversed(ask.earlier)]), True))
-        queries.append(Query(QUESTION_WEIGHT, question[:QUERY_CHARS], False))
-    return [query for query in queries if worth_recalling(query.text)]
+            queries.append(Query.of(CONVERSATION_WEIGHT,
+                                    _newest_first([question, *reversed(ask.earlier)]),
+                                    with_conversation=True))
+        queries.append(Query.of(QUESTION_WEIGHT, question[:QUERY_CHARS],
+                                with_conversation=False))
+    return [query for query in queries if worth_searching(query.words)]
 
 
 def _newest_first(texts: Sequence[str]) -> str:
@@ -103,9 +113,9 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
     queries = ask_queries(ask)
     words = kept_words(store) if meaning is not None and queries else None
     kept = words.usable(conversation) if words is not None else None
-    parsed = [SearchQuery.parse(query.text) for query in queries] if kept is not None else []
-    if kept is not None and meaning is not None and all(map(kept.words.answers, parsed)):
-        return await _search_kept(kept, meaning, conversation, queries, parsed, limit=limit)
+    if kept is not None and meaning is not None and all(
+            kept.words.answers(query.words) for query in queries):
+        return await _search_kept(kept, meaning, conversation, queries, limit=limit)
     rankings: list[tuple[float, list[str]]] = []
     pages: list[tuple[float, list[str]]] = []
     turns: dict[str, StoredMessage] = {}
@@ -137,8 +147,7 @@ async def search_source(store: ConversationStore, source: str, ask: KnowledgeAsk
 
 
 async def _search_kept(kept: KeptSource, meaning: MeaningSearch, conversation: str,
-                       queries: Sequence[Query], parsed: Sequence[SearchQuery], *,
-                       limit: int) -> list[FoundSection]:
+                       queries: Sequence[Query], *, limit: int) -> list[FoundSection]:
     """`search_source` over a big source's kept words (`threadline.knowledge.kept_words`):
     each text ranked by them and by meaning, fused, and the sections ranked with their
     documents counted, all by sequence, before any is read; then the best `limit` and the
@@ -146,7 +155,7 @@ async def _search_kept(kept: KeptSource, meaning: MeaningSearch, conversation: s
     sections, most of them never shown). A section the kept words do not know (added since
     they were built, found by meaning) is read before the ranking, for its document; one
     deleted since is left out where it was ranked, which READ_SPARE more read make up for."""
-    by_words = [kept.words.best(query, limit=CANDIDATES) for query in parsed]
+    by_words = [kept.words.best(query.words, limit=CANDIDATES) for query in queries]
     vectors = await meaning.embedder_vectors([query.text for query in queries])
     nearest = await meaning.index.nearest_places_each(
         conversation, vectors, meaning.embedder.name, limit=CANDIDATES)
